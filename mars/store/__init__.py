@@ -1,0 +1,31 @@
+"""The Redis SEQ protocol: per-task data sets numbered by SEQ counters (docs/protocol.md)."""
+
+from mars.store.errors import MissingDataSetError, ProtocolViolationError, StoreError
+from mars.store.keys import TaskKeys
+from mars.store.seq_store import SeqStore
+from mars.store.state import (
+    NO_OFFSET,
+    ApplyResult,
+    ApplyStatus,
+    LiveState,
+    Snapshot,
+    SourceId,
+    SourceState,
+)
+from mars.store.watermark import watermark_of
+
+__all__ = [
+    "NO_OFFSET",
+    "ApplyResult",
+    "ApplyStatus",
+    "LiveState",
+    "MissingDataSetError",
+    "ProtocolViolationError",
+    "SeqStore",
+    "Snapshot",
+    "SourceId",
+    "SourceState",
+    "StoreError",
+    "TaskKeys",
+    "watermark_of",
+]

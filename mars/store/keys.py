@@ -1,0 +1,68 @@
+"""Redis key names of one task.
+
+Every key of task `T` starts with `mars:{T}:`. The braces are a Redis Cluster hash tag: all keys
+of a task hash to one slot, so each Lua script (which touches several of them) runs on one node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_GLOB_SPECIALS = "\\*?[]"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskKeys:
+    """Key names for one task's SEQ protocol state."""
+
+    task: str
+
+    def __post_init__(self) -> None:
+        # A brace would change the hash tag and scatter the task's keys over slots.
+        if not self.task or "{" in self.task or "}" in self.task:
+            raise ValueError(f"task id must be non-empty and free of braces: {self.task!r}")
+
+    @property
+    def prefix(self) -> str:
+        return f"mars:{{{self.task}}}:"
+
+    @property
+    def sources(self) -> str:
+        """Hash: source id -> packed `applied_offset:stream_time_ms:last_data_wall_ms`."""
+        return self.prefix + "src"
+
+    @property
+    def live(self) -> str:
+        """Hash: partition -> packed `caught_up:heartbeat_wall_ms`; `partitions` -> count."""
+        return self.prefix + "live"
+
+    @property
+    def stats(self) -> str:
+        return self.prefix + "stats"
+
+    @property
+    def results(self) -> str:
+        return self.prefix + "results"
+
+    def bucket_prefix(self, bucket: int) -> str:
+        return f"{self.prefix}b:{bucket}:"
+
+    def seq(self, bucket: int) -> str:
+        """Counter: number of the bucket's last data set (0 = none yet)."""
+        return self.bucket_prefix(bucket) + "seq"
+
+    def rseq(self, bucket: int) -> str:
+        """First data set number the reducer has not released (1 = none released)."""
+        return self.bucket_prefix(bucket) + "rseq"
+
+    def dataset_prefix(self, bucket: int) -> str:
+        return self.bucket_prefix(bucket) + "d:"
+
+    def dataset(self, bucket: int, seq: int) -> str:
+        return f"{self.dataset_prefix(bucket)}{seq}"
+
+    @property
+    def scan_pattern(self) -> str:
+        """SCAN MATCH pattern for every key of the task (glob characters escaped)."""
+        escaped = "".join("\\" + c if c in _GLOB_SPECIALS else c for c in self.task)
+        return f"mars:{{{escaped}}}:*"

@@ -1,0 +1,30 @@
+"""The protocol's Lua scripts, registered on one client so they run with EVALSHA."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.resources import files
+
+import redis
+from redis.commands.core import Script
+
+
+def _source(name: str) -> str:
+    return files("mars.store").joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreScripts:
+    """Script handles bound to one client (EVALSHA, falling back to EVAL on NOSCRIPT)."""
+
+    apply_batch: Script
+    snapshot: Script
+    release: Script
+
+    @classmethod
+    def register(cls, client: redis.Redis) -> StoreScripts:
+        return cls(
+            apply_batch=client.register_script(_source("apply_batch")),
+            snapshot=client.register_script(_source("snapshot")),
+            release=client.register_script(_source("release")),
+        )

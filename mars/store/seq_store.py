@@ -1,0 +1,298 @@
+"""`SeqStore`: the client side of the Redis SEQ protocol (docs/protocol.md).
+
+Mappers (and the Spark backfill) call `apply_batch`, which checks and advances the applied
+offsets, numbers the batch's data sets and bumps the counters in one Lua script. Reducers call
+`snapshot`, `read_datasets` and `release`. Everything of task `T` lives under `mars:{T}:`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import redis
+
+from mars.store.errors import MissingDataSetError, ProtocolViolationError
+from mars.store.keys import TaskKeys
+from mars.store.scripts import StoreScripts
+from mars.store.state import (
+    NO_OFFSET,
+    ApplyResult,
+    ApplyStatus,
+    LiveState,
+    Snapshot,
+    SourceId,
+    SourceState,
+    pack_live,
+    parse_source_field,
+    source_field,
+    unpack_live,
+    unpack_source,
+)
+
+PARTITION_COUNT_FIELD = "partitions"
+STORE_COUNTERS = frozenset({"batches", "datasets"})  # counted by apply_batch itself
+
+
+def _bytes_client(client: redis.Redis) -> redis.Redis:
+    """The same server, but replies as bytes: data sets are binary."""
+    pool = client.connection_pool
+    if not pool.connection_kwargs.get("decode_responses"):
+        return client
+    kwargs = {**pool.connection_kwargs, "decode_responses": False}
+    return redis.Redis(connection_pool=redis.ConnectionPool(pool.connection_class, **kwargs))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _pairs(flat: Sequence[Any]) -> Iterable[tuple[str, bytes | str]]:
+    return ((_text(flat[i]), flat[i + 1]) for i in range(0, len(flat), 2))
+
+
+class SeqStore:
+    """Per-task SEQ counters, data sets, source offsets and liveness in Redis.
+
+    `client` is a `redis.Redis`; a client configured with `decode_responses=True` is
+    re-created over the same connection settings with byte replies.
+    """
+
+    def __init__(
+        self, client: redis.Redis, *, read_chunk: int = 256, delete_batch: int = 500
+    ) -> None:
+        if read_chunk < 1 or delete_batch < 1:
+            raise ValueError("read_chunk and delete_batch must be positive")
+        self._redis = _bytes_client(client)
+        self._scripts = StoreScripts.register(self._redis)
+        self._read_chunk = read_chunk
+        self._delete_batch = delete_batch
+
+    # -- writers (mapper, backfill) -------------------------------------------------------
+
+    def read_sources(self, task: str) -> dict[int, SourceState]:
+        """Applied offset and stream time of every Kafka partition written so far."""
+        raw = self._redis.hgetall(TaskKeys(task).sources)
+        states = {parse_source_field(_text(k)): unpack_source(v) for k, v in raw.items()}
+        return {s: state for s, state in states.items() if isinstance(s, int)}
+
+    def read_source_states(
+        self, task: str, sources: Iterable[SourceId]
+    ) -> dict[SourceId, SourceState]:
+        """States of the given source ids (also backfill ids); absent ones as `SourceState()`."""
+        ids = list(sources)
+        if not ids:
+            return {}
+        raw = self._redis.hmget(TaskKeys(task).sources, [source_field(s) for s in ids])
+        return {s: unpack_source(v) if v else SourceState() for s, v in zip(ids, raw, strict=True)}
+
+    def apply_batch(
+        self,
+        task: str,
+        *,
+        expected: Mapping[SourceId, int],
+        sources: Mapping[SourceId, SourceState],
+        datasets: Mapping[int, bytes],
+        counters: Mapping[str, int],
+        now_ms: int,
+    ) -> ApplyResult:
+        """Apply one batch atomically, or reject it if any `expected` offset is stale.
+
+        `expected[s]` is the applied offset the writer believes source `s` has (-1: none);
+        `sources` the states after this batch (a subset of `expected`); `datasets` maps
+        bucket -> encoded partials. One script, one round trip; see docs/protocol.md.
+        """
+        _validate_batch(expected=expected, sources=sources, counters=counters)
+        keys = TaskKeys(task)
+        buckets = sorted(datasets)
+        args: list[str | bytes] = [str(now_ms), str(len(expected))]
+        for source, offset in expected.items():
+            args += [source_field(source), str(offset)]
+        args.append(str(len(sources)))
+        for source, state in sources.items():
+            stream_time = "" if state.stream_time_ms is None else str(state.stream_time_ms)
+            args += [source_field(source), str(state.applied_offset), stream_time]
+        for bucket in buckets:
+            args += [keys.dataset_prefix(bucket), datasets[bucket]]
+        nonzero = {name: delta for name, delta in counters.items() if delta}
+        args.append(str(len(nonzero)))
+        for name, delta in nonzero.items():
+            args += [name, str(delta)]
+        script_keys = [keys.sources, keys.stats, *(keys.seq(b) for b in buckets)]
+        reply = self._scripts.apply_batch(keys=script_keys, args=args)
+        if int(reply[0]) == 1:
+            seqs = {b: int(s) for b, s in zip(buckets, reply[1:], strict=True)}
+            return ApplyResult(status=ApplyStatus.APPLIED, seqs=seqs)
+        current = {
+            parse_source_field(field): unpack_source(value) if value else SourceState()
+            for field, value in _pairs(reply[1:])
+        }
+        return ApplyResult(status=ApplyStatus.REJECTED, sources=current)
+
+    def heartbeat(
+        self,
+        task: str,
+        *,
+        partition_count: int,
+        partitions: Mapping[int, bool],
+        now_ms: int,
+    ) -> None:
+        """Record, for each partition this mapper owns, whether it is caught up (at the end of
+        the partition and not paused), and the source topic's partition count."""
+        mapping: dict[str, str] = {PARTITION_COUNT_FIELD: str(partition_count)}
+        for partition, caught_up in partitions.items():
+            mapping[str(partition)] = pack_live(
+                LiveState(caught_up=caught_up, heartbeat_wall_ms=now_ms)
+            )
+        self._redis.hset(TaskKeys(task).live, mapping=mapping)  # type: ignore[arg-type]
+
+    # -- reducer ------------------------------------------------------------------------------
+
+    def snapshot(self, task: str, bucket: int) -> Snapshot:
+        """The bucket's seq/rseq and the task's watermark inputs, read in one atomic step."""
+        keys = TaskKeys(task)
+        seq, rseq, raw_sources, raw_live = self._scripts.snapshot(
+            keys=[keys.seq(bucket), keys.rseq(bucket), keys.sources, keys.live]
+        )
+        sources: dict[int, SourceState] = {}
+        for field, value in _pairs(raw_sources):
+            source = parse_source_field(field)
+            if isinstance(source, int):  # backfill sources do not hold the watermark
+                sources[source] = unpack_source(value)
+        live: dict[int, LiveState] = {}
+        partition_count: int | None = None
+        for field, value in _pairs(raw_live):
+            if field == PARTITION_COUNT_FIELD:
+                partition_count = int(value)
+            else:
+                live[int(field)] = unpack_live(value)
+        return Snapshot(
+            bucket=bucket,
+            seq=int(seq),
+            rseq=int(rseq),
+            sources=sources,
+            live=live,
+            partition_count=partition_count,
+        )
+
+    def read_datasets(
+        self, task: str, bucket: int, first: int, last: int
+    ) -> list[tuple[int, bytes]]:
+        """Data sets `first..last` (inclusive) in seq order, fetched with MGET in chunks.
+
+        Raises `MissingDataSetError` if one is gone (released by another owner).
+        """
+        keys = TaskKeys(task)
+        out: list[tuple[int, bytes]] = []
+        for start in range(first, last + 1, self._read_chunk):
+            seqs = range(start, min(start + self._read_chunk, last + 1))
+            values = self._redis.mget([keys.dataset(bucket, s) for s in seqs])
+            for seq, value in zip(seqs, values, strict=True):
+                if value is None:
+                    raise MissingDataSetError(task=task, bucket=bucket, seq=seq)
+                out.append((seq, value))
+        return out
+
+    def release(self, task: str, bucket: int, rseq: int) -> int:
+        """Move the bucket's rseq to `rseq` (never back) and delete the data sets below it.
+
+        Returns the effective rseq. Releasing beyond `seq + 1` is a `ProtocolViolationError`.
+        """
+        keys = TaskKeys(task)
+        try:
+            result = self._scripts.release(
+                keys=[keys.seq(bucket), keys.rseq(bucket)],
+                args=[str(rseq), keys.dataset_prefix(bucket)],
+            )
+        except redis.ResponseError as exc:
+            if "mars:" in str(exc):
+                raise ProtocolViolationError(str(exc)) from exc
+            raise
+        return int(result)
+
+    # -- backpressure -------------------------------------------------------------------------
+
+    def backlog(self, task: str, *, buckets: int) -> int:
+        """Data sets written but not yet released, summed over the task's buckets."""
+        keys = TaskKeys(task)
+        names = [k for b in range(buckets) for k in (keys.seq(b), keys.rseq(b))]
+        values = self._redis.mget(names) if names else []
+        total = 0
+        for i in range(0, len(values), 2):
+            seq = int(values[i] or 0)
+            rseq = int(values[i + 1] or 1)
+            total += max(0, seq - (rseq - 1))
+        return total
+
+    def memory_used(self) -> int:
+        """Redis `used_memory` in bytes."""
+        return int(self._redis.info("memory")["used_memory"])
+
+    # -- stats, results, cleanup --------------------------------------------------------------
+
+    def incr_stats(self, task: str, counters: Mapping[str, int]) -> None:
+        nonzero = {name: delta for name, delta in counters.items() if delta}
+        if not nonzero:
+            return
+        key = TaskKeys(task).stats
+        with self._redis.pipeline(transaction=True) as pipe:
+            for name, delta in nonzero.items():
+                pipe.hincrby(key, name, delta)
+            pipe.execute()
+
+    def stats(self, task: str) -> dict[str, int]:
+        raw = self._redis.hgetall(TaskKeys(task).stats)
+        return {_text(k): int(v) for k, v in raw.items()}
+
+    def push_results(self, task: str, rows: Sequence[Mapping[str, Any]], *, keep: int) -> None:
+        """Prepend `rows` (JSON) to the task's latest-results list, keeping the newest `keep`."""
+        if keep < 1:
+            raise ValueError("keep must be positive")
+        if not rows:
+            return
+        key = TaskKeys(task).results
+        encoded = [json.dumps(row, separators=(",", ":"), default=str) for row in rows]
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.lpush(key, *encoded)
+            pipe.ltrim(key, 0, keep - 1)
+            pipe.execute()
+
+    def latest_results(self, task: str, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` most recent result rows, newest first."""
+        if limit < 1:
+            return []
+        raw = self._redis.lrange(TaskKeys(task).results, 0, limit - 1)
+        return [json.loads(item) for item in raw]
+
+    def delete_task(self, task: str) -> int:
+        """Remove every key of the task (SCAN on its hash-tag pattern, UNLINK in batches)."""
+        deleted = 0
+        batch: list[bytes] = []
+        for key in self._redis.scan_iter(match=TaskKeys(task).scan_pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= self._delete_batch:
+                deleted += int(self._redis.unlink(*batch))
+                batch = []
+        if batch:
+            deleted += int(self._redis.unlink(*batch))
+        return deleted
+
+
+def _validate_batch(
+    *,
+    expected: Mapping[SourceId, int],
+    sources: Mapping[SourceId, SourceState],
+    counters: Mapping[str, int],
+) -> None:
+    for source, state in sources.items():
+        if source not in expected:
+            raise ValueError(f"source {source!r} is written but has no expected offset")
+        if state.applied_offset < expected[source]:
+            raise ValueError(f"source {source!r} would move back below {expected[source]}")
+    for source, offset in expected.items():
+        if offset < NO_OFFSET:
+            raise ValueError(f"expected offset of {source!r} must be >= -1, got {offset}")
+    reserved = STORE_COUNTERS.intersection(counters)
+    if reserved:
+        raise ValueError(f"counters {sorted(reserved)} are maintained by apply_batch itself")

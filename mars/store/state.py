@@ -1,0 +1,123 @@
+"""Value types of the SEQ protocol and their packed Redis encodings.
+
+Packed values are short ASCII strings so the Lua scripts can read and compare them without a
+decoder: a source state is `applied_offset:stream_time_ms:last_data_wall_ms` (an empty field
+means "none"), a liveness entry is `caught_up(0|1):heartbeat_wall_ms`. Integers are written in
+canonical decimal, which lets the scripts compare offsets as strings (no float rounding in Lua).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+SourceId = int | str
+"""Who advances an applied offset: a Kafka partition number for the live mappers, or a string
+such as `backfill:<job>:<partition>` for a bulk job writing an offset range of its own."""
+
+NO_OFFSET = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceState:
+    """Progress of one source: last applied Kafka offset and its stream time.
+
+    `last_data_wall_ms` is set by the store (the writer's `now_ms` of the last batch that
+    advanced the offset); callers leave it None when they pass a state to `apply_batch`.
+    """
+
+    applied_offset: int = NO_OFFSET
+    stream_time_ms: int | None = None
+    last_data_wall_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LiveState:
+    """What the mapper owning a partition last reported about it (for idleness)."""
+
+    caught_up: bool
+    heartbeat_wall_ms: int
+
+
+class ApplyStatus(StrEnum):
+    APPLIED = "applied"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApplyResult:
+    """Outcome of `SeqStore.apply_batch`.
+
+    APPLIED: `seqs` maps each written bucket to its new data set number.
+    REJECTED: nothing was written; `sources` holds the stored states of the expected sources
+    (re-read, drop records at or below their applied offsets, and retry).
+    """
+
+    status: ApplyStatus
+    seqs: Mapping[int, int] = field(default_factory=dict)
+    sources: Mapping[SourceId, SourceState] = field(default_factory=dict)
+
+    @property
+    def applied(self) -> bool:
+        return self.status is ApplyStatus.APPLIED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """One bucket's high mark together with the task's watermark inputs, read atomically.
+
+    Every data set the reducer still needs is numbered `rseq..seq`. Because the sources were read
+    in the same instant as `seq`, every non-late record whose event time is at or below the
+    watermark computed from `sources` is already inside a data set numbered <= `seq`.
+    """
+
+    bucket: int
+    seq: int
+    rseq: int
+    sources: Mapping[int, SourceState]
+    live: Mapping[int, LiveState]
+    partition_count: int | None
+
+
+def source_field(source: SourceId) -> str:
+    return str(source)
+
+
+def parse_source_field(name: str) -> SourceId:
+    return int(name) if name.isdigit() else name
+
+
+def _opt_int(text: str) -> int | None:
+    return int(text) if text else None
+
+
+def _opt_str(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def pack_source(state: SourceState) -> str:
+    return (
+        f"{state.applied_offset}:{_opt_str(state.stream_time_ms)}:"
+        f"{_opt_str(state.last_data_wall_ms)}"
+    )
+
+
+def unpack_source(packed: str | bytes) -> SourceState:
+    text = packed.decode() if isinstance(packed, bytes) else packed
+    offset, stream_time, last_data = text.split(":")
+    return SourceState(
+        applied_offset=int(offset),
+        stream_time_ms=_opt_int(stream_time),
+        last_data_wall_ms=_opt_int(last_data),
+    )
+
+
+def pack_live(state: LiveState) -> str:
+    return f"{int(state.caught_up)}:{state.heartbeat_wall_ms}"
+
+
+def unpack_live(packed: str | bytes) -> LiveState:
+    text = packed.decode() if isinstance(packed, bytes) else packed
+    caught_up, heartbeat = text.split(":")
+    return LiveState(caught_up=caught_up == "1", heartbeat_wall_ms=int(heartbeat))

@@ -1,0 +1,72 @@
+"""The task watermark computed from a `Snapshot` (pure; the reducer keeps it monotone).
+
+Watermark = min over the source topic's partitions of their stream time, leaving out idle
+partitions. A partition is idle when the mapper owning it reports it caught up (freshly) and no
+batch has advanced its offset for `idle_timeout_ms`. When every partition is idle the watermark
+advances with the wall clock from the newest stream time (idle close).
+
+Not idle and never written, or no mapper heartbeat at all (mapper down, data may wait in
+Kafka): the partition holds the watermark back, so nothing closes on a guess.
+"""
+
+from __future__ import annotations
+
+from mars.store.state import LiveState, Snapshot, SourceState
+
+
+def _is_idle(
+    state: SourceState | None,
+    live: LiveState | None,
+    *,
+    idle_timeout_ms: int,
+    heartbeat_timeout_ms: int,
+    now_ms: int,
+) -> bool:
+    if live is None or not live.caught_up:
+        return False
+    if now_ms - live.heartbeat_wall_ms > heartbeat_timeout_ms:
+        return False
+    last_data = None if state is None else state.last_data_wall_ms
+    return last_data is None or now_ms - last_data >= idle_timeout_ms
+
+
+def watermark_of(
+    snapshot: Snapshot,
+    *,
+    idle_timeout_ms: int,
+    now_ms: int,
+    heartbeat_timeout_ms: int | None = None,
+) -> int | None:
+    """The watermark in epoch ms, or None while it cannot be known (nothing may close).
+
+    `heartbeat_timeout_ms` (default: `idle_timeout_ms`) is how old a caught-up report may be.
+    """
+    if snapshot.partition_count is None:
+        return None
+    hb_timeout = idle_timeout_ms if heartbeat_timeout_ms is None else heartbeat_timeout_ms
+    active: list[int] = []
+    idle: list[SourceState] = []
+    for partition in range(snapshot.partition_count):
+        state = snapshot.sources.get(partition)
+        if _is_idle(
+            state,
+            snapshot.live.get(partition),
+            idle_timeout_ms=idle_timeout_ms,
+            heartbeat_timeout_ms=hb_timeout,
+            now_ms=now_ms,
+        ):
+            if state is not None:
+                idle.append(state)
+            continue
+        if state is None or state.stream_time_ms is None:
+            return None
+        active.append(state.stream_time_ms)
+    if active:
+        return min(active)
+    stream_times = [s.stream_time_ms for s in idle if s.stream_time_ms is not None]
+    if not stream_times:
+        return None
+    last_data = max(
+        (s.last_data_wall_ms for s in idle if s.last_data_wall_ms is not None), default=now_ms
+    )
+    return max(stream_times) + max(0, now_ms - last_data)
