@@ -1,0 +1,38 @@
+"""Aggregates as monoids (`initial / add / merge / result`) shared by mapper, Spark and reducer."""
+
+from mars.aggregates.average import Average
+from mars.aggregates.base import Aggregate
+from mars.aggregates.counting import CountAll, CountNonNull
+from mars.aggregates.distinct import CountDistinct
+from mars.aggregates.encoding import PartialEncodingError, decode_states, encode_states
+from mars.aggregates.extremum import Max, Min
+from mars.aggregates.hll import ApproxCountDistinct, sketch_of
+from mars.aggregates.registry import (
+    aggregate_for,
+    aggregate_for_call,
+    aggregates_for,
+    from_wire_name,
+    wire_name,
+)
+from mars.aggregates.sum import Sum
+
+__all__ = [
+    "Aggregate",
+    "ApproxCountDistinct",
+    "Average",
+    "CountAll",
+    "CountDistinct",
+    "CountNonNull",
+    "Max",
+    "Min",
+    "PartialEncodingError",
+    "Sum",
+    "aggregate_for",
+    "aggregate_for_call",
+    "aggregates_for",
+    "decode_states",
+    "encode_states",
+    "from_wire_name",
+    "sketch_of",
+    "wire_name",
+]

@@ -1,0 +1,73 @@
+"""The aggregate abstraction: a commutative monoid plus its vectorised batch form.
+
+Every aggregate is used in three places with the same state type: the mapper and the Spark job
+compute a batch's partial state per group with Polars (`partial_exprs` + `states_from_frame`,
+no per-record Python), the reducer merges partial states (`merge`) in SEQ order and reads the
+final value (`result`). `merge` is associative and commutative and `initial()` is its identity,
+so partials can be merged in any grouping and order (AVG is carried as (sum, count) for this).
+
+States are plain Python values and never mutated in place: `add` and `merge` return new states.
+`to_wire` / `from_wire` map a state to and from msgpack-encodable values; the versioned envelope
+around them lives in `mars.aggregates.encoding` and `mars.engine.dataset`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Generic, TypeVar
+
+import polars as pl
+
+from mars.tasks.spec import AggFunc
+
+S = TypeVar("S")
+
+
+class Aggregate(ABC, Generic[S]):
+    """One aggregate function over one argument (or none, for COUNT(*))."""
+
+    func: ClassVar[AggFunc]
+    # Whether the argument must be numeric (SUM, AVG): other values make a record bad.
+    numeric_argument: ClassVar[bool] = False
+
+    @abstractmethod
+    def initial(self) -> S:
+        """The identity of `merge`: the state of an empty group."""
+
+    @abstractmethod
+    def add(self, state: S, value: Any) -> S:
+        """Fold one input value into a state (None is SQL NULL)."""
+
+    @abstractmethod
+    def merge(self, left: S, right: S) -> S:
+        """Combine two partial states."""
+
+    @abstractmethod
+    def result(self, state: S) -> Any:
+        """The final SQL value of a state."""
+
+    @abstractmethod
+    def partial_exprs(self, argument: pl.Expr | None, prefix: str) -> list[pl.Expr]:
+        """Polars expressions computing a group's partial state inside `group_by().agg()`.
+
+        Every output column name starts with `prefix`.
+        """
+
+    @abstractmethod
+    def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[S]:
+        """Turn the columns made by `partial_exprs` into one state per row of `frame`."""
+
+    def to_wire(self, state: S) -> Any:
+        """A msgpack-encodable form of `state` (identity for scalar states)."""
+        return state
+
+    def from_wire(self, wire: Any) -> S:
+        """Inverse of `to_wire`."""
+        return wire
+
+    def fold(self, values: list[Any]) -> S:
+        """Reference semantics: the state of a group holding `values` (used by tests)."""
+        state = self.initial()
+        for value in values:
+            state = self.add(state, value)
+        return state

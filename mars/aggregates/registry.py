@@ -1,0 +1,56 @@
+"""Which `Aggregate` implements an `AggregateCall` of a task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mars.aggregates.average import Average
+from mars.aggregates.base import Aggregate
+from mars.aggregates.counting import CountAll, CountNonNull
+from mars.aggregates.distinct import CountDistinct
+from mars.aggregates.extremum import Max, Min
+from mars.aggregates.hll import ApproxCountDistinct
+from mars.aggregates.sum import Sum
+from mars.tasks.spec import AggFunc, AggregateCall
+
+_BY_FUNC: dict[AggFunc, type[Aggregate[Any]]] = {
+    AggFunc.SUM: Sum,
+    AggFunc.MIN: Min,
+    AggFunc.MAX: Max,
+    AggFunc.AVG: Average,
+    AggFunc.COUNT_DISTINCT: CountDistinct,
+    AggFunc.APPROX_COUNT_DISTINCT: ApproxCountDistinct,
+}
+
+# Wire name of COUNT(*), distinct from COUNT(expr): both share AggFunc.COUNT but differ in state
+# semantics only at add() time, so the wire form (an int) is the same.
+COUNT_ALL_WIRE_NAME = "count_all"
+
+
+def aggregate_for(func: AggFunc, *, has_argument: bool) -> Aggregate[Any]:
+    """The aggregate implementing `func`; COUNT without argument is COUNT(*)."""
+    if func is AggFunc.COUNT:
+        return CountNonNull() if has_argument else CountAll()
+    if not has_argument:
+        raise ValueError(f"{func.value} needs an argument")
+    return _BY_FUNC[func]()
+
+
+def aggregate_for_call(call: AggregateCall) -> Aggregate[Any]:
+    return aggregate_for(call.func, has_argument=call.argument is not None)
+
+
+def aggregates_for(calls: tuple[AggregateCall, ...]) -> tuple[Aggregate[Any], ...]:
+    """One aggregate per call, in the task's order."""
+    return tuple(aggregate_for_call(call) for call in calls)
+
+
+def wire_name(aggregate: Aggregate[Any]) -> str:
+    """The name recorded in encoded partials, from which `from_wire_name` rebuilds it."""
+    return COUNT_ALL_WIRE_NAME if isinstance(aggregate, CountAll) else aggregate.func.value
+
+
+def from_wire_name(name: str) -> Aggregate[Any]:
+    if name == COUNT_ALL_WIRE_NAME:
+        return CountAll()
+    return aggregate_for(AggFunc(name), has_argument=True)

@@ -1,0 +1,46 @@
+"""SUM(expr): the state is the running sum, or None while no non-null value was seen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from mars.aggregates.base import Aggregate
+from mars.tasks.spec import AggFunc
+
+Number = int | float
+
+
+class Sum(Aggregate[Number | None]):
+    """SUM ignores NULLs; the sum of no values is NULL (SQL semantics)."""
+
+    func = AggFunc.SUM
+    numeric_argument = True
+
+    def initial(self) -> Number | None:
+        return None
+
+    def add(self, state: Number | None, value: Any) -> Number | None:
+        if value is None:
+            return state
+        return value if state is None else state + value
+
+    def merge(self, left: Number | None, right: Number | None) -> Number | None:
+        if left is None:
+            return right
+        if right is None:
+            return left
+        return left + right
+
+    def result(self, state: Number | None) -> Number | None:
+        return state
+
+    def partial_exprs(self, argument: pl.Expr | None, prefix: str) -> list[pl.Expr]:
+        assert argument is not None, "SUM needs an argument"
+        return [argument.sum().alias(f"{prefix}sum"), argument.count().alias(f"{prefix}n")]
+
+    def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Number | None]:
+        sums = frame.get_column(f"{prefix}sum").to_list()
+        counts = frame.get_column(f"{prefix}n").to_list()
+        return [s if n else None for s, n in zip(sums, counts, strict=True)]
