@@ -1,0 +1,199 @@
+"""Splits the Mars-specific clauses off a task's SQL, keeping character positions.
+
+`WINDOWING <n> <unit>`, `SLIDE <n> <unit>`, `GRACE <n> <unit>` and `WITH (key = value, ...)` are
+not SQL, so they are found among sqlglot's tokens (at parenthesis depth 0, so a string or a
+nested expression never matches) and replaced by spaces. The rest keeps every character at its
+original offset, which lets sqlglot's positions point into the user's text unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, Tokenizer, TokenType
+
+from mars.sql.durations import UNIT_HELP, DurationError, duration_ms, is_unit
+from mars.sql.errors import TaskError
+from mars.sql.positions import token_error_position
+
+CLAUSE_KEYWORDS = ("WINDOWING", "SLIDE", "GRACE")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Duration:
+    """A duration clause: its value and where its keyword starts."""
+
+    ms: int
+    position: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OptionValue:
+    """One `key = value` of the WITH clause; `position` is where the value starts."""
+
+    value: Any
+    position: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarsClauses:
+    """The Mars clauses of a task and its SQL with them blanked out (same length)."""
+
+    sql: str
+    durations: dict[str, Duration] = field(default_factory=dict)  # keyword -> duration
+    options: dict[str, OptionValue] = field(default_factory=dict)
+
+
+def tokenize(sql: str) -> list[Token]:
+    try:
+        return Tokenizer().tokenize(sql)
+    except TokenError as err:
+        raise TaskError(
+            "cannot read the SQL here (unterminated string or quoted name?)",
+            position=token_error_position(err),
+        ) from None
+
+
+def split_mars_clauses(sql: str) -> MarsClauses:
+    """Find the Mars clauses in `sql`; raise TaskError for a malformed or repeated one."""
+    tokens = tokenize(sql)
+    durations: dict[str, Duration] = {}
+    options: dict[str, OptionValue] = {}
+    spans: list[tuple[int, int]] = []
+    depth = 0
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and _is_clause_keyword(tokens, i):
+            keyword = token.text.upper()
+            if keyword in durations:
+                raise TaskError(f"{keyword} is given twice", position=token.start)
+            ms, i = _read_duration(tokens, i, sql)
+            durations[keyword] = Duration(ms=ms, position=token.start)
+            spans.append((token.start, tokens[i - 1].end))
+            continue
+        elif depth == 0 and _is_options_clause(tokens, i):
+            if options:
+                raise TaskError(
+                    "the WITH (...) options clause is given twice", position=token.start
+                )
+            i = _read_options(tokens, i + 2, sql, into=options)
+            if not options:
+                raise TaskError("the WITH (...) options clause is empty", position=token.start)
+            spans.append((token.start, tokens[i - 1].end))
+            continue
+        i += 1
+    return MarsClauses(sql=_blank(sql, spans), durations=durations, options=options)
+
+
+def _is_clause_keyword(tokens: list[Token], i: int) -> bool:
+    token = tokens[i]
+    if token.token_type != TokenType.VAR or token.text.upper() not in CLAUSE_KEYWORDS:
+        return False
+    # `WINDOWING 60 s` (or a clause missing its duration at the end); anything else, such as
+    # `SELECT grace FROM S`, is an ordinary identifier.
+    following = tokens[i + 1] if i + 1 < len(tokens) else None
+    return following is None or following.token_type in (
+        TokenType.NUMBER,
+        TokenType.DASH,
+        TokenType.SEMICOLON,
+    )
+
+
+def _is_options_clause(tokens: list[Token], i: int) -> bool:
+    # A leading WITH is a CTE (rejected later by the parser); the options clause comes after.
+    return (
+        i > 0
+        and tokens[i].token_type == TokenType.WITH
+        and i + 1 < len(tokens)
+        and tokens[i + 1].token_type == TokenType.L_PAREN
+    )
+
+
+def _read_duration(tokens: list[Token], i: int, sql: str) -> tuple[int, int]:
+    """Read `KEYWORD [-]<number> <unit>` starting at the keyword; return (ms, next index)."""
+    keyword = tokens[i]
+    j = i + 1
+    sign = ""
+    if j < len(tokens) and tokens[j].token_type == TokenType.DASH:
+        sign = "-"
+        j += 1
+    if j >= len(tokens) or tokens[j].token_type != TokenType.NUMBER:
+        where = tokens[j].start if j < len(tokens) else len(sql.rstrip())
+        raise TaskError(f"{keyword.text.upper()} needs a duration such as '60 s'", position=where)
+    number = tokens[j]
+    if j + 1 >= len(tokens) or not tokens[j + 1].text.isalpha():
+        raise TaskError(
+            f"missing time unit after {keyword.text.upper()} {sign}{number.text}; {UNIT_HELP}",
+            position=number.end + 1,
+        )
+    unit = tokens[j + 1]
+    try:
+        ms = duration_ms(sign + number.text, unit.text)
+    except DurationError as err:
+        at = unit.start if not is_unit(unit.text) else number.start
+        raise TaskError(str(err), position=at) from None
+    return ms, j + 2
+
+
+def _read_options(tokens: list[Token], i: int, sql: str, *, into: dict[str, OptionValue]) -> int:
+    """Read `key = value, ...)` starting after `WITH (`; return the index after `)`."""
+    while True:
+        if i >= len(tokens):
+            raise TaskError("the WITH (...) options clause is not closed", position=len(sql))
+        key = tokens[i]
+        if key.token_type == TokenType.R_PAREN and not into:
+            return i + 1
+        if not key.text.replace("_", "a").isalnum() or key.token_type == TokenType.STRING:
+            raise TaskError(f"expected an option name, found '{key.text}'", position=key.start)
+        name = key.text.lower()
+        if name in into:
+            raise TaskError(f"option '{name}' is given twice", position=key.start)
+        if i + 1 >= len(tokens) or tokens[i + 1].token_type != TokenType.EQ:
+            raise TaskError(f"expected '=' after option '{name}'", position=key.end + 1)
+        value, i = _read_option_value(tokens, i + 2, sql, name)
+        into[name] = value
+        if i < len(tokens) and tokens[i].token_type == TokenType.COMMA:
+            i += 1
+        elif i < len(tokens) and tokens[i].token_type == TokenType.R_PAREN:
+            return i + 1
+        else:
+            where = tokens[i].start if i < len(tokens) else len(sql)
+            raise TaskError("expected ',' or ')' in the WITH (...) options clause", position=where)
+
+
+def _read_option_value(tokens: list[Token], i: int, sql: str, name: str) -> tuple[OptionValue, int]:
+    if i >= len(tokens):
+        raise TaskError(f"option '{name}' needs a value", position=len(sql))
+    token = tokens[i]
+    if token.token_type == TokenType.STRING:
+        return OptionValue(value=token.text, position=token.start), i + 1
+    if token.token_type == TokenType.NUMBER:
+        # `30 s` is kept as text for the duration parser; a bare number stays a number.
+        if i + 1 < len(tokens) and is_unit(tokens[i + 1].text):
+            text = f"{token.text} {tokens[i + 1].text}"
+            return OptionValue(value=text, position=token.start), i + 2
+        number: Any = float(token.text) if "." in token.text else int(token.text)
+        return OptionValue(value=number, position=token.start), i + 1
+    if token.token_type == TokenType.DASH and i + 1 < len(tokens):
+        value, j = _read_option_value(tokens, i + 1, sql, name)
+        negated = -value.value if isinstance(value.value, int | float) else f"-{value.value}"
+        return OptionValue(value=negated, position=token.start), j
+    if token.text.replace("_", "a").isalnum():
+        return OptionValue(value=token.text, position=token.start), i + 1
+    raise TaskError(f"option '{name}' needs a value", position=token.start)
+
+
+def _blank(sql: str, spans: list[tuple[int, int]]) -> str:
+    chars = list(sql)
+    for start, end in spans:
+        for k in range(start, end + 1):
+            if chars[k] != "\n":
+                chars[k] = " "
+    return "".join(chars)
