@@ -1,0 +1,30 @@
+"""The task registry in ZooKeeper (`/mars/tasks/<id>`)."""
+
+from mars.registry.errors import (
+    ConcurrentUpdateError,
+    CorruptTaskRecordError,
+    InvalidTaskIdError,
+    RegistryError,
+    TaskExistsError,
+    TaskNotFoundError,
+)
+from mars.registry.paths import ZkPaths
+from mars.registry.record import TaskRecord, TaskStatus
+from mars.registry.registry import TaskRegistry, validate_task_id
+from mars.registry.watch import TaskSetCallback, TaskSetWatch
+
+__all__ = [
+    "ConcurrentUpdateError",
+    "CorruptTaskRecordError",
+    "InvalidTaskIdError",
+    "RegistryError",
+    "TaskExistsError",
+    "TaskNotFoundError",
+    "TaskRecord",
+    "TaskRegistry",
+    "TaskSetCallback",
+    "TaskSetWatch",
+    "TaskStatus",
+    "ZkPaths",
+    "validate_task_id",
+]

@@ -1,0 +1,187 @@
+"""The task registry: task records under `/mars/tasks/<id>` in ZooKeeper.
+
+Every write is a compare-and-set on the node's data version, so concurrent API servers (or an
+API server and a reducer marking a task FAILED) never lose each other's updates.
+
+Deletion: `delete` first marks the record DELETED (a versioned write, so watchers — reducers,
+mappers — see an explicit "this task is going away" and can stop it cleanly), then removes the
+node. If the process dies between the two steps the tombstone stays; it is invisible to
+`get`/`list`, a second `delete` removes it, and `create` with the same id replaces it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+
+from mars.registry.errors import (
+    ConcurrentUpdateError,
+    InvalidTaskIdError,
+    TaskExistsError,
+    TaskNotFoundError,
+)
+from mars.registry.paths import ZkPaths
+from mars.registry.record import TaskRecord, TaskStatus
+from mars.registry.watch import TaskSetWatch
+from mars.tasks.spec import TaskSpec
+
+_MAX_CAS_ATTEMPTS = 20
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def validate_task_id(task_id: str) -> None:
+    """Raise `InvalidTaskIdError` unless `task_id` can be one ZooKeeper node name."""
+    if not task_id or "/" in task_id or task_id in (".", "..") or "\x00" in task_id:
+        raise InvalidTaskIdError(task_id)
+
+
+class TaskRegistry:
+    """Create, read, update status, delete and watch tasks in ZooKeeper.
+
+    The client must be started by the caller; the registry never stops it.
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        *,
+        root: str = "/mars",
+        clock_ms: Callable[[], int] = _wall_clock_ms,
+    ) -> None:
+        self._client = client
+        self._paths = ZkPaths(root=root)
+        self._clock_ms = clock_ms
+        self._client.ensure_path(self._paths.tasks)
+
+    @property
+    def paths(self) -> ZkPaths:
+        return self._paths
+
+    def create(self, spec: TaskSpec) -> TaskRecord:
+        """Register `spec` as RUNNING; `TaskExistsError` if the id is taken."""
+        validate_task_id(spec.id)
+        now = self._clock_ms()
+        record = TaskRecord(
+            spec=spec, status=TaskStatus.RUNNING, reason=None, created_ms=now, updated_ms=now
+        )
+        path = self._paths.task(spec.id)
+        try:
+            self._client.create(path, record.to_bytes())
+        except NodeExistsError:
+            self._replace_tombstone(spec.id, record)
+        return replace(record, version=0)
+
+    def _replace_tombstone(self, task_id: str, record: TaskRecord) -> None:
+        """The id exists: replace it only if it is a DELETED leftover of a crashed delete."""
+        existing = self._read(task_id, include_deleted=True)
+        if existing is None:
+            # Removed between our create and read: one more plain attempt.
+            try:
+                self._client.create(self._paths.task(task_id), record.to_bytes())
+                return
+            except NodeExistsError as exc:
+                raise TaskExistsError(task_id) from exc
+        if existing.status is not TaskStatus.DELETED:
+            raise TaskExistsError(task_id)
+        path = self._paths.task(task_id)
+        tx = self._client.transaction()
+        tx.delete(path, version=existing.version)
+        tx.create(path, record.to_bytes())
+        results = tx.commit()
+        if any(isinstance(r, Exception) for r in results):
+            raise TaskExistsError(task_id)
+
+    def get(self, task_id: str) -> TaskRecord:
+        """The task's current record; `TaskNotFoundError` if absent or being deleted."""
+        validate_task_id(task_id)
+        record = self._read(task_id, include_deleted=False)
+        if record is None:
+            raise TaskNotFoundError(task_id)
+        return record
+
+    def list(self) -> list[TaskRecord]:
+        """All registered tasks (without DELETED tombstones), sorted by id."""
+        records = []
+        for task_id in sorted(self._client.get_children(self._paths.tasks)):
+            record = self._read(task_id, include_deleted=False)
+            if record is not None:
+                records.append(record)
+        return records
+
+    def set_status(self, task_id: str, status: TaskStatus, reason: str | None = None) -> TaskRecord:
+        """Set the status (compare-and-set, retried on conflicts); returns the new record.
+
+        FAILED needs a reason. DELETED is only reachable through `delete`.
+        """
+        validate_task_id(task_id)
+        status = TaskStatus(status)
+        if status is TaskStatus.DELETED:
+            raise ValueError("use TaskRegistry.delete() to delete a task")
+        if status is TaskStatus.FAILED and not reason:
+            raise ValueError("a FAILED status needs a reason")
+        return self._update(task_id, status, reason)
+
+    def delete(self, task_id: str) -> None:
+        """Mark the task DELETED, then remove its node. Idempotent for tombstones."""
+        validate_task_id(task_id)
+        existing = self._read(task_id, include_deleted=True)
+        if existing is None:
+            raise TaskNotFoundError(task_id)
+        if existing.status is not TaskStatus.DELETED:
+            self._update(task_id, TaskStatus.DELETED, None, allow_deleted=False)
+        try:
+            self._client.delete(self._paths.task(task_id))
+        except NoNodeError:
+            pass  # a concurrent delete finished first: same outcome
+        except NotEmptyError as exc:  # nothing ever creates children of a task node
+            raise TaskExistsError(task_id) from exc
+
+    def watch(self, callback: Callable[[Mapping[str, TaskRecord]], None]) -> TaskSetWatch:
+        """Call `callback(tasks)` now and after every task add, change or removal.
+
+        `tasks` maps id -> record, DELETED tombstones excluded. Callbacks run on kazoo's
+        threads, one at a time; keep them short. Stop with the returned handle's `stop()`.
+        """
+        return TaskSetWatch(self._client, self._paths.tasks, callback)
+
+    def _read(self, task_id: str, *, include_deleted: bool) -> TaskRecord | None:
+        try:
+            data, stat = self._client.get(self._paths.task(task_id))
+        except NoNodeError:
+            return None
+        record = TaskRecord.from_bytes(task_id, data, version=stat.version)
+        if record.status is TaskStatus.DELETED and not include_deleted:
+            return None
+        return record
+
+    def _update(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        reason: str | None,
+        *,
+        allow_deleted: bool = False,
+    ) -> TaskRecord:
+        path = self._paths.task(task_id)
+        for _attempt in range(_MAX_CAS_ATTEMPTS):
+            current = self._read(task_id, include_deleted=True)
+            if current is None or (current.status is TaskStatus.DELETED and not allow_deleted):
+                raise TaskNotFoundError(task_id)
+            updated = replace(
+                current, status=status, reason=reason, updated_ms=self._clock_ms(), version=-1
+            )
+            try:
+                stat = self._client.set(path, updated.to_bytes(), version=current.version)
+            except BadVersionError:
+                continue  # someone wrote in between: re-read and re-apply
+            except NoNodeError as exc:
+                raise TaskNotFoundError(task_id) from exc
+            return replace(updated, version=stat.version)
+        raise ConcurrentUpdateError(task_id, _MAX_CAS_ATTEMPTS)
