@@ -19,12 +19,10 @@ from mars.sql.polars_compiler import compile_node
 from mars.sql.positions import parse_error_position, token_error_position
 
 
-def parse_expression(sql: str) -> exp.Expression:
+def parse_expression(sql: str) -> exp.Expr:
     """Parse one SQL expression (not a statement); TaskError with the position if it is bad."""
     try:
-        node: exp.Expression | None = (
-            sqlglot.parse_one(sql, into=exp.Condition) if sql.strip() else None  # type: ignore[assignment]
-        )
+        node: exp.Expr | None = sqlglot.parse_one(sql, into=exp.Condition) if sql.strip() else None
     except ParseError as err:
         raise TaskError(
             syntax_error_message(err), position=parse_error_position(sql, err), sql=sql

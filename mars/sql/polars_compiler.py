@@ -23,10 +23,10 @@ from mars.sql.like import like_to_regex
 from mars.sql.polars_functions import FUNCTION_COMPILERS
 from mars.sql.positions import node_position
 
-Compile = Callable[[exp.Expression], pl.Expr]
+Compile = Callable[[exp.Expr], pl.Expr]
 
 
-def compile_node(node: exp.Expression) -> pl.Expr:
+def compile_node(node: exp.Expr) -> pl.Expr:
     """The Polars expression of `node`; TaskError (at the node) for anything unsupported."""
     node_type = type(node)
     handler = _NODE_COMPILERS.get(node_type)
@@ -38,7 +38,7 @@ def compile_node(node: exp.Expression) -> pl.Expr:
     raise _unsupported(node)
 
 
-def _unsupported(node: exp.Expression) -> TaskError:
+def _unsupported(node: exp.Expr) -> TaskError:
     where = node_position(node)
     if isinstance(node, exp.AggFunc):
         return TaskError(
@@ -55,7 +55,7 @@ def _unsupported(node: exp.Expression) -> TaskError:
     return TaskError(f"unsupported expression: {node.sql()}", position=where)
 
 
-def _column(node: exp.Expression) -> pl.Expr:
+def _column(node: exp.Expr) -> pl.Expr:
     assert isinstance(node, exp.Column)
     if node.table:
         raise TaskError(
@@ -64,7 +64,7 @@ def _column(node: exp.Expression) -> pl.Expr:
     return pl.col(node.name)
 
 
-def _literal(node: exp.Expression) -> pl.Expr:
+def _literal(node: exp.Expr) -> pl.Expr:
     assert isinstance(node, exp.Literal)
     if node.is_string:
         return pl.lit(node.this, dtype=pl.String)
@@ -75,8 +75,8 @@ def _literal(node: exp.Expression) -> pl.Expr:
         return pl.lit(float(text))
 
 
-def _binary(op: Callable[[pl.Expr, pl.Expr], pl.Expr]) -> Callable[[exp.Expression], pl.Expr]:
-    def compile_binary(node: exp.Expression) -> pl.Expr:
+def _binary(op: Callable[[pl.Expr, pl.Expr], pl.Expr]) -> Callable[[exp.Expr], pl.Expr]:
+    def compile_binary(node: exp.Expr) -> pl.Expr:
         return op(compile_node(node.this), compile_node(node.expression))
 
     return compile_binary
@@ -92,7 +92,7 @@ def _modulo(left: pl.Expr, right: pl.Expr) -> pl.Expr:
     return pl.when(right == 0).then(None).otherwise(remainder)
 
 
-def _is(node: exp.Expression) -> pl.Expr:
+def _is(node: exp.Expr) -> pl.Expr:
     value = compile_node(node.this)
     target = node.expression
     if isinstance(target, exp.Null):
@@ -102,7 +102,7 @@ def _is(node: exp.Expression) -> pl.Expr:
     raise _unsupported(node)
 
 
-def _in(node: exp.Expression) -> pl.Expr:
+def _in(node: exp.Expr) -> pl.Expr:
     if node.args.get("query") is not None or node.args.get("unnest") is not None:
         raise TaskError("subqueries are not supported", position=node_position(node))
     value = compile_node(node.this)
@@ -129,7 +129,7 @@ def _python_literal(node: exp.Literal) -> object:
         return float(node.this)
 
 
-def _like(node: exp.Expression, *, escape: str | None = "\\") -> pl.Expr:
+def _like(node: exp.Expr, *, escape: str | None = "\\") -> pl.Expr:
     pattern = node.expression
     if not isinstance(pattern, exp.Literal) or not pattern.is_string:
         raise TaskError("LIKE needs a string literal pattern", position=node_position(node))
@@ -143,7 +143,7 @@ def _like(node: exp.Expression, *, escape: str | None = "\\") -> pl.Expr:
     return ~matched if node.args.get("negate") else matched
 
 
-def _escape(node: exp.Expression) -> pl.Expr:
+def _escape(node: exp.Expr) -> pl.Expr:
     escape = node.expression
     if (
         not isinstance(node.this, exp.Like | exp.ILike)
@@ -154,12 +154,12 @@ def _escape(node: exp.Expression) -> pl.Expr:
     return _like(node.this, escape=escape.this)
 
 
-def _between(node: exp.Expression) -> pl.Expr:
+def _between(node: exp.Expr) -> pl.Expr:
     value = compile_node(node.this)
     return (value >= compile_node(node.args["low"])) & (value <= compile_node(node.args["high"]))
 
 
-def _case(node: exp.Expression) -> pl.Expr:
+def _case(node: exp.Expr) -> pl.Expr:
     operand = node.this
     chain: Any = None  # polars' When/Then builder types
     for branch in node.args.get("ifs") or []:
@@ -179,7 +179,7 @@ def _case(node: exp.Expression) -> pl.Expr:
     return result
 
 
-def _if(node: exp.Expression) -> pl.Expr:
+def _if(node: exp.Expr) -> pl.Expr:
     otherwise = node.args.get("false")
     return (
         pl.when(compile_node(node.this))
@@ -196,7 +196,7 @@ _CAST_TYPES: dict[str, pl.DataType] = {
 }
 
 
-def _cast(node: exp.Expression) -> pl.Expr:
+def _cast(node: exp.Expr) -> pl.Expr:
     target = node.args["to"]
     type_name = str(getattr(target.this, "value", target.this)).upper()
     dtype = _CAST_TYPES.get(type_name)
@@ -208,11 +208,11 @@ def _cast(node: exp.Expression) -> pl.Expr:
     return compile_node(node.this).cast(dtype, strict=False)
 
 
-def _not(node: exp.Expression) -> pl.Expr:
+def _not(node: exp.Expr) -> pl.Expr:
     return ~compile_node(node.this)
 
 
-_NODE_COMPILERS: dict[type[exp.Expression], Callable[[exp.Expression], pl.Expr]] = {
+_NODE_COMPILERS: dict[type[exp.Expr], Callable[[exp.Expr], pl.Expr]] = {
     exp.Column: _column,
     exp.Literal: _literal,
     exp.Boolean: lambda node: pl.lit(bool(node.this)),

@@ -15,31 +15,31 @@ from sqlglot import exp
 from mars.sql.errors import TaskError
 from mars.sql.positions import node_position
 
-Compile = Callable[[exp.Expression], pl.Expr]
-FunctionCompiler = Callable[[exp.Expression, Compile], pl.Expr]
+Compile = Callable[[exp.Expr], pl.Expr]
+FunctionCompiler = Callable[[exp.Expr, Compile], pl.Expr]
 
 
-def _text(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _text(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     return compile_node(node).cast(pl.String)
 
 
-def _upper(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _upper(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     return _text(node.this, compile_node).str.to_uppercase()
 
 
-def _lower(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _lower(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     return _text(node.this, compile_node).str.to_lowercase()
 
 
-def _length(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _length(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     return _text(node.this, compile_node).str.len_chars().cast(pl.Int64)
 
 
-def _abs(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _abs(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     return compile_node(node.this).abs()
 
 
-def _round(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _round(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     decimals_node = node.args.get("decimals")
     decimals = 0
     if decimals_node is not None:
@@ -53,12 +53,12 @@ def _round(node: exp.Expression, compile_node: Compile) -> pl.Expr:
     return compile_node(node.this).cast(pl.Float64).round(decimals, mode="half_away_from_zero")
 
 
-def _coalesce(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _coalesce(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     arguments = [node.this, *node.expressions]
     return pl.coalesce([compile_node(a) for a in arguments])
 
 
-def _substring(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _substring(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     text = _text(node.this, compile_node)
     start_node = node.args.get("start")
     length_node = node.args.get("length")
@@ -69,17 +69,17 @@ def _substring(node: exp.Expression, compile_node: Compile) -> pl.Expr:
     return text.str.slice(offset, length)
 
 
-def _concat(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _concat(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     parts = [_text(p, compile_node) for p in node.expressions]
     # CONCAT is NULL if any part is (Spark, ANSI `||`), unless the dialect said otherwise.
     return pl.concat_str(parts, ignore_nulls=bool(node.args.get("coalesce")))
 
 
-def _pipe_concat(node: exp.Expression, compile_node: Compile) -> pl.Expr:
+def _pipe_concat(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     return pl.concat_str([_text(node.this, compile_node), _text(node.expression, compile_node)])
 
 
-FUNCTION_COMPILERS: dict[type[exp.Expression], FunctionCompiler] = {
+FUNCTION_COMPILERS: dict[type[exp.Expr], FunctionCompiler] = {
     exp.Upper: _upper,
     exp.Lower: _lower,
     exp.Length: _length,

@@ -12,7 +12,7 @@ from mars.sql.errors import offset_of
 _MISSING_DELIMITER = re.compile(r"from \d+:(\d+)")
 
 
-def node_position(node: exp.Expression) -> int | None:
+def node_position(node: exp.Expr) -> int | None:
     """Offset of the first character of `node` (the smallest start among it and its children).
 
     sqlglot records positions on identifiers, literals and function names, not on operators,

@@ -1,0 +1,88 @@
+"""Recognises the aggregate calls of the task language and names them.
+
+COUNT(*), COUNT(col), COUNT(DISTINCT col), SUM, MIN, MAX, AVG, APPROX_COUNT_DISTINCT.
+Identical calls share one `AggregateCall`; an unaliased call is named from its text
+(`count_star`, `sum_bytes`), made unique against the names already taken.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from sqlglot import exp
+
+from mars.sql.errors import TaskError
+from mars.sql.positions import node_position
+from mars.tasks.spec import AggFunc
+
+_SIMPLE_AGGREGATES: dict[type[exp.Expr], AggFunc] = {
+    exp.Sum: AggFunc.SUM,
+    exp.Min: AggFunc.MIN,
+    exp.Max: AggFunc.MAX,
+    exp.Avg: AggFunc.AVG,
+    exp.ApproxDistinct: AggFunc.APPROX_COUNT_DISTINCT,
+}
+
+
+def read_aggregate(node: exp.AggFunc) -> tuple[AggFunc, exp.Expr | None]:
+    """The function and argument (None for COUNT(*)) of one aggregate call."""
+    if isinstance(node, exp.Count):
+        argument = node.this
+        if argument is None or isinstance(argument, exp.Star):
+            return AggFunc.COUNT, None
+        if isinstance(argument, exp.Distinct):
+            if len(argument.expressions) != 1:
+                raise TaskError(
+                    "COUNT(DISTINCT ...) takes exactly one expression", position=node_position(node)
+                )
+            return AggFunc.COUNT_DISTINCT, argument.expressions[0]
+        if isinstance(argument, exp.Literal | exp.Boolean):
+            return AggFunc.COUNT, None  # COUNT(1) counts rows, like COUNT(*)
+        return AggFunc.COUNT, argument
+    func = _SIMPLE_AGGREGATES.get(type(node))
+    if func is None:
+        raise TaskError(
+            f"unsupported aggregate function '{node.sql_name().lower()}'; use COUNT, SUM, MIN, "
+            "MAX, AVG, COUNT(DISTINCT ...) or APPROX_COUNT_DISTINCT",
+            position=node_position(node),
+        )
+    argument = node.this
+    if isinstance(argument, exp.Distinct):
+        raise TaskError(
+            "DISTINCT is only supported as COUNT(DISTINCT ...)", position=node_position(node)
+        )
+    if argument is None or node.expressions or len(_arguments(node)) > 1:
+        raise TaskError(
+            f"{node.sql_name()} takes exactly one argument", position=node_position(node)
+        )
+    return func, argument
+
+
+def _arguments(node: exp.Expr) -> list[exp.Expr]:
+    return [v for v in node.args.values() if isinstance(v, exp.Expr)]
+
+
+def default_alias(func: AggFunc, argument_sql: str | None) -> str:
+    """`count_star`, `sum_bytes`, `count_distinct_sip`, ..."""
+    argument = "star" if argument_sql is None else sanitized_name(argument_sql)
+    return f"{func.value}_{argument}"
+
+
+def sanitized_name(sql: str) -> str:
+    """A column name made of an expression's text: `UPPER(type)` -> `upper_type`."""
+    name = re.sub(r"[^a-z0-9]+", "_", sql.lower()).strip("_")
+    if not name or name[0].isdigit():
+        name = f"expr_{name}".rstrip("_")
+    return name
+
+
+def unique_name(base: str, taken: Iterable[str]) -> str:
+    """`base`, or `base_2`, `base_3`, ... whichever is not taken."""
+    used = set(taken)
+    if base not in used:
+        return base
+    suffix = 2
+    while f"{base}_{suffix}" in used:
+        suffix += 1
+    return f"{base}_{suffix}"
