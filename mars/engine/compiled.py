@@ -1,0 +1,80 @@
+"""A task compiled once for the batch engine: Polars expressions, aggregates, decoder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from mars.aggregates import Aggregate, aggregates_for
+from mars.engine.decode import FieldPlan, RecordDecoder, decoder_for
+from mars.sql.expressions import to_polars
+from mars.tasks.spec import TaskSpec, TimeFormat
+from mars.windows import WindowAssigner
+
+KEY_PREFIX = "__k"
+ARG_PREFIX = "__a"
+
+
+def key_column(index: int) -> str:
+    return f"{KEY_PREFIX}{index}"
+
+
+def argument_column(index: int) -> str:
+    return f"{ARG_PREFIX}{index}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompiledTask:
+    """Everything the engine derives from a `TaskSpec`; build once per task, reuse per batch."""
+
+    spec: TaskSpec
+    window: WindowAssigner
+    aggregates: tuple[Aggregate[Any], ...]
+    where: pl.Expr | None
+    keys: tuple[pl.Expr, ...]  # aliased key_column(i)
+    arguments: tuple[pl.Expr | None, ...]  # aliased argument_column(i); None for COUNT(*)
+    plan: FieldPlan
+    decoder: RecordDecoder
+
+    @classmethod
+    def build(cls, spec: TaskSpec) -> CompiledTask:
+        where = to_polars(spec.where) if spec.where else None
+        keys = tuple(
+            to_polars(key.expression).alias(key_column(i)) for i, key in enumerate(spec.group_keys)
+        )
+        aggregates = aggregates_for(spec.aggregates)
+        raw_arguments = [
+            to_polars(call.argument) if call.argument is not None else None
+            for call in spec.aggregates
+        ]
+        fields: list[str] = []
+        for expr in [where, *keys, *raw_arguments]:
+            if expr is not None:
+                fields.extend(expr.meta.root_names())
+        if spec.event_time.format is not TimeFormat.PROCESSING and spec.event_time.field:
+            fields.append(spec.event_time.field)
+        numeric_fields = frozenset(
+            arg.meta.output_name()
+            for agg, arg in zip(aggregates, raw_arguments, strict=True)
+            if arg is not None and agg.numeric_argument and arg.meta.is_column()
+        )
+        plan = FieldPlan(fields=tuple(dict.fromkeys(fields)), numeric_fields=numeric_fields)
+        return cls(
+            spec=spec,
+            window=WindowAssigner.from_spec(spec.window),
+            aggregates=aggregates,
+            where=where,
+            keys=keys,
+            arguments=tuple(
+                arg.alias(argument_column(i)) if arg is not None else None
+                for i, arg in enumerate(raw_arguments)
+            ),
+            plan=plan,
+            decoder=decoder_for(
+                plan=plan,
+                input_format=spec.options.input_format.value,
+                csv_format=spec.options.csv,
+            ),
+        )

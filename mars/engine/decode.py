@@ -1,0 +1,204 @@
+"""Record bytes -> a Polars DataFrame holding only the fields a task reads.
+
+JSON records are decoded by msgspec into a Struct generated for the task's fields, so unknown
+fields are skipped in C and a whole batch is decoded in one call; only when that fails is the
+batch decoded record by record to find the bad ones. CSV records are split by the task's
+header spec. A record is *bad* (dead-letter, with a reason) when it is not decodable, when a
+field it needs holds a nested value, or when a field used directly as a SUM/AVG argument is
+not a number; bad records are dropped from the frame and never affect the others.
+
+Column typing: a field's values must be scalars. Numbers stay numbers (ints become floats when
+mixed with floats); if one batch holds both strings and numbers in a non-numeric field, the
+numbers become their string form for that batch, so give each field one type per topic.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any, Protocol
+
+import msgspec
+import polars as pl
+
+from mars.engine.errors import EngineError
+from mars.tasks.spec import CsvFormat
+
+ROW = "__row"  # index of the record in the batch, kept through every step
+
+_NUMERIC_KINDS = frozenset({int, float, type(None)})
+_SCALAR_KINDS = frozenset({int, float, str, bool, type(None)})
+_INT64_RANGE = range(-(2**63), 2**63)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecodedBatch:
+    """The decodable records of a batch: `frame` has `ROW` plus one column per field."""
+
+    frame: pl.DataFrame
+    bad: dict[int, str]  # row -> reason
+
+
+class RecordDecoder(Protocol):
+    def decode(self, values: Sequence[bytes]) -> DecodedBatch: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FieldPlan:
+    """Which input fields a task reads, and which must hold numbers."""
+
+    fields: tuple[str, ...]
+    numeric_fields: frozenset[str] = frozenset()
+
+
+class JsonRecordDecoder:
+    """Decodes JSON objects, reading only `plan.fields` (missing fields are NULL)."""
+
+    def __init__(self, plan: FieldPlan) -> None:
+        self._plan = plan
+        attrs = [f"f{i}" for i in range(len(plan.fields))]
+        record_type = msgspec.defstruct(
+            "MarsRecord",
+            [(attr, Any, None) for attr in attrs],
+            rename=dict(zip(attrs, plan.fields, strict=True)),
+        )
+        self._getters = [attrgetter(attr) for attr in attrs]
+        self._one = msgspec.json.Decoder(record_type)
+        self._many = msgspec.json.Decoder(list[record_type])  # type: ignore[valid-type]
+
+    def decode(self, values: Sequence[bytes]) -> DecodedBatch:
+        bad: dict[int, str] = {}
+        rows: list[int]
+        try:
+            decoded = self._many.decode(b"[" + b",".join(values) + b"]")
+            if len(decoded) != len(values):
+                raise ValueError("record boundaries do not match")
+            rows = list(range(len(values)))
+        except (msgspec.DecodeError, ValueError):
+            decoded, rows = [], []
+            for row, value in enumerate(values):
+                try:
+                    decoded.append(self._one.decode(value))
+                    rows.append(row)
+                except msgspec.DecodeError as exc:
+                    bad[row] = f"not a decodable JSON object: {exc}"
+        columns = {
+            name: list(map(getter, decoded))
+            for name, getter in zip(self._plan.fields, self._getters, strict=True)
+        }
+        return _frame_from_columns(rows, columns, self._plan, bad)
+
+
+class CsvRecordDecoder:
+    """Decodes one CSV line per record by the task's header spec; empty fields are NULL."""
+
+    def __init__(self, plan: FieldPlan, csv_format: CsvFormat) -> None:
+        missing = [name for name in plan.fields if name not in csv_format.columns]
+        if missing:
+            raise EngineError(f"fields {missing} are not in the CSV header {csv_format.columns}")
+        self._plan = plan
+        self._delimiter = csv_format.delimiter
+        self._width = len(csv_format.columns)
+        self._indexes = [csv_format.columns.index(name) for name in plan.fields]
+
+    def decode(self, values: Sequence[bytes]) -> DecodedBatch:
+        bad: dict[int, str] = {}
+        rows: list[int] = []
+        parsed: list[list[str]] = []
+        for row, value in enumerate(values):
+            try:
+                text = value.decode("utf-8").rstrip("\r\n")
+                fields = next(csv.reader([text], delimiter=self._delimiter, strict=True))
+            except (UnicodeDecodeError, csv.Error, StopIteration) as exc:
+                bad[row] = f"not a decodable CSV line: {exc or 'empty record'}"
+                continue
+            if len(fields) != self._width:
+                bad[row] = f"expected {self._width} CSV columns, got {len(fields)}"
+                continue
+            rows.append(row)
+            parsed.append(fields)
+        columns: dict[str, list[Any]] = {
+            name: [fields[index] or None for fields in parsed]
+            for name, index in zip(self._plan.fields, self._indexes, strict=True)
+        }
+        for name in self._plan.numeric_fields:
+            columns[name] = [_parse_number(text) for text in columns[name]]
+        return _frame_from_columns(rows, columns, self._plan, bad)
+
+
+def _parse_number(text: str | None) -> int | float | str | None:
+    """CSV text -> int or float; unparsable text stays a string (reported as not numeric)."""
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _frame_from_columns(
+    rows: list[int], columns: dict[str, list[Any]], plan: FieldPlan, bad: dict[int, str]
+) -> DecodedBatch:
+    """Check each field's values, drop the rows with bad ones, build typed Polars columns."""
+    bad_positions: dict[int, str] = {}
+    for name, values in columns.items():
+        numeric = name in plan.numeric_fields
+        allowed = _NUMERIC_KINDS if numeric else _SCALAR_KINDS
+        if not set(map(type, values)) <= allowed or any(
+            type(v) is int and v not in _INT64_RANGE for v in values if numeric
+        ):
+            for position, value in enumerate(values):
+                reason = _value_problem(name, value, numeric=numeric)
+                if reason is not None:
+                    bad_positions.setdefault(position, reason)
+    if bad_positions:
+        keep = [p for p in range(len(rows)) if p not in bad_positions]
+        for position, reason in bad_positions.items():
+            bad[rows[position]] = reason
+        rows = [rows[p] for p in keep]
+        columns = {name: [values[p] for p in keep] for name, values in columns.items()}
+    series = [pl.Series(ROW, rows, dtype=pl.Int64)]
+    for name, values in columns.items():
+        series.append(_series(name, values, numeric=name in plan.numeric_fields))
+    return DecodedBatch(frame=pl.DataFrame(series), bad=bad)
+
+
+def _value_problem(name: str, value: Any, *, numeric: bool) -> str | None:
+    kind = type(value)
+    if kind in (dict, list):
+        return f"field '{name}' holds a nested value, a scalar is needed"
+    if numeric and kind not in _NUMERIC_KINDS:
+        return f"field '{name}' must be a number for SUM/AVG, got {value!r:.60}"
+    if numeric and kind is int and value not in _INT64_RANGE:
+        return f"field '{name}' is outside the 64-bit integer range"
+    if kind not in _SCALAR_KINDS:
+        return f"field '{name}' holds an unsupported value {value!r:.60}"
+    return None
+
+
+def _series(name: str, values: list[Any], *, numeric: bool) -> pl.Series:
+    try:
+        series = pl.Series(name, values, strict=False)
+    except (OverflowError, pl.exceptions.PolarsError):
+        # Integers beyond 64 bits in a non-numeric field: keep them as text.
+        series = pl.Series(name, [None if v is None else str(v) for v in values])
+    if numeric and not series.dtype.is_numeric():
+        series = series.cast(pl.Int64)  # all NULL
+    return series
+
+
+def decoder_for(
+    *, plan: FieldPlan, input_format: str, csv_format: CsvFormat | None
+) -> RecordDecoder:
+    """The decoder of a task's input format."""
+    if input_format == "csv":
+        if csv_format is None:
+            raise EngineError("CSV input needs a header spec (columns and delimiter)")
+        return CsvRecordDecoder(plan, csv_format)
+    return JsonRecordDecoder(plan)

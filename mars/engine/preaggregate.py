@@ -1,0 +1,227 @@
+"""Pre-aggregation of one batch: the pure core of the mapper and the Spark job.
+
+Steps, all vectorised in Polars: decode -> WHERE -> event time -> group-key and argument
+expressions -> per-record lateness in partition order -> window assignment -> group by
+(window, keys) into partial states -> split by bucket -> one encoded data set per bucket.
+
+Lateness is decided record by record as if the partition were read one record at a time: a
+record is late when the latest window it belongs to satisfies `end + grace <=` the largest
+event time seen *before it* in its partition (starting from the partition's stream time before
+the batch). A shifted cumulative max per partition computes exactly that, so the outcome never
+depends on where batch boundaries fall. Stream time advances with every record that passed
+WHERE and has a valid event time (late ones included; they cannot raise it). With hopping
+windows a record contributes only to its windows that are still open and is late only when
+all of them are closed.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from mars.engine.compiled import CompiledTask, argument_column, key_column
+from mars.engine.dataset import Groups, encode_dataset, encode_key
+from mars.engine.decode import ROW
+from mars.engine.event_time import event_time_ms
+from mars.engine.isolate import with_columns_isolating_failures
+from mars.engine.records import BatchPartials, RejectedRecord, SourceRecord
+from mars.tasks.spec import TaskSpec, TimeFormat
+
+_PARTITION = "__p"
+_TIME = "__t"
+_BEFORE = "__before"
+_WINDOW = "__w"
+_KEEP = "__keep"
+
+
+def bucket_of(key: tuple[Any, ...], buckets: int) -> int:
+    """The bucket of a group key: crc32 of its msgpack bytes, identical in every process."""
+    return zlib.crc32(encode_key(key)) % buckets
+
+
+def preaggregate(
+    spec: TaskSpec,
+    records: Sequence[SourceRecord],
+    stream_times: Mapping[int, int | None],
+    now_ms: int,
+) -> BatchPartials:
+    """Pre-aggregate one batch (see the module docstring). Compiles `spec` on every call:
+    long-lived callers should build a `Preaggregator` once per task instead."""
+    return Preaggregator(CompiledTask.build(spec)).run(records, stream_times, now_ms=now_ms)
+
+
+class Preaggregator:
+    """Runs pre-aggregation for one compiled task."""
+
+    def __init__(self, task: CompiledTask) -> None:
+        self._task = task
+
+    @classmethod
+    def for_spec(cls, spec: TaskSpec) -> Preaggregator:
+        return cls(CompiledTask.build(spec))
+
+    def run(
+        self,
+        records: Sequence[SourceRecord],
+        stream_times: Mapping[int, int | None],
+        *,
+        now_ms: int,
+    ) -> BatchPartials:
+        task = self._task
+        decoded = task.decoder.decode([record.value for record in records])
+        bad = dict(decoded.bad)
+        partitions = pl.Series(_PARTITION, [r.partition for r in records], dtype=pl.Int64)
+        frame = decoded.frame.with_columns(partitions.gather(decoded.frame.get_column(ROW)))
+
+        filtered = 0
+        if task.where is not None:
+            where = task.where.fill_null(False).cast(pl.Boolean).alias(_KEEP)
+            frame, failed = with_columns_isolating_failures(frame, [where], what="WHERE")
+            bad.update(failed)
+            if frame.height:
+                kept = frame.filter(pl.col(_KEEP))
+                filtered = frame.height - kept.height
+                frame = kept
+
+        frame = self._with_event_time(frame, bad, now_ms=now_ms)
+        exprs = [*task.keys, *(arg for arg in task.arguments if arg is not None)]
+        frame, failed = with_columns_isolating_failures(frame, exprs, what="an expression")
+        bad.update(failed)
+        frame = self._drop_non_numeric_arguments(frame, bad)
+
+        frame, late_rows = self._split_late(frame, stream_times)
+        datasets = self._datasets(frame) if frame.height else {}
+
+        new_stream_times = {p: t for p, t in stream_times.items() if t is not None}
+        if frame.height or late_rows:
+            maxima = (
+                pl.concat([frame.select(_PARTITION, _TIME), late_rows.select(_PARTITION, _TIME)])
+                .group_by(_PARTITION)
+                .agg(pl.col(_TIME).max())
+            )
+            for partition, latest in maxima.iter_rows():
+                previous = new_stream_times.get(partition)
+                new_stream_times[partition] = latest if previous is None else max(previous, latest)
+
+        last_offsets: dict[int, int] = {}
+        for record in records:
+            if record.offset > last_offsets.get(record.partition, -1):
+                last_offsets[record.partition] = record.offset
+
+        late = [
+            _rejected(records[row], self._late_reason(t, before))
+            for row, t, before in late_rows.select(ROW, _TIME, _BEFORE).iter_rows()
+        ]
+        return BatchPartials(
+            datasets=datasets,
+            late=late,
+            bad=[_rejected(records[row], bad[row]) for row in sorted(bad)],
+            stream_times=new_stream_times,
+            last_offsets=last_offsets,
+            records_in=len(records),
+            accepted=len(records) - len(bad) - len(late),
+            filtered=filtered,
+        )
+
+    def _with_event_time(
+        self, frame: pl.DataFrame, bad: dict[int, str], *, now_ms: int
+    ) -> pl.DataFrame:
+        event_time = self._task.spec.event_time
+        if event_time.format is TimeFormat.PROCESSING or not event_time.field:
+            return frame.with_columns(pl.lit(now_ms, dtype=pl.Int64).alias(_TIME))
+        raw = frame.get_column(event_time.field)
+        times = event_time_ms(raw, time_format=event_time.format, now_ms=now_ms).alias(_TIME)
+        frame = frame.with_columns(times)
+        missing = frame.filter(pl.col(_TIME).is_null())
+        for row, value in missing.select(ROW, event_time.field).iter_rows():
+            bad[row] = (
+                f"event time field '{event_time.field}' is missing"
+                if value is None
+                else f"event time field '{event_time.field}' is not a valid "
+                f"{event_time.format.value} timestamp: {value!r:.60}"
+            )
+        return frame.filter(pl.col(_TIME).is_not_null())
+
+    def _drop_non_numeric_arguments(self, frame: pl.DataFrame, bad: dict[int, str]) -> pl.DataFrame:
+        """SUM/AVG over an expression that did not give numbers: those records are bad."""
+        for i, (agg, call) in enumerate(
+            zip(self._task.aggregates, self._task.spec.aggregates, strict=True)
+        ):
+            if not agg.numeric_argument or not frame.height:
+                continue
+            column = frame.get_column(argument_column(i))
+            if column.dtype.is_numeric() or column.dtype == pl.Null:
+                continue
+            offending = frame.filter(pl.col(argument_column(i)).is_not_null())
+            for row, value in offending.select(ROW, argument_column(i)).iter_rows():
+                bad[row] = (
+                    f"{call.func.value.upper()}({call.argument}) needs a number, got {value!r:.60}"
+                )
+            frame = frame.filter(pl.col(argument_column(i)).is_null())
+        return frame
+
+    def _split_late(
+        self, frame: pl.DataFrame, stream_times: Mapping[int, int | None]
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(on-time rows, late rows), both with `_BEFORE`: stream time before each record."""
+        window = self._task.window
+        initial = {p: t for p, t in stream_times.items() if t is not None}
+        before = pl.max_horizontal(
+            pl.col(_TIME).cum_max().shift(1).over(_PARTITION),
+            pl.col(_PARTITION).replace_strict(initial, default=None, return_dtype=pl.Int64),
+        ).alias(_BEFORE)
+        frame = frame.with_columns(before)
+        last_close = window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
+        is_late = (last_close <= pl.col(_BEFORE)).fill_null(False)
+        return frame.filter(~is_late), frame.filter(is_late)
+
+    def _late_reason(self, event_time: int, stream_time: int) -> str:
+        window = self._task.window
+        start = window.last_start(event_time)
+        return (
+            f"late: event time {event_time} ms falls in window [{start}, {window.end(start)}) "
+            f"which closed (grace {window.grace_ms} ms) at stream time {stream_time} ms"
+        )
+
+    def _datasets(self, frame: pl.DataFrame) -> dict[int, bytes]:
+        task = self._task
+        window = task.window
+        frame = frame.with_columns(window.starts_expr(pl.col(_TIME)).alias(_WINDOW))
+        if not window.tumbling:
+            # Contribute only to windows still open at the record's stream time.
+            still_open = (
+                pl.col(_WINDOW) + (window.size_ms + window.grace_ms) > pl.col(_BEFORE)
+            ).fill_null(True)
+            frame = frame.explode(_WINDOW).filter(still_open)
+        key_names = [key_column(i) for i in range(len(task.keys))]
+        partial_exprs: list[pl.Expr] = []
+        for i, agg in enumerate(task.aggregates):
+            argument = pl.col(argument_column(i)) if task.arguments[i] is not None else None
+            partial_exprs.extend(agg.partial_exprs(argument, f"__s{i}_"))
+        grouped = frame.group_by([_WINDOW, *key_names]).agg(partial_exprs)
+
+        starts = grouped.get_column(_WINDOW).to_list()
+        key_columns = [grouped.get_column(name).to_list() for name in key_names]
+        keys = list(zip(*key_columns, strict=True)) if key_columns else [()] * len(starts)
+        states = [
+            agg.states_from_frame(grouped, f"__s{i}_") for i, agg in enumerate(task.aggregates)
+        ]
+        by_bucket: dict[int, dict[int, Groups]] = {}
+        buckets = task.spec.options.buckets
+        for row, (start, key) in enumerate(zip(starts, keys, strict=True)):
+            bucket = bucket_of(key, buckets)
+            windows = by_bucket.setdefault(bucket, {})
+            windows.setdefault(start, {})[key] = [column[row] for column in states]
+        return {
+            bucket: encode_dataset(task.aggregates, windows)
+            for bucket, windows in sorted(by_bucket.items())
+        }
+
+
+def _rejected(record: SourceRecord, reason: str) -> RejectedRecord:
+    return RejectedRecord(
+        partition=record.partition, offset=record.offset, value=record.value, reason=reason
+    )
