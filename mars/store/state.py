@@ -68,8 +68,8 @@ class Snapshot:
     """One bucket's high mark together with the task's watermark inputs, read atomically.
 
     Every data set the reducer still needs is numbered `rseq..seq`. Because the sources were read
-    in the same instant as `seq`, every non-late record whose event time is at or below the
-    watermark computed from `sources` is already inside a data set numbered <= `seq`.
+    in the same instant as `seq`, every non-late record of a window closed by the watermark
+    computed from `sources` (`end + grace <= watermark`) is inside a data set numbered <= `seq`.
     """
 
     bucket: int
