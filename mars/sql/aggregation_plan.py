@@ -58,6 +58,7 @@ class _Planner:
         self._keys_by_sql: dict[str, GroupKey] = {}
         self._aggregates: dict[AggKey, AggregateCall] = {}
         self._input_columns: list[exp.Column] = []
+        self._user_aliases: set[str] = set()
 
     def plan(self) -> AggregationPlan:
         where = self._where()
@@ -102,10 +103,13 @@ class _Planner:
             sql = self._input_sql(expr, clause="GROUP BY")
             if sql in self._keys_by_sql:
                 continue
-            name = alias or self._select_alias_of(sql)
+            # A plain column keeps its name; an expression takes its select alias if any.
+            name = alias
+            if name is None and isinstance(expr, exp.Column):
+                name = expr.name
+            name = name or self._select_alias_of(sql)
             if name is None:
-                name = expr.name if isinstance(expr, exp.Column) else sanitized_name(sql)
-                name = unique_name(name, self._taken_names())
+                name = unique_name(sanitized_name(sql), self._taken_names())
             elif name in self._taken_names():
                 raise TaskError(
                     f"group key name '{name}' is used twice", position=node_position(item)
@@ -173,6 +177,7 @@ class _Planner:
                         position=node_position(call),
                     )
                 aliases[key] = alias
+        self._user_aliases = set(aliases.values())
         for key, _, _ in calls:
             if key in self._aggregates:
                 continue
@@ -230,7 +235,10 @@ class _Planner:
         if isinstance(expr, exp.Column):
             return expr.name
         if isinstance(expr, exp.AggFunc):
-            return result_sql  # the aggregate's alias
+            if result_sql not in self._user_aliases:
+                return result_sql  # the aggregate's generated alias
+            func, argument = read_aggregate(expr)  # shares a user's alias: name it by itself
+            return default_alias(func, argument.sql() if argument is not None else None)
         return sanitized_name(expr.sql())
 
     def _top_k(self) -> TopK | None:
