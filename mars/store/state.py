@@ -62,6 +62,18 @@ class ApplyResult:
     def applied(self) -> bool:
         return self.status is ApplyStatus.APPLIED
 
+    def covers(self, sources: Mapping[SourceId, SourceState]) -> bool:
+        """True if the batch that wrote `sources` is already in Redis, by this or another writer:
+        APPLIED, or REJECTED with every stored offset at or beyond the batch's new offsets (the
+        answer to a retry after a lost reply)."""
+        if self.applied:
+            return True
+        return all(
+            (stored := self.sources.get(source)) is not None
+            and stored.applied_offset >= state.applied_offset
+            for source, state in sources.items()
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Snapshot:

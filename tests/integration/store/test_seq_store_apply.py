@@ -103,6 +103,21 @@ def test_zombie_with_stale_offsets_is_rejected_for_all_its_partitions(
     assert dump_task(task) == before  # partition 0 did not move either: all or nothing
 
 
+def test_retry_after_a_lost_reply_is_recognised_as_done(store: SeqStore, task: str) -> None:
+    sources = {0: _state(19, 500), 1: _state(9, 400)}
+    first = store.apply_batch(
+        task, expected={0: -1, 1: -1}, sources=sources, datasets={0: b"x"}, counters={}, now_ms=1
+    )
+    assert first.covers(sources)
+    retry = store.apply_batch(
+        task, expected={0: -1, 1: -1}, sources=sources, datasets={0: b"x"}, counters={}, now_ms=2
+    )
+    assert not retry.applied and retry.covers(sources)
+    assert store.snapshot(task, 0).seq == 1
+    further = {0: _state(29, 600), 1: _state(9, 400)}
+    assert not retry.covers(further)  # a batch going beyond what is stored is not done
+
+
 def test_unknown_source_is_expected_at_minus_one(store: SeqStore, task: str) -> None:
     result = store.apply_batch(
         task, expected={5: 7}, sources={5: _state(9)}, datasets={}, counters={}, now_ms=1
