@@ -1,15 +1,8 @@
-"""Fixtures of the store tests: a fresh task id, a `SeqStore`, and a key dumper.
-
-`redis_client` below is a stand-in until tests/conftest.py provides it: a throwaway real
-`redis-server` on a free port for the session (no persistence).
-"""
+"""Fixtures of the store tests: a `SeqStore` on the session's real Redis (`redis_client` from
+tests/conftest.py), a fresh task id, and a key dumper."""
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -19,43 +12,6 @@ import redis
 from mars.store import SeqStore, TaskKeys
 
 TaskDump = Callable[[str], dict[bytes, bytes]]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def _store_redis_url() -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is not installed"
-    port = _free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--daemonize", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            redis.Redis.from_url(url).ping()
-            break
-        except redis.ConnectionError:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
-@pytest.fixture
-def redis_client(_store_redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(_store_redis_url)
-    yield client
-    client.close()
 
 
 @pytest.fixture
