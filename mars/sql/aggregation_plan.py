@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from mars.sql.aggregate_calls import default_alias, read_aggregate, sanitized_name, unique_name
 from mars.sql.errors import TaskError
-from mars.sql.polars_compiler import compile_node
+from mars.sql.polars_compiler import check_functions, compile_node
 from mars.sql.positions import node_position
 from mars.sql.statement import SelectStatement
 from mars.tasks.spec import AggFunc, AggregateCall, GroupKey, OutputColumn, TopK
@@ -61,6 +61,12 @@ class _Planner:
         self._user_aliases: set[str] = set()
 
     def plan(self) -> AggregationPlan:
+        statement = self._statement
+        for node in (*statement.select, statement.where, *statement.group_by, statement.having):
+            if node is not None:
+                check_functions(node)
+        for ordered in statement.order_by:
+            check_functions(ordered)
         where = self._where()
         self._group_keys()
         self._aggregate_calls()
@@ -128,7 +134,10 @@ class _Planner:
             return self._items[index - 1]
         if isinstance(node, exp.Column) and node.name in self._select_aliases:
             expr = self._select_aliases[node.name]
-            if not (isinstance(expr, exp.Column) and expr.name == node.name):
+            same_column = isinstance(expr, exp.Column) and expr.name == node.name
+            # An alias of an aggregate cannot be a group key: `a` is then the input column.
+            grouping_an_aggregate = clause == "GROUP BY" and expr.find(exp.AggFunc) is not None
+            if not same_column and not grouping_an_aggregate:
                 return node.name, expr
         return None, node
 
@@ -153,10 +162,10 @@ class _Planner:
         calls: list[tuple[AggKey, exp.AggFunc, str | None]] = []
         for node in nodes:
             for call in node.find_all(exp.AggFunc):
-                inner = call.find_ancestor(exp.AggFunc)
+                inner = next((n for n in call.find_all(exp.AggFunc) if n is not call), None)
                 if inner is not None:
                     raise TaskError(
-                        "aggregate functions cannot be nested", position=node_position(call)
+                        "aggregate functions cannot be nested", position=node_position(inner)
                     )
                 func, argument = read_aggregate(call)
                 argument_sql = (

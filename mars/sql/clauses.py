@@ -163,6 +163,8 @@ def _read_options(tokens: list[Token], i: int, sql: str, *, into: dict[str, Opti
             i += 1
         elif i < len(tokens) and tokens[i].token_type == TokenType.R_PAREN:
             return i + 1
+        elif i >= len(tokens):
+            raise TaskError("the WITH (...) options clause is not closed", position=len(sql))
         else:
             where = tokens[i].start if i < len(tokens) else len(sql)
             raise TaskError("expected ',' or ')' in the WITH (...) options clause", position=where)
@@ -176,7 +178,7 @@ def _read_option_value(tokens: list[Token], i: int, sql: str, name: str) -> tupl
         return OptionValue(value=token.text, position=token.start), i + 1
     if token.token_type == TokenType.NUMBER:
         # `30 s` is kept as text for the duration parser; a bare number stays a number.
-        if i + 1 < len(tokens) and is_unit(tokens[i + 1].text):
+        if i + 1 < len(tokens) and tokens[i + 1].text.isalpha():
             text = f"{token.text} {tokens[i + 1].text}"
             return OptionValue(value=text, position=token.start), i + 2
         number: Any = float(token.text) if "." in token.text else int(token.text)

@@ -45,9 +45,9 @@ def _parse(sql: str, *, task_id: str, options: Mapping[str, Any] | None) -> Task
             "(it names Kafka topics and ZooKeeper nodes)"
         )
     clauses = split_mars_clauses(sql)
-    resolved = resolve_options(clauses.options, options)
-    window = _window(clauses.durations, sql)
     statement = read_statement(clauses.sql)
+    window = _window(clauses.durations, sql)
+    resolved = resolve_options(clauses.options, options)
     plan = plan_aggregation(statement, event_time_field=resolved.event_time.field)
     _check_csv_columns(plan, resolved.event_time, resolved.task_options)
     return TaskSpec(

@@ -38,6 +38,25 @@ def compile_node(node: exp.Expr) -> pl.Expr:
     raise _unsupported(node)
 
 
+def check_functions(node: exp.Expr) -> None:
+    """Reject the leftmost unknown or unsupported function in `node` (aggregates are fine).
+
+    Run before anything else looks at an expression, so `cnt(x)` is reported as an unknown
+    function rather than as a problem with `x`.
+    """
+    culprits = [
+        n
+        for n in node.walk()
+        if isinstance(n, exp.Func)
+        and not isinstance(n, exp.AggFunc)
+        and type(n) not in _NODE_COMPILERS
+        and type(n) not in FUNCTION_COMPILERS
+    ]
+    if culprits:
+        first = min(culprits, key=lambda n: node_position(n) or 0)
+        raise _unsupported(first)
+
+
 def _unsupported(node: exp.Expr) -> TaskError:
     where = node_position(node)
     if isinstance(node, exp.AggFunc):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Tokenizer, TokenType
 
 from mars.sql.errors import TaskError
 from mars.sql.expressions import syntax_error_message
@@ -51,7 +52,7 @@ def read_statement(sql: str) -> SelectStatement:
             node = value[0] if isinstance(value, list) else value
             where = node_position(node) if isinstance(node, exp.Expr) else None
             raise TaskError(message, position=where)
-    _reject_unsupported_nodes(select)
+    _reject_unsupported_nodes(select, sql)
     source_topic, qualifiers = _read_source(select)
     _strip_qualifiers(select, qualifiers)
     group = select.args.get("group")
@@ -80,23 +81,42 @@ def _parse_single_select(sql: str) -> exp.Select:
     if not statements:
         raise TaskError("empty task: expected SELECT ... FROM <topic> ... WINDOWING <n> <unit>")
     if len(statements) > 1:
-        raise TaskError("only one statement is allowed", position=node_position(statements[1]))
+        raise TaskError(
+            "only one statement is allowed",
+            position=_select_keyword_before(sql, node_position(statements[1])),
+        )
     statement = statements[0]
     if not isinstance(statement, exp.Select):
         kind = "UNION/INTERSECT/EXCEPT" if isinstance(statement, exp.SetOperation) else "it"
         raise TaskError(
             f"a task is one SELECT statement; {kind} is not supported",
-            position=node_position(statement),
+            position=_select_keyword_before(sql, node_position(statement)),
         )
     return statement
 
 
-def _reject_unsupported_nodes(select: exp.Select) -> None:
+def _select_keyword_before(sql: str, position: int | None) -> int | None:
+    """The SELECT keyword that starts the statement or subquery around `position`.
+
+    sqlglot keeps positions of names and literals but not of keywords; this finds the
+    SELECT token itself so the error points at the start of the offending query.
+    """
+    if position is None:
+        return None
+    starts = [t.start for t in Tokenizer().tokenize(sql) if t.token_type == TokenType.SELECT]
+    before = [start for start in starts if start <= position]
+    return max(before) if before else position
+
+
+def _reject_unsupported_nodes(select: exp.Select, sql: str) -> None:
     for node in select.walk():
         if node is select:
             continue
         if isinstance(node, exp.Subquery | exp.Select | exp.Exists):
-            raise TaskError("subqueries are not supported", position=node_position(node))
+            raise TaskError(
+                "subqueries are not supported",
+                position=_select_keyword_before(sql, node_position(node)),
+            )
         if isinstance(node, exp.Window):
             raise TaskError(
                 "window functions (OVER) are not supported; use WINDOWING <n> <unit>",

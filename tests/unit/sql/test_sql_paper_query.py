@@ -53,7 +53,10 @@ def test_paper_query_gives_the_exact_spec() -> None:
 
 
 def test_paper_query_is_case_and_layout_insensitive() -> None:
-    sql = "select sip,type,timestamp,COUNT(*)\nfrom S\ngroup by sip,type,timestamp\nwindowing 1 minute;"
+    sql = (
+        "select sip,type,timestamp,COUNT(*)\nfrom S\n"
+        "group by sip,type,timestamp\nwindowing 1 minute;"
+    )
     spec = parse_task(sql, task_id="paper")
     paper = parse_task(PAPER_QUERY, task_id="paper")
     assert (spec.group_keys, spec.aggregates, spec.outputs, spec.window) == (
