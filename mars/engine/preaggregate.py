@@ -92,16 +92,19 @@ class Preaggregator:
         bad.update(failed)
         frame = self._drop_non_numeric_arguments(frame, bad)
 
-        frame, late_rows = self._split_late(frame, stream_times)
-        datasets = self._datasets(frame) if frame.height else {}
-
         new_stream_times = {p: t for p, t in stream_times.items() if t is not None}
-        if frame.height or late_rows:
-            maxima = (
-                pl.concat([frame.select(_PARTITION, _TIME), late_rows.select(_PARTITION, _TIME)])
-                .group_by(_PARTITION)
-                .agg(pl.col(_TIME).max())
-            )
+        late: list[RejectedRecord] = []
+        datasets: dict[int, bytes] = {}
+        if frame.height:
+            frame, late_rows = self._split_late(frame, stream_times)
+            late = [
+                _rejected(records[row], self._late_reason(t, before))
+                for row, t, before in late_rows.select(ROW, _TIME, _BEFORE).iter_rows()
+            ]
+            if frame.height:
+                datasets = self._datasets(frame)
+            # Late records cannot raise stream time (they are below it): on-time rows suffice.
+            maxima = frame.group_by(_PARTITION).agg(pl.col(_TIME).max())
             for partition, latest in maxima.iter_rows():
                 previous = new_stream_times.get(partition)
                 new_stream_times[partition] = latest if previous is None else max(previous, latest)
@@ -111,10 +114,6 @@ class Preaggregator:
             if record.offset > last_offsets.get(record.partition, -1):
                 last_offsets[record.partition] = record.offset
 
-        late = [
-            _rejected(records[row], self._late_reason(t, before))
-            for row, t, before in late_rows.select(ROW, _TIME, _BEFORE).iter_rows()
-        ]
         return BatchPartials(
             datasets=datasets,
             late=late,

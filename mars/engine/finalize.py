@@ -1,0 +1,87 @@
+"""Finalize a closed window: partial states -> result rows (HAVING, output expressions, top-k).
+
+A result row holds `window_start` / `window_end` (epoch ms), `window_start_iso` /
+`window_end_iso` (ISO-8601 UTC, millisecond precision, `Z` suffix) and every output column of
+the task by name, in SELECT order. Output and HAVING expressions are evaluated with Polars over
+a frame holding the group keys (by `GroupKey.name`), the aggregate results (by alias) and the
+two window columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from mars.aggregates import aggregates_for
+from mars.sql.expressions import to_polars
+from mars.tasks.spec import TaskSpec, TopK
+from mars.windows import WindowAssigner
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def iso_utc(epoch_ms: int) -> str:
+    """`2024-05-01T12:00:00.000Z` for an epoch-ms instant (also before 1970)."""
+    moment = _EPOCH + timedelta(milliseconds=epoch_ms)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def finalize_window(
+    spec: TaskSpec, window_start: int, groups: Mapping[tuple[Any, ...], Sequence[Any]]
+) -> list[dict[str, Any]]:
+    """The result rows of one window: one per group that passes HAVING (top-k not applied)."""
+    if not groups:
+        return []
+    window_end = WindowAssigner.from_spec(spec.window).end(window_start)
+    aggregates = aggregates_for(spec.aggregates)
+    keys = list(groups)
+    columns: dict[str, list[Any]] = {
+        "window_start": [window_start] * len(keys),
+        "window_end": [window_end] * len(keys),
+    }
+    for i, group_key in enumerate(spec.group_keys):
+        columns[group_key.name] = [key[i] for key in keys]
+    for i, (call, agg) in enumerate(zip(spec.aggregates, aggregates, strict=True)):
+        columns[call.alias] = [agg.result(groups[key][i]) for key in keys]
+    frame = pl.DataFrame(
+        [pl.Series(name, values, strict=False) for name, values in columns.items()]
+    )
+    if spec.having:
+        frame = frame.filter(to_polars(spec.having).fill_null(False))
+    outputs = frame.select(
+        [to_polars(output.expression).alias(output.name) for output in spec.outputs]
+    )
+    window_fields = {
+        "window_start": window_start,
+        "window_end": window_end,
+        "window_start_iso": iso_utc(window_start),
+        "window_end_iso": iso_utc(window_end),
+    }
+    return [{**window_fields, **row} for row in outputs.to_dicts()]
+
+
+def select_top_k(top_k: TopK | None, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The first `top_k.limit` rows by `top_k.order_by` (NULLs last); all rows without top-k.
+
+    Ties are broken by the rows' other columns so the choice is the same in every process and
+    on every replay. The reducer calls this on the union of all buckets' rows of a window.
+    """
+    if top_k is None or not rows:
+        return [dict(row) for row in rows]
+    frame = pl.DataFrame([dict(row) for row in rows], strict=False)
+    order = "__order"
+    frame = frame.with_columns(to_polars(top_k.order_by).alias(order))
+    tie_breakers = [
+        name
+        for name, dtype in frame.schema.items()
+        if name != order and not isinstance(dtype, pl.List | pl.Struct | pl.Object)
+    ]
+    ranked = frame.sort(
+        [order, *tie_breakers],
+        descending=[top_k.descending] + [False] * len(tie_breakers),
+        nulls_last=True,
+    )
+    return ranked.head(top_k.limit).drop(order).to_dicts()
