@@ -22,17 +22,38 @@ IndexArray = npt.NDArray[np.int64]
 BytesArray = npt.NDArray[np.bytes_]
 
 
+def _plain(text: str) -> bool:
+    """True when `text` needs no escaping in JSON nor quoting in CSV."""
+    return text.isascii() and text.isprintable() and not any(c in text for c in '"\\,')
+
+
 def _render(value: PoolValue, *, encoding: Encoding) -> bytes:
     text = str(value)
     if encoding is Encoding.JSON:
         if isinstance(value, int):
             return text.encode("ascii")
-        # Pool strings are printable ASCII; only quotes and backslashes would need escaping.
-        plain = text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
-        return (f'"{text}"' if plain else json.dumps(value)).encode("ascii")
-    if "," in text or '"' in text or "\n" in text:
+        return (f'"{text}"' if _plain(text) else json.dumps(value)).encode("ascii")
+    if not _plain(text):
         raise ValueError(f"CSV pool value needs quoting: {text!r}")
     return text.encode("ascii")
+
+
+def _fragment_table(
+    pool: FieldPool, prefix: bytes, suffix: bytes, *, encoding: Encoding
+) -> ObjectArray:
+    """`prefix + rendered value + suffix` for every pool value, as an object array of bytes."""
+    if isinstance(pool.values, range):  # big numeric pools: render them vectorised
+        numbers = np.arange(pool.values.start, pool.values.stop, pool.values.step)
+        rendered = np.char.add(np.char.add(prefix, numbers.astype(np.bytes_)), suffix)
+        return rendered.astype(object)
+    if all(isinstance(v, str) for v in pool.values) and _plain("".join(map(str, pool.values))):
+        quote = b'"' if encoding is Encoding.JSON else b""
+        words = np.array(pool.values, dtype=np.bytes_)
+        rendered = np.char.add(np.char.add(prefix + quote, words), quote + suffix)
+        return rendered.astype(object)
+    table = np.empty(len(pool.values), dtype=object)
+    table[:] = [prefix + _render(v, encoding=encoding) + suffix for v in pool.values]
+    return table
 
 
 class FragmentEncoder:
@@ -47,10 +68,7 @@ class FragmentEncoder:
             else:
                 prefix = b","
             suffix = b"}" if encoding is Encoding.JSON and position == len(pools) - 1 else b""
-            rendered = [prefix + _render(v, encoding=encoding) + suffix for v in pool.values]
-            table = np.empty(len(rendered), dtype=object)
-            table[:] = rendered
-            self._fragments.append(table)
+            self._fragments.append(_fragment_table(pool, prefix, suffix, encoding=encoding))
         self._timestamp_prefix = (
             b'{"' + TIMESTAMP_FIELD.encode("ascii") + b'":' if encoding is Encoding.JSON else b""
         )
