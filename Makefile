@@ -1,0 +1,30 @@
+# The two commands for a fresh machine are `make run` and `make test`; both set up first.
+PY := .venv/bin/python
+
+.PHONY: setup run test lint unit bench down clean
+
+setup:
+	@bash scripts/setup.sh
+
+run: setup
+	$(PY) -m mars.cli.main demo
+
+test: setup lint
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint:
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+unit: setup
+	$(PY) -m pytest -q tests/unit
+
+bench: setup
+	$(PY) -m mars.cli.main bench
+
+down:
+	-$(PY) -m mars.cli.main local down
+
+clean: down
+	rm -rf .venv .cache .mars

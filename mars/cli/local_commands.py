@@ -1,0 +1,65 @@
+"""`mars local up | down | status`: the local cluster for people and demos."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from mars.config import load_settings
+from mars.local import LocalCluster, ServiceError
+
+
+def register(subparsers: Any) -> None:
+    local = subparsers.add_parser("local", help="run a local cluster (Kafka, ZooKeeper, Redis)")
+    commands = local.add_subparsers(dest="local_command", required=True, metavar="ACTION")
+
+    up = commands.add_parser("up", help="start the cluster in the background; return when ready")
+    up.add_argument("--mappers", type=int, default=0, help="mapper processes to start")
+    up.add_argument("--reducers", type=int, default=0, help="reducer processes to start")
+    up.add_argument("--api", action="store_true", help="start the REST API too")
+    up.set_defaults(handler=_up)
+
+    down = commands.add_parser("down", help="stop every process the cluster started")
+    down.set_defaults(handler=_down)
+
+    status = commands.add_parser("status", help="services and processes with PID and health")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(handler=_status)
+
+
+def _cluster() -> LocalCluster:
+    return LocalCluster(settings=load_settings())
+
+
+def _up(args: argparse.Namespace) -> int:
+    cluster = _cluster()
+    try:
+        state = cluster.up()
+    except ServiceError as error:
+        print(f"mars local up: {error}", file=sys.stderr)
+        return 1
+    print(f"kafka      {state.kafka_bootstrap}")
+    print(f"zookeeper  {state.zk_hosts}")
+    print(f"redis      {state.redis_url}")
+    print(f"run folder {state.run_dir}   (stop with `mars local down`)")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    stopped = _cluster().down()
+    print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    status = _cluster().status()
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        print(f"run folder {status['run_dir']}: {'UP' if status['up'] else 'DOWN'}")
+        for row in status["processes"]:
+            health = "healthy" if row["healthy"] else ("running" if row["running"] else "stopped")
+            print(f"  {row['name']:<12} pid {row['pid']:<8} {row['address'] or '':<28} {health}")
+    return 0 if status["up"] else 1

@@ -1,0 +1,147 @@
+"""The one validated settings object, built from `configs/mars.toml` and `MARS_...` variables.
+
+Precedence, highest first: explicit overrides passed to `load_settings`, environment variables
+(`MARS_<SECTION>__<NAME>`, e.g. `MARS_MAPPER__BATCH_SIZE=5000`), the TOML file
+(`MARS_CONFIG_FILE` or `configs/mars.toml`), then the defaults below. The object is frozen and
+passed explicitly; nothing reads the environment behind its back.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG_FILE = PROJECT_ROOT / "configs" / "mars.toml"
+ENV_PREFIX = "MARS_"
+NESTED_DELIMITER = "__"
+
+
+class ConfigError(Exception):
+    """A setting has a bad value; the message names the setting and the environment variable."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KafkaSettings(_Section):
+    bootstrap_servers: str = "127.0.0.1:9092"
+    result_partitions: int = Field(default=4, ge=1)
+    replication_factor: int = Field(default=1, ge=1)
+
+
+class RedisSettings(_Section):
+    url: str = "redis://127.0.0.1:6379/0"
+
+
+class ZooKeeperSettings(_Section):
+    hosts: str = "127.0.0.1:2181"
+    root: str = "/mars"
+    session_timeout_s: float = Field(default=10.0, gt=0)
+
+
+class MapperSettings(_Section):
+    group_id: str = "mars-mappers"
+    batch_size: int = Field(default=5000, ge=1)
+    batch_timeout_ms: int = Field(default=200, ge=1)
+    heartbeat_interval_ms: int = Field(default=500, ge=10)
+    backlog_high_datasets: int = Field(default=20_000, ge=1)
+    redis_memory_high_bytes: int = Field(default=512 * 1024 * 1024, ge=1024 * 1024)
+
+
+class ReducerSettings(_Section):
+    poll_interval_ms: int = Field(default=100, ge=1)
+    max_datasets_per_read: int = Field(default=500, ge=1)
+    transaction_timeout_ms: int = Field(default=60_000, ge=1000)
+    results_kept: int = Field(default=200, ge=0)
+
+
+class ApiSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8640, ge=1, le=65535)
+    token: str = Field(default="mars-dev-token", min_length=8)
+
+
+class LocalSettings(_Section):
+    run_dir: Path = PROJECT_ROOT / ".mars" / "local"
+    jars_dir: Path = PROJECT_ROOT / ".cache" / "jars"
+    kafka_heap_mb: int = Field(default=768, ge=256)
+    start_timeout_s: float = Field(default=90.0, gt=0)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=NESTED_DELIMITER,
+        frozen=True,
+        extra="forbid",
+    )
+
+    kafka: KafkaSettings = KafkaSettings()
+    redis: RedisSettings = RedisSettings()
+    zookeeper: ZooKeeperSettings = ZooKeeperSettings()
+    mapper: MapperSettings = MapperSettings()
+    reducer: ReducerSettings = ReducerSettings()
+    api: ApiSettings = ApiSettings()
+    local: LocalSettings = LocalSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = Path(os.environ.get("MARS_CONFIG_FILE", DEFAULT_CONFIG_FILE))
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file))
+
+
+def setting_env_name(location: tuple[str | int, ...]) -> str:
+    """`("mapper", "batch_size")` -> `MARS_MAPPER__BATCH_SIZE`."""
+    return ENV_PREFIX + NESTED_DELIMITER.join(str(part).upper() for part in location)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings; a bad value raises ConfigError naming every offending setting."""
+    config_file = os.environ.get("MARS_CONFIG_FILE")
+    if config_file and not Path(config_file).is_file():
+        raise ConfigError(f"MARS_CONFIG_FILE: no such file: {config_file}")
+    try:
+        return Settings(**overrides)
+    except ValidationError as error:
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc'])} ({setting_env_name(e['loc'])}): {e['msg']}"
+            for e in error.errors()
+        ]
+        raise ConfigError("invalid settings:\n  " + "\n  ".join(problems)) from None
+
+
+def settings_as_env(settings: Settings) -> dict[str, str]:
+    """The settings as `MARS_...` variables, to hand to a child process."""
+    env: dict[str, str] = {}
+    for section, values in settings.model_dump(mode="json").items():
+        for name, value in values.items():
+            env[setting_env_name((section, name))] = str(value)
+    return env
+
+
+def known_setting_env_names() -> frozenset[str]:
+    """Every `MARS_...` variable a deployment may set (used by the compose consistency test)."""
+    names = {"MARS_CONFIG_FILE"}
+    for section, field in Settings.model_fields.items():
+        model = field.annotation
+        assert isinstance(model, type) and issubclass(model, BaseModel)
+        names.update(setting_env_name((section, name)) for name in model.model_fields)
+    return frozenset(names)

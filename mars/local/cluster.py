@@ -1,0 +1,236 @@
+"""The local cluster: start the three servers, remember what was started, stop exactly that.
+
+The state file (`<run_dir>/cluster.json`) lets `mars local status|down` in another process find
+the cluster `mars local up` started; the Python API (`LocalCluster`) is what the tests use.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mars.config import Settings
+from mars.local.kafka_server import probe_kafka, start_kafka
+from mars.local.process import ProcessHandle, ServiceError, port_is_open
+from mars.local.redis_server import probe_redis, redis_url, start_redis
+from mars.local.zookeeper_server import probe_zookeeper, start_zookeeper
+
+__all__ = ["ClusterState", "LocalCluster", "ServiceError"]
+
+
+@dataclass(slots=True, kw_only=True)
+class ProcessRecord:
+    name: str
+    role: str  # kafka | zookeeper | redis | mapper | reducer | api
+    pid: int
+    started: int
+    argv: list[str]
+    log: str
+    address: str | None = None
+
+    def handle(self) -> ProcessHandle:
+        return ProcessHandle(
+            name=self.name,
+            pid=self.pid,
+            started=self.started,
+            argv=tuple(self.argv),
+            log=Path(self.log),
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class ClusterState:
+    run_dir: str
+    kafka_bootstrap: str
+    zk_hosts: str
+    redis_url: str
+    processes: list[ProcessRecord] = field(default_factory=list)
+
+    def save(self) -> None:
+        path = Path(self.run_dir) / "cluster.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> ClusterState | None:
+        path = run_dir / "cluster.json"
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        processes = [ProcessRecord(**p) for p in data.pop("processes")]
+        return cls(**data, processes=processes)
+
+    def settings_overrides(self) -> dict[str, Any]:
+        """What to pass to `load_settings` so clients talk to this cluster."""
+        return {
+            "kafka": {"bootstrap_servers": self.kafka_bootstrap},
+            "zookeeper": {"hosts": self.zk_hosts},
+            "redis": {"url": self.redis_url},
+        }
+
+    def env(self) -> dict[str, str]:
+        """The same as `MARS_...` variables, for child processes."""
+        return {
+            "MARS_KAFKA__BOOTSTRAP_SERVERS": self.kafka_bootstrap,
+            "MARS_ZOOKEEPER__HOSTS": self.zk_hosts,
+            "MARS_REDIS__URL": self.redis_url,
+        }
+
+
+def _port(address: str) -> int:
+    return int(address.rsplit(":", 1)[1].split("/")[0])
+
+
+class LocalCluster:
+    """Real Kafka, ZooKeeper and Redis on free loopback ports under one run folder."""
+
+    def __init__(self, *, settings: Settings, run_dir: Path | None = None) -> None:
+        self._settings = settings
+        self.run_dir = (run_dir or settings.local.run_dir).resolve()
+        self.state: ClusterState | None = ClusterState.load(self.run_dir)
+
+    def up(self, *, fresh: bool = True) -> ClusterState:
+        """Start all three servers in parallel; return once each one answers."""
+        if self.state is not None and any(p.handle().is_running() for p in self.state.processes):
+            raise ServiceError(
+                f"a local cluster is already running from {self.run_dir}; `mars local down` first"
+            )
+        if fresh and self.run_dir.exists():
+            shutil.rmtree(self.run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        local = self._settings.local
+        jobs = {
+            "redis": lambda: start_redis(self.run_dir, timeout_s=local.start_timeout_s),
+            "zookeeper": lambda: start_zookeeper(
+                self.run_dir, jars_dir=local.jars_dir, timeout_s=local.start_timeout_s
+            ),
+            "kafka": lambda: start_kafka(
+                self.run_dir,
+                jars_dir=local.jars_dir,
+                heap_mb=local.kafka_heap_mb,
+                timeout_s=local.start_timeout_s,
+            ),
+        }
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            futures = {name: pool.submit(job) for name, job in jobs.items()}
+        started: dict[str, ProcessHandle] = {}
+        errors: list[str] = []
+        for name, future in futures.items():
+            try:
+                started[name] = future.result()
+            except ServiceError as error:
+                errors.append(str(error))
+        if errors:
+            for handle in started.values():
+                handle.stop()
+            raise ServiceError("\n\n".join(errors))
+        addresses = {
+            "redis": redis_url(_port_of(started["redis"], "--port")),
+            "zookeeper": f"127.0.0.1:{_zk_port(self.run_dir)}",
+            "kafka": _kafka_bootstrap(self.run_dir),
+        }
+        self.state = ClusterState(
+            run_dir=str(self.run_dir),
+            kafka_bootstrap=addresses["kafka"],
+            zk_hosts=addresses["zookeeper"],
+            redis_url=addresses["redis"],
+            processes=[
+                ProcessRecord(
+                    name=name,
+                    role=name,
+                    pid=h.pid,
+                    started=h.started,
+                    argv=list(h.argv),
+                    log=str(h.log),
+                    address=addresses[name],
+                )
+                for name, h in started.items()
+            ],
+        )
+        self.state.save()
+        return self.state
+
+    def add_process(self, record: ProcessRecord) -> None:
+        """Remember a Mars process (mapper, reducer, api) so `down` stops it too."""
+        assert self.state is not None, "cluster is not up"
+        self.state.processes.append(record)
+        self.state.save()
+
+    def down(self) -> list[str]:
+        """Stop every process this cluster started, Mars processes first. Returns their names."""
+        if self.state is None:
+            return []
+        order = {"api": 0, "mapper": 1, "reducer": 1, "kafka": 2, "redis": 3, "zookeeper": 3}
+        stopped = []
+        for record in sorted(self.state.processes, key=lambda p: order.get(p.role, 0)):
+            record.handle().stop()
+            stopped.append(record.name)
+        self.state.processes = []
+        self.state.save()
+        return stopped
+
+    def status(self) -> dict[str, Any]:
+        """Every process with PID, address and health (a probe, not just 'PID exists')."""
+        if self.state is None:
+            return {"run_dir": str(self.run_dir), "up": False, "processes": []}
+        rows = []
+        for record in self.state.processes:
+            running = record.handle().is_running()
+            rows.append(
+                {
+                    "name": record.name,
+                    "role": record.role,
+                    "pid": record.pid,
+                    "address": record.address,
+                    "log": record.log,
+                    "running": running,
+                    "healthy": running and _healthy(record),
+                }
+            )
+        return {
+            "run_dir": self.state.run_dir,
+            "up": bool(rows) and all(r["healthy"] for r in rows),
+            "kafka_bootstrap": self.state.kafka_bootstrap,
+            "zk_hosts": self.state.zk_hosts,
+            "redis_url": self.state.redis_url,
+            "processes": rows,
+        }
+
+
+def _healthy(record: ProcessRecord) -> bool:
+    if record.address is None:
+        return True
+    try:
+        if record.role == "redis":
+            return probe_redis(record.address)
+        if record.role == "zookeeper":
+            return probe_zookeeper(_port(record.address))
+        if record.role == "kafka":
+            return probe_kafka(record.address)
+        return port_is_open(_port(record.address))
+    except Exception:
+        return False
+
+
+def _port_of(handle: ProcessHandle, flag: str) -> int:
+    return int(handle.argv[handle.argv.index(flag) + 1])
+
+
+def _zk_port(run_dir: Path) -> int:
+    for line in (run_dir / "zookeeper" / "zoo.cfg").read_text().splitlines():
+        if line.startswith("clientPort="):
+            return int(line.split("=", 1)[1])
+    raise ServiceError("zookeeper: no clientPort in zoo.cfg")
+
+
+def _kafka_bootstrap(run_dir: Path) -> str:
+    for line in (run_dir / "kafka" / "server.properties").read_text().splitlines():
+        if line.startswith("listeners="):
+            plaintext = line.split("=", 1)[1].split(",")[0]
+            return plaintext.removeprefix("PLAINTEXT://")
+    raise ServiceError("kafka: no listeners in server.properties")

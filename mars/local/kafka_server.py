@@ -1,0 +1,153 @@
+"""Apache Kafka broker in KRaft combined mode (broker + controller, one node), from Maven jars."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from mars.local.process import ProcessHandle, ServiceError, free_port, spawn, wait_until
+from mars.local.zookeeper_server import jar_classpath, java_binary
+
+READY_TOPIC = "mars.ready"
+
+_LOG4J2 = """\
+status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.clients.name = org.apache.kafka.clients
+logger.clients.level = WARN
+"""
+
+
+def _server_properties(*, port: int, controller_port: int, log_dir: Path) -> str:
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": (
+            f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"
+        ),
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(log_dir),
+        "num.partitions": "4",
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "8",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "8",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        "group.consumer.min.session.timeout.ms": "3000",
+        "group.min.session.timeout.ms": "3000",
+        # Results stay readable; compaction keeps one record per (task, window, group) key.
+        "log.retention.hours": "168",
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def start_kafka(
+    run_dir: Path,
+    *,
+    jars_dir: Path,
+    heap_mb: int,
+    port: int | None = None,
+    timeout_s: float,
+) -> ProcessHandle:
+    port = port or free_port()
+    controller_port = free_port()
+    home = run_dir / "kafka"
+    log_dir = home / "data"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    config = home / "server.properties"
+    config.write_text(
+        _server_properties(port=port, controller_port=controller_port, log_dir=log_dir)
+    )
+    log4j = home / "log4j2.properties"
+    log4j.write_text(_LOG4J2)
+    classpath = jar_classpath(jars_dir, "kafka")
+    java = [java_binary(), f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    formatted = subprocess.run(
+        [*java, "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id,
+         "-c", str(config)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    if formatted.returncode != 0:
+        raise ServiceError(
+            f"kafka: formatting the KRaft storage failed:\n{formatted.stdout}{formatted.stderr}"
+        )
+    argv = [
+        java[0], f"-Xmx{heap_mb}m", f"-Xms{heap_mb // 2}m", "-XX:+UseG1GC",
+        "-Djava.awt.headless=true", *java[1:], "kafka.Kafka", str(config),
+    ]  # fmt: skip
+    handle = spawn("kafka", argv, log=run_dir / "logs" / "kafka.log")
+    bootstrap = f"127.0.0.1:{port}"
+    wait_until(
+        "kafka",
+        lambda: probe_kafka(bootstrap),
+        handle=handle,
+        timeout_s=timeout_s,
+        what=f"metadata from {bootstrap}",
+    )
+    try:
+        round_trip(bootstrap)
+    except KafkaException as error:
+        handle.stop()
+        raise ServiceError(f"kafka: produce/consume round trip failed: {error}") from error
+    return handle
+
+
+def probe_kafka(bootstrap: str) -> bool:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000})
+    metadata = admin.list_topics(timeout=2)
+    return bool(metadata.brokers)
+
+
+def round_trip(bootstrap: str, *, timeout_s: float = 60.0) -> None:
+    """Transactional produce + read_committed consume: the broker is really usable."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if READY_TOPIC not in admin.list_topics(timeout=10).topics:
+        admin.create_topics([NewTopic(READY_TOPIC, 1, 1)])[READY_TOPIC].result(timeout=30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "mars-ready-probe"})
+    producer.init_transactions(timeout_s)
+    producer.begin_transaction()
+    marker = uuid.uuid4().hex.encode()
+    producer.produce(READY_TOPIC, value=marker)
+    producer.commit_transaction(timeout_s)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"mars-ready-{marker.decode()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(READY_TOPIC, 0, 0)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None and message.value() == marker:
+                return
+        raise ServiceError("kafka: the round-trip message was not read back in time")
+    finally:
+        consumer.close()

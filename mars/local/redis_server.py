@@ -1,0 +1,57 @@
+"""Redis server (Debian's `redis-server`), AOF on so a restart keeps every applied batch."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import redis
+
+from mars.local.process import ProcessHandle, ServiceError, free_port, spawn, wait_until
+
+
+def redis_binary() -> str:
+    path = shutil.which("redis-server")
+    if path is None:
+        raise ServiceError(
+            "redis: the redis-server binary is missing; run `make setup` "
+            "(it installs Debian's redis-server package)"
+        )
+    return path
+
+
+def start_redis(run_dir: Path, *, port: int | None = None, timeout_s: float) -> ProcessHandle:
+    port = port or free_port()
+    data = run_dir / "redis"
+    data.mkdir(parents=True, exist_ok=True)
+    argv = [
+        redis_binary(),
+        "--bind", "127.0.0.1",
+        "--port", str(port),
+        "--dir", str(data),
+        "--appendonly", "yes",
+        "--appendfsync", "everysec",
+        "--save", "",
+        "--protected-mode", "no",
+    ]  # fmt: skip
+    handle = spawn("redis", argv, log=run_dir / "logs" / "redis.log")
+    wait_until(
+        "redis",
+        lambda: probe_redis(redis_url(port)),
+        handle=handle,
+        timeout_s=timeout_s,
+        what=f"PING on 127.0.0.1:{port}",
+    )
+    return handle
+
+
+def redis_url(port: int) -> str:
+    return f"redis://127.0.0.1:{port}/0"
+
+
+def probe_redis(url: str) -> bool:
+    client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+    try:
+        return bool(client.ping())
+    finally:
+        client.close()

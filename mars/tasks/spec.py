@@ -1,0 +1,181 @@
+"""The validated, frozen description of one statistics task.
+
+A `TaskSpec` is what the SQL front end (`mars.sql`) produces and what every other part consumes:
+the mapper and the Spark job pre-aggregate with it, the reducer closes windows with it, the
+registry stores it as JSON in ZooKeeper. Expressions are kept as SQL text in sqlglot's
+canonical form, so the spec is plain data; `mars.sql.expressions` compiles them to Polars.
+
+Column naming inside the engine:
+- group keys are exposed to post-aggregation expressions by their output name
+  (`GroupKey.name`), aggregates by `AggregateCall.alias`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class TimeFormat(StrEnum):
+    """How the event-time field is encoded in a record."""
+
+    EPOCH_S = "epoch_s"
+    EPOCH_MS = "epoch_ms"
+    ISO8601 = "iso8601"
+    PROCESSING = "processing"  # no event-time field: the mapper's wall clock at decode
+
+
+class InputFormat(StrEnum):
+    JSON = "json"
+    CSV = "csv"
+
+
+class AggFunc(StrEnum):
+    COUNT = "count"  # COUNT(*) when argument is None, else COUNT(col): non-null values
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+    AVG = "avg"  # partial state is (sum, count)
+    COUNT_DISTINCT = "count_distinct"  # exact: partial state is the set of values
+    APPROX_COUNT_DISTINCT = "approx_count_distinct"  # HyperLogLog sketch (Apache DataSketches)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowSpec:
+    """Hopping windows of `size_ms` every `slide_ms`; tumbling when they are equal."""
+
+    size_ms: int
+    slide_ms: int
+    grace_ms: int = 0
+
+    @property
+    def tumbling(self) -> bool:
+        return self.size_ms == self.slide_ms
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventTime:
+    field: str | None  # None when format is PROCESSING
+    format: TimeFormat
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupKey:
+    """One GROUP BY key other than the window. `expression` is SQL over input columns."""
+
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AggregateCall:
+    """One aggregate; `argument` is SQL over input columns, None for COUNT(*)."""
+
+    func: AggFunc
+    argument: str | None
+    alias: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputColumn:
+    """One column of the result record, in SELECT order.
+
+    `expression` is SQL over group key names, aggregate aliases and the two window columns
+    `window_start` / `window_end` (epoch ms); for a plain group key it is just its name.
+    """
+
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopK:
+    """`ORDER BY <expr> [ASC|DESC] LIMIT k`, applied per window across all buckets."""
+
+    order_by: str  # SQL over output column names / aggregate aliases
+    descending: bool
+    limit: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CsvFormat:
+    """Header spec for CSV input: column names in order, and the delimiter."""
+
+    columns: tuple[str, ...]
+    delimiter: str = ","
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskOptions:
+    input_format: InputFormat = InputFormat.JSON
+    csv: CsvFormat | None = None
+    output_topic: str | None = None  # default: mars.results.<task id>
+    buckets: int = 8
+    idle_timeout_ms: int = 10_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSpec:
+    id: str
+    sql: str
+    source_topic: str
+    event_time: EventTime
+    window: WindowSpec
+    group_keys: tuple[GroupKey, ...]
+    aggregates: tuple[AggregateCall, ...]
+    outputs: tuple[OutputColumn, ...]
+    where: str | None = None
+    having: str | None = None  # SQL over group key names and aggregate aliases
+    top_k: TopK | None = None
+    options: TaskOptions = field(default_factory=TaskOptions)
+
+    @property
+    def output_topic(self) -> str:
+        return self.options.output_topic or f"mars.results.{self.id}"
+
+    @property
+    def late_topic(self) -> str:
+        return f"mars.late.{self.id}"
+
+    @property
+    def dead_letter_topic(self) -> str:
+        return f"mars.dlq.{self.id}"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json_dict(cls, data: dict[str, Any]) -> TaskSpec:
+        opts = dict(data.get("options") or {})
+        csv = opts.get("csv")
+        options = TaskOptions(
+            input_format=InputFormat(opts.get("input_format", InputFormat.JSON)),
+            csv=CsvFormat(columns=tuple(csv["columns"]), delimiter=csv.get("delimiter", ","))
+            if csv
+            else None,
+            output_topic=opts.get("output_topic"),
+            buckets=int(opts.get("buckets", 8)),
+            idle_timeout_ms=int(opts.get("idle_timeout_ms", 10_000)),
+        )
+        top_k = data.get("top_k")
+        return cls(
+            id=data["id"],
+            sql=data["sql"],
+            source_topic=data["source_topic"],
+            event_time=EventTime(
+                field=data["event_time"]["field"],
+                format=TimeFormat(data["event_time"]["format"]),
+            ),
+            window=WindowSpec(**data["window"]),
+            group_keys=tuple(GroupKey(**g) for g in data["group_keys"]),
+            aggregates=tuple(
+                AggregateCall(func=AggFunc(a["func"]), argument=a["argument"], alias=a["alias"])
+                for a in data["aggregates"]
+            ),
+            outputs=tuple(OutputColumn(**o) for o in data["outputs"]),
+            where=data.get("where"),
+            having=data.get("having"),
+            top_k=TopK(**top_k) if top_k else None,
+            options=options,
+        )

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Idempotent, cached set-up for a fresh machine: system packages, the venv with the project,
+# and the Maven Central jars of Kafka, ZooKeeper and Spark's Kafka source.
+# Each step is skipped when its stamp matches; a failure names the missing piece.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+fail() { printf 'setup: FAILED: %s\n' "$*" >&2; exit 1; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_packages=()
+command -v redis-server >/dev/null || apt_packages+=(redis-server)
+command -v java >/dev/null || apt_packages+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || apt_packages+=(maven)
+if [ ${#apt_packages[@]} -gt 0 ]; then
+  say "installing Debian packages: ${apt_packages[*]}"
+  as_root apt-get update -qq || fail "apt-get update (needed for ${apt_packages[*]})"
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${apt_packages[@]}" >/dev/null \
+    || fail "apt-get install ${apt_packages[*]}"
+fi
+
+python=${PYTHON:-python3}
+"$python" -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null \
+  || fail "Python >= 3.11 is needed as '$python' (set PYTHON=...)"
+
+mkdir -p .cache
+venv_stamp=".venv/.mars-installed"
+want=$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$venv_stamp" ] || [ "$(cat "$venv_stamp")" != "$want" ]; then
+  say "creating .venv and installing the project (first time: a few minutes, pyspark is large)"
+  [ -x .venv/bin/python ] || "$python" -m venv .venv || fail "python venv"
+  .venv/bin/pip install -q --upgrade pip >/dev/null || fail "pip upgrade"
+  .venv/bin/pip install -e '.[dev]' >.cache/pip.log 2>&1 \
+    || { tail -20 .cache/pip.log >&2; fail "pip install -e .[dev] (log .cache/pip.log)"; }
+  echo "$want" > "$venv_stamp"
+fi
+
+for pom in scripts/jars/*/pom.xml; do
+  name=$(basename "$(dirname "$pom")")
+  target=".cache/jars/$name"
+  want=$(cat "$pom" scripts/jars/settings.xml | sha256sum | cut -c1-16)
+  if [ ! -f "$target/.stamp" ] || [ "$(cat "$target/.stamp")" != "$want" ]; then
+    say "fetching $name jars from Maven Central"
+    rm -rf "$target.tmp"
+    mvn -q -B -s scripts/jars/settings.xml -f "$pom" dependency:copy-dependencies \
+      -DoutputDirectory="$PWD/$target.tmp" >".cache/mvn-$name.log" 2>&1 \
+      || { tail -20 ".cache/mvn-$name.log" >&2; fail "fetching the $name jars (log .cache/mvn-$name.log)"; }
+    echo "$want" > "$target.tmp/.stamp"
+    rm -rf "$target" && mv "$target.tmp" "$target"
+  fi
+done
+say "ready"
