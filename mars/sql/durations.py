@@ -15,6 +15,10 @@ UNIT_MS: dict[str, int] = {
 
 UNIT_HELP = "use ms, s, m, h or d"
 
+# Durations end up added to epoch milliseconds in int64; ten years is far more than any task
+# needs and keeps every sum far from overflow.
+MAX_DURATION_MS = 10 * 365 * 86_400_000
+
 _DURATION_TEXT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 
 
@@ -37,6 +41,8 @@ def duration_ms(number: str, unit: str) -> int:
         raise DurationError(f"'{number}' is not a number") from None
     if value != value.to_integral_value():
         raise DurationError(f"'{number} {unit}' is not a whole number of milliseconds")
+    if abs(value) > MAX_DURATION_MS:
+        raise DurationError(f"'{number} {unit}' is longer than the maximum of 10 years")
     return int(value)
 
 

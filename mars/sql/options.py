@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mars.sql.clauses import OptionValue
-from mars.sql.durations import DurationError, parse_duration_text
+from mars.sql.durations import MAX_DURATION_MS, DurationError, parse_duration_text
 from mars.sql.errors import TaskError
 from mars.tasks.spec import CsvFormat, EventTime, InputFormat, TaskOptions, TimeFormat
 
@@ -158,6 +158,8 @@ class _OptionReader:
             ms = value if isinstance(value, int) else parse_duration_text(str(value))
         except DurationError as err:
             raise self._fail("idle_timeout", str(err)) from None
-        if ms <= 0:
-            raise self._fail("idle_timeout", f"must be positive, got {value!r}")
+        if not 0 < ms <= MAX_DURATION_MS:
+            raise self._fail(
+                "idle_timeout", f"must be positive and at most 10 years, got {value!r}"
+            )
         return ms

@@ -126,7 +126,8 @@ def _in(node: exp.Expr) -> pl.Expr:
         raise TaskError("subqueries are not supported", position=node_position(node))
     value = compile_node(node.this)
     items = node.expressions
-    if items and all(isinstance(i, exp.Literal) for i in items):
+    literal_kinds = {i.is_string for i in items if isinstance(i, exp.Literal)}
+    if items and all(isinstance(i, exp.Literal) for i in items) and len(literal_kinds) == 1:
         # Fast path; is_in gives NULL for a NULL value, as SQL's IN does.
         return value.is_in([_python_literal(i) for i in items if isinstance(i, exp.Literal)])
     # General case: SQL defines `x IN (a, b)` as `x = a OR x = b` (NULLs included).

@@ -18,6 +18,8 @@ from mars.sql.positions import node_position
 Compile = Callable[[exp.Expr], pl.Expr]
 FunctionCompiler = Callable[[exp.Expr, Compile], pl.Expr]
 
+MAX_ROUND_DECIMALS = 15  # beyond a float64's precision anyway
+
 
 def _text(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     return compile_node(node).cast(pl.String)
@@ -43,9 +45,10 @@ def _round(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     decimals_node = node.args.get("decimals")
     decimals = 0
     if decimals_node is not None:
-        if not isinstance(decimals_node, exp.Literal) or not decimals_node.this.isdigit():
+        literal = isinstance(decimals_node, exp.Literal) and decimals_node.this.isdigit()
+        if not literal or int(decimals_node.this) > MAX_ROUND_DECIMALS:
             raise TaskError(
-                "ROUND's second argument must be a non-negative integer literal",
+                f"ROUND's second argument must be an integer from 0 to {MAX_ROUND_DECIMALS}",
                 position=node_position(decimals_node),
             )
         decimals = int(decimals_node.this)

@@ -25,6 +25,7 @@ BAD_QUERIES: list[tuple[str, str, str]] = [
     ("SELECT count(*) FROM S WINDOWING 10 parsecs", "unknown time unit 'parsecs'", "parsecs"),
     ("SELECT count(*) FROM S WINDOWING 10", "missing time unit", ""),
     ("SELECT count(*) FROM S WINDOWING", "needs a duration", ""),
+    ("SELECT count(*) FROM S WINDOWING 99999 d", "maximum of 10 years", "99999"),
     ("SELECT count(*) FROM S WINDOWING 0.1 ms", "whole number of milliseconds", "0.1"),
     (
         "SELECT count(*) FROM S WINDOWING 1 s WITH (colour = 'red')",

@@ -91,6 +91,11 @@ def test_expression_values(sql: str, expected: list[Any]) -> None:
         assert actual == expected
 
 
+def test_mixed_literal_kinds_in_in_list_compile() -> None:
+    # Types are only known at run time (records are schema-less): compiling must not fail.
+    assert isinstance(to_polars("s IN ('foo', 1)"), pl.Expr)
+
+
 def test_where_with_null_result_drops_the_row() -> None:
     kept = FRAME.filter(to_polars("a > 0 AND b > 0").fill_null(False))
     assert kept["a"].to_list() == [1]
@@ -122,6 +127,7 @@ def test_spec_expressions_compile_and_evaluate_after_aggregation() -> None:
         ("'abc", "cannot read", 0),
         ("a LIKE b", "string literal pattern", 0),
         ("round(a, b)", "ROUND's second argument", 9),
+        ("round(a, 99999999999999999999)", "ROUND's second argument", 9),
         ("", "empty expression", 0),
     ],
 )
