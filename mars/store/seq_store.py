@@ -23,6 +23,7 @@ from mars.store.state import (
     LiveState,
     Snapshot,
     SourceId,
+    SourceKey,
     SourceState,
     pack_live,
     parse_source_field,
@@ -91,8 +92,8 @@ class SeqStore:
         self,
         task: str,
         *,
-        expected: Mapping[SourceId, int],
-        sources: Mapping[SourceId, SourceState],
+        expected: Mapping[SourceKey, int],
+        sources: Mapping[SourceKey, SourceState],
         datasets: Mapping[int, bytes],
         counters: Mapping[str, int],
         now_ms: int,
@@ -104,8 +105,8 @@ class SeqStore:
         bucket -> encoded partials. One script, one round trip; see docs/protocol.md.
         """
         _validate_batch(expected=expected, sources=sources, counters=counters)
-        keys = TaskKeys(task)
-        buckets = sorted(datasets)
+        keys: TaskKeys = TaskKeys(task)
+        buckets: list[int] = sorted(datasets)
         args: list[str | bytes] = [str(now_ms), str(len(expected))]
         for source, offset in expected.items():
             args += [source_field(source), str(offset)]
@@ -281,8 +282,8 @@ class SeqStore:
 
 def _validate_batch(
     *,
-    expected: Mapping[SourceId, int],
-    sources: Mapping[SourceId, SourceState],
+    expected: Mapping[SourceKey, int],
+    sources: Mapping[SourceKey, SourceState],
     counters: Mapping[str, int],
 ) -> None:
     for source, state in sources.items():

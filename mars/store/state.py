@@ -11,10 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypeVar
 
 SourceId = int | str
 """Who advances an applied offset: a Kafka partition number for the live mappers, or a string
 such as `backfill:<job>:<partition>` for a bulk job writing an offset range of its own."""
+
+SourceKey = TypeVar("SourceKey", int, str)
+"""A source id type in signatures: `Mapping` keys are invariant, so callers with
+`dict[int, ...]` (partitions) or `dict[str, ...]` (backfill) both type-check."""
 
 NO_OFFSET = -1
 
@@ -62,7 +67,7 @@ class ApplyResult:
     def applied(self) -> bool:
         return self.status is ApplyStatus.APPLIED
 
-    def covers(self, sources: Mapping[SourceId, SourceState]) -> bool:
+    def covers(self, sources: Mapping[SourceKey, SourceState]) -> bool:
         """True if the batch that wrote `sources` is already in Redis, by this or another writer:
         APPLIED, or REJECTED with every stored offset at or beyond the batch's new offsets (the
         answer to a retry after a lost reply)."""
