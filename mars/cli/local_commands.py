@@ -9,6 +9,7 @@ from typing import Any
 
 from mars.config import load_settings
 from mars.local import LocalCluster, ServiceError
+from mars.local.roles import start_role
 
 
 def register(subparsers: Any) -> None:
@@ -37,12 +38,22 @@ def _up(args: argparse.Namespace) -> int:
     cluster = _cluster()
     try:
         state = cluster.up()
+        for _ in range(args.mappers):
+            start_role(cluster, "mapper")
+        for _ in range(args.reducers):
+            start_role(cluster, "reducer")
+        if args.api:
+            start_role(cluster, "api")
     except ServiceError as error:
         print(f"mars local up: {error}", file=sys.stderr)
+        cluster.down()
         return 1
     print(f"kafka      {state.kafka_bootstrap}")
     print(f"zookeeper  {state.zk_hosts}")
     print(f"redis      {state.redis_url}")
+    for process in state.processes:
+        if process.role in ("mapper", "reducer", "api"):
+            print(f"{process.name:<10} pid {process.pid} {process.address or ''}")
     print(f"run folder {state.run_dir}   (stop with `mars local down`)")
     return 0
 

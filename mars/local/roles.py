@@ -1,0 +1,69 @@
+"""Mars's own processes (mapper, reducer, api) started beside the local servers.
+
+They are ordinary `mars <role>` child processes with the cluster's `MARS_...` variables, so a
+test can SIGKILL one and start another exactly as an operator would.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from mars.local.cluster import ClusterState, LocalCluster, ProcessRecord
+from mars.local.process import ProcessHandle, port_is_open, spawn, wait_until
+
+ROLES = ("mapper", "reducer", "api")
+
+
+def start_role(
+    cluster: LocalCluster,
+    role: str,
+    *,
+    name: str | None = None,
+    extra_env: dict[str, str] | None = None,
+    api_port: int | None = None,
+    timeout_s: float = 30.0,
+) -> ProcessHandle:
+    """Start `mars <role>` against the cluster and remember it for `down`."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
+    state = cluster.state
+    assert state is not None, "the cluster is not up"
+    name = name or _next_name(state, role)
+    env = {**os.environ, **state.env(), **(extra_env or {})}
+    address = None
+    if role == "api":
+        port = api_port or int(env.get("MARS_API__PORT", "8640"))
+        env["MARS_API__PORT"] = str(port)
+        address = f"127.0.0.1:{port}"
+    argv = [sys.executable, "-m", "mars.cli.main", role]
+    handle = spawn(name, argv, log=Path(state.run_dir) / "logs" / f"{name}.log", env=env)
+    if role == "api":
+        wait_until(
+            name,
+            lambda: port_is_open(port),
+            handle=handle,
+            timeout_s=timeout_s,
+            what=f"HTTP on {address}",
+        )
+    cluster.add_process(
+        ProcessRecord(
+            name=name,
+            role=role,
+            pid=handle.pid,
+            started=handle.started,
+            argv=list(argv),
+            log=str(handle.log),
+            address=address,
+        )
+    )
+    return handle
+
+
+def _next_name(state: ClusterState, role: str) -> str:
+    taken = {p.name for p in state.processes}
+    index = 1
+    while f"{role}-{index}" in taken:
+        index += 1
+    return f"{role}-{index}"
