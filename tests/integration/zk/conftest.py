@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NotEmptyError
 
 from mars.tasks.spec import (
     AggFunc,
@@ -63,8 +64,12 @@ def new_zk_client(zk_hosts: str) -> Iterator[ClientFactory]:
 def zk_client(new_zk_client: ClientFactory, zk_root: str) -> Iterator[KazooClient]:
     client = new_zk_client()
     yield client
-    if client.connected:
-        client.delete(zk_root, recursive=True)
+    for _ in range(20):  # ephemeral nodes of still-closing sessions may race the delete
+        try:
+            client.delete(zk_root, recursive=True)
+            return
+        except NotEmptyError:
+            time.sleep(0.1)
 
 
 @pytest.fixture
