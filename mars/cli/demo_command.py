@@ -144,7 +144,7 @@ def _print_windows(settings: Settings, spec: dict[str, Any], *, until: float) ->
         while time.monotonic() < until:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
-                row = json.loads(message.value())
+                row = json.loads(message.value() or b"{}")
                 windows[row["window_start"]].append(row)
                 last_seen[row["window_start"]] = time.monotonic()
             for start in sorted(w for w, t in last_seen.items() if time.monotonic() - t > 1.5):
