@@ -1,0 +1,299 @@
+"""`UnitOwner`: the merge loop of one owned unit (one bucket of a task, or all its buckets for a
+top-k task).
+
+One `step`:
+1. atomic `snapshot` of every covered bucket (seq/rseq + the task's watermark inputs);
+2. read and merge the data sets after the last merged one, in SEQ order;
+3. if every bucket was read up to its snapshot's seq, watermark = min over the buckets of
+   `watermark_of(snapshot)` (each snapshot guarantees its own bucket's data sets up to its seq
+   hold every non-late record of the windows it closes, so the min is safe for all);
+4. close windows with `end + grace <= watermark`;
+5. if something closed, arrived late, or rseq can move: ONE Kafka transaction with the result
+   records, the late records and the progress record; then release data sets below rseq in
+   Redis (GC), push the rows to the REST list and publish metrics.
+
+`recover` (on start and after any failure): init_transactions (fences a zombie, aborts its open
+transaction), read the unit's committed progress, replay from its rseq. See docs/reducer.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from mars.aggregates import aggregates_for
+from mars.config import ReducerSettings
+from mars.engine.dataset import decode_dataset
+from mars.store import MissingDataSetError, SeqStore, Snapshot, watermark_of
+from mars.tasks.spec import TaskSpec
+from mars.windows import WindowAssigner
+from reducer.metrics import ReducerMetrics, UnitGauges
+from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState
+from reducer.output import FencedError, OutputError, OutRecord
+from reducer.progress import COUNTER_NAMES, Progress, progress_key
+from reducer.results import late_record, result_record, result_spec, rows_of
+from reducer.topics import partition_for
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], int]  # wall clock in epoch ms
+
+
+class Output(Protocol):
+    """What an owner needs from its transactional producer (`TransactionalOutput`)."""
+
+    def start(self) -> None: ...
+    def commit(self, records: list[OutRecord]) -> None: ...
+    def abort(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class RedisDataLostError(RuntimeError):
+    """Redis's seq is below what this unit already merged: acknowledged writes were lost.
+    The unit stops rather than guess (docs/protocol.md, failure analysis)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OwnerWiring:
+    """The backends an owner talks to, built by the process (or a test)."""
+
+    store: SeqStore
+    make_output: Callable[[], Output]
+    read_progress: Callable[[], Progress | None]
+    metrics: ReducerMetrics | None
+    progress_topic: str
+    progress_partitions: int
+    clock: Clock
+    may_emit: Callable[[], bool] = field(default=lambda: True)
+
+
+@dataclass(slots=True)
+class StepOutcome:
+    merged: int = 0
+    closed: list[ClosedWindow] = field(default_factory=list)
+    late: list[LateContribution] = field(default_factory=list)
+    watermark: int | None = None
+    committed: bool = False
+
+
+class UnitOwner:
+    """Owns one unit of one task; `run` until stopped, `step` for tests."""
+
+    def __init__(
+        self,
+        *,
+        spec: TaskSpec,
+        unit_bucket: int,
+        buckets: list[int],
+        wiring: OwnerWiring,
+        settings: ReducerSettings,
+        member_id: str,
+    ) -> None:
+        self.spec = spec
+        self.unit_bucket = unit_bucket
+        self.buckets = list(buckets)
+        self._wiring = wiring
+        self._settings = settings
+        self._member_id = member_id
+        self._key = progress_key(spec.id, unit_bucket)
+        self._result_spec = result_spec(spec)
+        self._assigner = WindowAssigner.from_spec(spec.window)
+        self._aggregates = aggregates_for(spec.aggregates)
+        self._output: Output | None = None
+        self._state: OpenWindowState | None = None
+        self._committed: Progress | None = None
+        self._merged_total = 0
+        self._rate_mark = (time.monotonic(), 0)
+        self._merge_rate = 0.0
+        self._commit_latency_ms: float | None = None
+        self._last_publish = 0.0
+
+    @property
+    def committed(self) -> Progress | None:
+        return self._committed
+
+    @property
+    def merge_rate(self) -> float:
+        return self._merge_rate
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """(Re)start from the committed progress: fence older producers, then replay."""
+        self.close()
+        output = self._wiring.make_output()
+        output.start()
+        self._output = output
+        stored = self._wiring.read_progress()
+        progress = (stored or Progress.initial(self.buckets)).covering(self.buckets)
+        self._committed = progress
+        self._state = OpenWindowState.starting(
+            assigner=self._assigner,
+            aggregates=self._aggregates,
+            rseqs=progress.rseqs,
+            replayed_through=progress.merged,
+            closed_watermark=progress.closed_watermark,
+        )
+        log.info(
+            "unit %s: recovered (closed watermark %s, rseq %s)",
+            self._key,
+            progress.closed_watermark,
+            dict(progress.rseqs),
+        )
+
+    def close(self) -> None:
+        """Abort any open transaction and drop the producer (the unit stops emitting)."""
+        if self._output is not None:
+            self._output.close()
+            self._output = None
+        self._state = None
+
+    def run(self, stop: threading.Event) -> str:
+        """Step until `stop`; returns why it ended ("stopped", "fenced", "data lost")."""
+        poll_s = self._settings.poll_interval_ms / 1000
+        backoff_s = 0.5
+        try:
+            while not stop.is_set():
+                try:
+                    if self._state is None:
+                        self.recover()
+                    outcome = self.step(stop=stop)
+                    backoff_s = 0.5
+                    if outcome.merged == 0 and not outcome.committed:
+                        stop.wait(poll_s)
+                except FencedError as exc:
+                    log.warning("unit %s: fenced by a newer owner (%s)", self._key, exc)
+                    return "fenced"
+                except RedisDataLostError as exc:
+                    log.error("unit %s: %s; stopping the unit", self._key, exc)
+                    return "data lost"
+                except Exception as exc:  # any failure: rebuild from Kafka
+                    log.warning("unit %s: %s: %s; recovering", self._key, type(exc).__name__, exc)
+                    self.close()
+                    stop.wait(backoff_s)
+                    backoff_s = min(backoff_s * 2, 10.0)
+            return "stopped"
+        finally:
+            self.close()
+
+    # -- one poll -------------------------------------------------------------------------
+
+    def step(self, *, stop: threading.Event | None = None) -> StepOutcome:
+        if self._state is None:
+            self.recover()
+        state = self._state
+        assert state is not None
+        store, task = self._wiring.store, self.spec.id
+        now = self._wiring.clock()
+        outcome = StepOutcome()
+        snapshots: dict[int, Snapshot] = {}
+        complete = True
+        for bucket in self.buckets:
+            snapshot = store.snapshot(task, bucket)
+            snapshots[bucket] = snapshot
+            first = state.merged[bucket] + 1
+            if snapshot.seq < state.merged[bucket]:
+                raise RedisDataLostError(
+                    f"bucket {bucket}: Redis seq {snapshot.seq} < merged {state.merged[bucket]}"
+                )
+            if snapshot.rseq > first:
+                raise MissingDataSetError(task=task, bucket=bucket, seq=first)
+            last = min(snapshot.seq, first + self._settings.max_datasets_per_read - 1)
+            complete = complete and last == snapshot.seq
+            if last < first:
+                continue
+            for seq, data in store.read_datasets(task, bucket, first, last):
+                outcome.late.extend(state.merge(bucket, seq, decode_dataset(data)))
+                outcome.merged += 1
+        if complete:
+            marks = [
+                watermark_of(s, idle_timeout_ms=self.spec.options.idle_timeout_ms, now_ms=now)
+                for s in snapshots.values()
+            ]
+            if all(mark is not None for mark in marks):
+                outcome.watermark = min(m for m in marks if m is not None)
+        outcome.closed = state.close(outcome.watermark)
+        self._note_merges(outcome.merged)
+        committed = self._committed
+        assert committed is not None
+        if outcome.closed or outcome.late or state.rseqs() != dict(committed.rseqs):
+            if (stop is not None and stop.is_set()) or not self._wiring.may_emit():
+                raise OutputError("not the owner any more; not emitting")
+            self._commit(outcome, snapshots, now)
+            outcome.committed = True
+        self._publish(now, force=outcome.committed)
+        return outcome
+
+    def _commit(self, outcome: StepOutcome, snapshots: dict[int, Snapshot], now: int) -> None:
+        state, output, committed = self._state, self._output, self._committed
+        assert state is not None and output is not None and committed is not None
+        rows = rows_of(self._result_spec, outcome.closed)
+        counters = {name: committed.counter(name) for name in COUNTER_NAMES}
+        counters["windows_emitted"] += len(outcome.closed)
+        counters["results_emitted"] += len(rows)
+        counters["late_records"] += sum(late.records for late in outcome.late)
+        counters["late_contributions"] += len(outcome.late)
+        progress = Progress(
+            closed_watermark=state.closed_watermark,
+            rseqs=state.rseqs(),
+            merged=dict(state.merged),
+            counters=counters,
+            owner=self._member_id,
+            committed_ms=now,
+        )
+        records = [result_record(self._result_spec, row) for row in rows]
+        records += [late_record(self.spec, late) for late in outcome.late]
+        records.append(
+            OutRecord(
+                topic=self._wiring.progress_topic,
+                key=self._key.encode(),
+                value=progress.to_bytes(),
+                partition=partition_for(self._key, self._wiring.progress_partitions),
+            )
+        )
+        started = time.monotonic()
+        output.commit(records)
+        self._commit_latency_ms = (time.monotonic() - started) * 1000
+        self._committed = progress
+        store = self._wiring.store
+        for bucket, rseq in progress.rseqs.items():
+            if rseq > snapshots[bucket].rseq:
+                store.release(self.spec.id, bucket, rseq)
+        if rows and self._settings.results_kept > 0:
+            store.push_results(self.spec.id, rows, keep=self._settings.results_kept)
+
+    # -- metrics --------------------------------------------------------------------------
+
+    def _note_merges(self, merged: int) -> None:
+        self._merged_total += merged
+        mark_time, mark_total = self._rate_mark
+        elapsed = time.monotonic() - mark_time
+        if elapsed >= 1.0:
+            self._merge_rate = (self._merged_total - mark_total) / elapsed
+            self._rate_mark = (time.monotonic(), self._merged_total)
+
+    def _publish(self, now: int, *, force: bool) -> None:
+        metrics, committed, state = self._wiring.metrics, self._committed, self._state
+        if metrics is None or committed is None or state is None:
+            return
+        if not force and time.monotonic() - self._last_publish < 1.0:
+            return
+        self._last_publish = time.monotonic()
+        watermark = state.closed_watermark
+        metrics.publish_unit(
+            self.spec.id,
+            self.unit_bucket,
+            counters={name: committed.counter(name) for name in COUNTER_NAMES},
+            gauges=UnitGauges(
+                watermark=watermark,
+                watermark_lag_ms=None if watermark is None else now - watermark,
+                merge_rate=self._merge_rate,
+                commit_latency_ms=self._commit_latency_ms,
+                owner=self._member_id,
+                updated_ms=now,
+            ),
+        )

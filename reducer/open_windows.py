@@ -1,0 +1,157 @@
+"""The open windows of one owned unit: merge data sets in SEQ order, close on the watermark.
+
+Pure state, no I/O. Besides the merged partial states it tracks what the delayed SEQ commit
+needs (docs/reducer.md):
+
+- `merged[b]`: the last data set of bucket `b` merged (data sets arrive in SEQ order, no hole);
+- per open window and bucket, the first data set that contributed to it, so
+  `rseq(b)` = the first data set still needed by an open window (or `merged[b] + 1`);
+- `closed_watermark`: every window with `end + grace <= closed_watermark` is closed (emitted,
+  or empty). It only moves forward.
+
+A contribution to a closed window is either already accounted for (the data set was merged
+before the last committed progress: `seq <= replayed_through[b]`, dropped silently on replay)
+or late (an idle partition came back after an idle close): returned as `LateContribution`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mars.aggregates import Aggregate, CountAll, wire_name
+from mars.engine.dataset import DataSet, GroupKey, Groups, OpenWindows, merge_groups
+from mars.windows import WindowAssigner
+
+
+class DataSetOrderError(RuntimeError):
+    """A data set arrived out of SEQ order: the owner's view of the bucket is broken."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LateContribution:
+    """Partial states of one group for a window that was already closed."""
+
+    bucket: int
+    seq: int
+    window_start: int
+    key: GroupKey
+    states: list[Any]
+    records: int  # COUNT(*) of the partial when the task has one, else 1 (a contribution)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosedWindow:
+    """A window whose watermark passed `end + grace`, with its merged groups."""
+
+    start: int
+    groups: Groups
+
+
+@dataclass(slots=True, kw_only=True)
+class OpenWindowState:
+    """Merged partials of the covered buckets of one task (one bucket, or all for top-k)."""
+
+    assigner: WindowAssigner
+    aggregates: tuple[Aggregate[Any], ...]
+    merged: dict[int, int]
+    replayed_through: dict[int, int] = field(default_factory=dict)
+    closed_watermark: int | None = None
+    windows: OpenWindows = field(default_factory=dict)
+    _first_seq: dict[int, dict[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def starting(
+        cls,
+        *,
+        assigner: WindowAssigner,
+        aggregates: tuple[Aggregate[Any], ...],
+        rseqs: Mapping[int, int],
+        replayed_through: Mapping[int, int] | None = None,
+        closed_watermark: int | None = None,
+    ) -> OpenWindowState:
+        """State about to replay each bucket `b` from data set `rseqs[b]`."""
+        return cls(
+            assigner=assigner,
+            aggregates=aggregates,
+            merged={b: r - 1 for b, r in rseqs.items()},
+            replayed_through=dict(replayed_through or {}),
+            closed_watermark=closed_watermark,
+        )
+
+    @property
+    def buckets(self) -> Iterable[int]:
+        return self.merged.keys()
+
+    def is_closed(self, window_start: int) -> bool:
+        return self.assigner.is_closed(window_start, self.closed_watermark)
+
+    def merge(self, bucket: int, seq: int, dataset: DataSet) -> list[LateContribution]:
+        """Merge data set `seq` of `bucket`; return its contributions to closed windows."""
+        if seq != self.merged[bucket] + 1:
+            raise DataSetOrderError(
+                f"bucket {bucket}: data set {seq} after {self.merged[bucket]} (expected next)"
+            )
+        if dataset.aggregate_names != tuple(_names(self.aggregates)):
+            raise DataSetOrderError(
+                f"bucket {bucket}: data set {seq} has aggregates {dataset.aggregate_names}, "
+                f"the task has {tuple(_names(self.aggregates))}"
+            )
+        late: list[LateContribution] = []
+        accounted = seq <= self.replayed_through.get(bucket, 0)
+        first_seqs = self._first_seq.setdefault(bucket, {})
+        for start, groups in dataset.windows.items():
+            if self.is_closed(start):
+                if not accounted:
+                    late.extend(self._late(bucket, seq, start, groups))
+                continue
+            merge_groups(self.aggregates, self.windows.setdefault(start, {}), groups)
+            first_seqs.setdefault(start, seq)
+        self.merged[bucket] = seq
+        return late
+
+    def close(self, watermark: int | None) -> list[ClosedWindow]:
+        """Advance `closed_watermark` to `watermark` (never back); pop the windows it closes."""
+        if watermark is not None and (
+            self.closed_watermark is None or watermark > self.closed_watermark
+        ):
+            self.closed_watermark = watermark
+        closed = [
+            ClosedWindow(start=start, groups=self.windows.pop(start))
+            for start in sorted(self.windows)
+            if self.is_closed(start)
+        ]
+        for first_seqs in self._first_seq.values():
+            for window in closed:
+                first_seqs.pop(window.start, None)
+        return closed
+
+    def rseq(self, bucket: int) -> int:
+        """The first data set of `bucket` still needed by an open window."""
+        first = self._first_seq.get(bucket, {})
+        return min(first.values(), default=self.merged[bucket] + 1)
+
+    def rseqs(self) -> dict[int, int]:
+        return {bucket: self.rseq(bucket) for bucket in self.merged}
+
+    def _late(
+        self, bucket: int, seq: int, start: int, groups: Mapping[GroupKey, list[Any]]
+    ) -> Iterable[LateContribution]:
+        count_at = next(
+            (i for i, agg in enumerate(self.aggregates) if isinstance(agg, CountAll)), None
+        )
+        for key, states in groups.items():
+            records = int(states[count_at]) if count_at is not None else 1
+            yield LateContribution(
+                bucket=bucket,
+                seq=seq,
+                window_start=start,
+                key=key,
+                states=list(states),
+                records=records,
+            )
+
+
+def _names(aggregates: Iterable[Aggregate[Any]]) -> Iterable[str]:
+    return (wire_name(agg) for agg in aggregates)

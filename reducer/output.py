@@ -1,0 +1,147 @@
+"""`TransactionalOutput`: one Kafka transactional producer per owned unit.
+
+The transactional id is stable per unit, `mars.reducer.<task>.<bucket>`: `start()`
+(init_transactions) fences every earlier producer with that id, a zombie owner's next commit
+fails with PRODUCER_FENCED, and a transaction the previous owner left open is aborted. `commit`
+writes the closed windows' results, late records and the unit's progress record in ONE
+transaction, so a read_committed consumer sees all of them or none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+_FENCED_CODES = frozenset(
+    {
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+        KafkaError.TRANSACTION_COORDINATOR_FENCED,
+    }
+)
+
+
+class OutputError(RuntimeError):
+    """The transaction did not commit (it was aborted or its outcome is unknown).
+
+    The owner must rebuild its state from the committed progress: its in-memory windows may
+    already have been popped for the failed transaction.
+    """
+
+
+class FencedError(OutputError):
+    """Another producer with the same transactional id took over: this owner is a zombie."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutRecord:
+    """One record to write in the transaction (partition None: the default partitioner)."""
+
+    topic: str
+    key: bytes
+    value: bytes
+    partition: int | None = None
+
+
+def transactional_id(task_id: str, bucket: int) -> str:
+    return f"mars.reducer.{task_id}.{bucket}"
+
+
+class TransactionalOutput:
+    """A transactional producer; not thread-safe (one owner thread uses it)."""
+
+    def __init__(
+        self,
+        *,
+        bootstrap_servers: str,
+        transactional_id: str,
+        transaction_timeout_ms: int,
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self._timeout_s = timeout_s
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap_servers,
+                "transactional.id": transactional_id,
+                "transaction.timeout.ms": transaction_timeout_ms,
+                "enable.idempotence": True,
+                "linger.ms": 5,
+            }
+        )
+        self._in_transaction = False
+
+    def start(self) -> None:
+        """init_transactions: fence older producers of this id and abort their open work."""
+        try:
+            self._producer.init_transactions(self._timeout_s)
+        except KafkaException as exc:
+            raise _classify(exc) from exc
+
+    def commit(self, records: Sequence[OutRecord]) -> None:
+        """Write `records` atomically; raises `FencedError` or `OutputError` on failure."""
+        try:
+            self._producer.begin_transaction()
+            self._in_transaction = True
+            for record in records:
+                self._produce(record)
+            self._commit_with_retries()
+            self._in_transaction = False
+        except KafkaException as exc:
+            error = _classify(exc)
+            if not isinstance(error, FencedError):
+                self.abort()
+            raise error from exc
+
+    def abort(self) -> None:
+        """Abort the open transaction, if any (best effort: a fenced producer cannot)."""
+        if not self._in_transaction:
+            return
+        self._in_transaction = False
+        # Fenced or fatal: the broker aborts it at the next init or at the transaction timeout.
+        with contextlib.suppress(KafkaException):
+            self._producer.abort_transaction(self._timeout_s)
+
+    def close(self) -> None:
+        self.abort()
+        self._producer.flush(0)
+
+    def _produce(self, record: OutRecord) -> None:
+        while True:
+            try:
+                if record.partition is None:
+                    self._producer.produce(record.topic, value=record.value, key=record.key)
+                else:
+                    self._producer.produce(
+                        record.topic,
+                        value=record.value,
+                        key=record.key,
+                        partition=record.partition,
+                    )
+                return
+            except BufferError:
+                self._producer.poll(0.05)  # local queue full: let deliveries drain
+
+    def _commit_with_retries(self) -> None:
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                self._producer.commit_transaction(self._timeout_s)
+                return
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.retriable() and time.monotonic() < deadline:
+                    continue
+                raise
+
+
+def _classify(exc: KafkaException) -> OutputError:
+    error = exc.args[0]
+    if isinstance(error, KafkaError) and (error.code() in _FENCED_CODES or error.fatal()):
+        return FencedError(f"{error}")
+    return OutputError(f"{error}")

@@ -1,0 +1,94 @@
+"""The reducer's committed progress for one owned unit, as stored in the `mars.progress` topic.
+
+One record per commit, key `<task>/<bucket>` (the unit), value UTF-8 JSON:
+
+    {"closed_watermark": 1700000060000,       # windows with end + grace <= this are emitted
+     "rseq": {"0": 42},                        # per covered bucket: first data set still needed
+     "merged": {"0": 57},                      # per covered bucket: last data set merged
+     "counters": {"windows_emitted": 3, ...},  # cumulative, exactly once with the output
+     "owner": "reducer-a", "committed_ms": 1700000061234}
+
+It is written in the same Kafka transaction as the results it accounts for, so it is the source
+of truth for a new owner; Redis's rseq only drives garbage collection. `rseq` and `merged` are
+maps because a top-k task's unit covers all buckets of the task.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PROGRESS_TOPIC = "mars.progress"
+COUNTER_NAMES = ("windows_emitted", "results_emitted", "late_records", "late_contributions")
+
+
+class ProgressFormatError(ValueError):
+    """A progress record that cannot be decoded: the unit must not guess, it stops."""
+
+
+def progress_key(task_id: str, bucket: int) -> str:
+    return f"{task_id}/{bucket}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Progress:
+    """What one committed transaction of a unit says about its buckets."""
+
+    closed_watermark: int | None
+    rseqs: Mapping[int, int]
+    merged: Mapping[int, int]
+    counters: Mapping[str, int] = field(default_factory=dict)
+    owner: str = ""
+    committed_ms: int = 0
+
+    @classmethod
+    def initial(cls, buckets: list[int]) -> Progress:
+        """The progress of a unit that never committed: replay everything from data set 1."""
+        return cls(
+            closed_watermark=None,
+            rseqs={b: 1 for b in buckets},
+            merged={b: 0 for b in buckets},
+        )
+
+    def counter(self, name: str) -> int:
+        return int(self.counters.get(name, 0))
+
+    def to_bytes(self) -> bytes:
+        doc: dict[str, Any] = {
+            "closed_watermark": self.closed_watermark,
+            "rseq": {str(b): n for b, n in sorted(self.rseqs.items())},
+            "merged": {str(b): n for b, n in sorted(self.merged.items())},
+            "counters": dict(self.counters),
+            "owner": self.owner,
+            "committed_ms": self.committed_ms,
+        }
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Progress:
+        try:
+            doc = json.loads(data)
+            watermark = doc["closed_watermark"]
+            return cls(
+                closed_watermark=None if watermark is None else int(watermark),
+                rseqs={int(b): int(n) for b, n in doc["rseq"].items()},
+                merged={int(b): int(n) for b, n in doc["merged"].items()},
+                counters={str(k): int(v) for k, v in (doc.get("counters") or {}).items()},
+                owner=str(doc.get("owner", "")),
+                committed_ms=int(doc.get("committed_ms", 0)),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ProgressFormatError(f"bad progress record: {exc}") from exc
+
+    def covering(self, buckets: list[int]) -> Progress:
+        """This progress for exactly `buckets` (new buckets start from data set 1)."""
+        return Progress(
+            closed_watermark=self.closed_watermark,
+            rseqs={b: self.rseqs.get(b, 1) for b in buckets},
+            merged={b: self.merged.get(b, 0) for b in buckets},
+            counters=self.counters,
+            owner=self.owner,
+            committed_ms=self.committed_ms,
+        )
