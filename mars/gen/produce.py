@@ -84,14 +84,21 @@ class _DeliveryErrors:
             self.first.append(f"partition {message.partition()}: {error.str()}")
 
 
-def topic_partitions(producer: Producer, topic: str) -> int:
-    """The topic's partition count; raises `KafkaException` when the topic is unusable."""
-    metadata = producer.list_topics(topic, timeout=_METADATA_TIMEOUT_S)
-    described = metadata.topics.get(topic)
-    if described is None or described.error is not None or not described.partitions:
-        reason = described.error if described is not None else "not in metadata"
-        raise KafkaException(f"topic {topic!r} is not available: {reason}")
-    return len(described.partitions)
+def topic_partitions(
+    producer: Producer, topic: str, *, timeout_s: float = _METADATA_TIMEOUT_S
+) -> int:
+    """The topic's partition count, waiting up to `timeout_s` for a just-created topic's
+    metadata to reach the broker; raises `KafkaException` when it never becomes usable."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        metadata = producer.list_topics(topic, timeout=timeout_s)
+        described = metadata.topics.get(topic)
+        if described is not None and described.error is None and described.partitions:
+            return len(described.partitions)
+        if time.monotonic() >= deadline:
+            reason = described.error if described is not None else "not in metadata"
+            raise KafkaException(f"topic {topic!r} is not available: {reason}")
+        time.sleep(0.2)
 
 
 def produce(
