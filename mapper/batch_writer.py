@@ -1,0 +1,149 @@
+"""One batch of one task into Redis, exactly once: pre-aggregate, side records, one script.
+
+`TaskBatchWriter.write` is the SEQ protocol's writer loop (docs/protocol.md):
+
+1. drop records at or below the view's applied offset of their partition (already applied);
+2. pre-aggregate the rest with the task's stream times (lateness per record, in the engine);
+3. publish late and bad records to the side topics and flush (at-least-once, before Redis);
+4. `apply_batch` with `expected` = the view: one round trip for the task's whole batch;
+5. REJECTED: take the stored states. Where Redis is ahead (a replay, a zombie, another mapper
+   after a rebalance) move the view forward, trim and retry; where Redis is behind (it lost
+   acknowledged writes) the partition must be re-read from Kafka: the writer reports a rewind.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+
+from mapper.progress import TaskView
+from mapper.side_topics import SideRecordSink
+from mapper.task_router import ActiveTask
+from mars.engine.records import BatchPartials, SourceRecord
+from mars.store import SeqStore, SourceState
+
+PartitionRecords = Mapping[int, Sequence[SourceRecord]]  # partition -> records in offset order
+
+_MAX_ATTEMPTS = 50
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteOutcome:
+    """What one `write` did. Counts cover only what this call applied."""
+
+    applied: bool = False
+    records_in: int = 0
+    bad: int = 0
+    late: int = 0
+    datasets: int = 0
+    rejected: int = 0  # REJECTED answers on the way (replays, zombies, races)
+    rewind: Mapping[int, int] = field(default_factory=dict)  # partition -> offset to re-read
+
+
+def unapplied(records: Sequence[SourceRecord], applied_offset: int) -> Sequence[SourceRecord]:
+    """The records above `applied_offset` (records are in offset order: a bisect, no scan)."""
+    if not records or records[0].offset > applied_offset:
+        return records
+    cut = bisect.bisect_right(records, applied_offset, key=lambda r: r.offset)
+    return records[cut:]
+
+
+class TaskBatchWriter:
+    """Writes one task's share of a Kafka batch through the SEQ protocol."""
+
+    def __init__(
+        self, *, store: SeqStore, side_records: SideRecordSink, clock_ms: Callable[[], int]
+    ) -> None:
+        self._store = store
+        self._side = side_records
+        self._clock_ms = clock_ms
+
+    def write(
+        self,
+        task: ActiveTask,
+        records: PartitionRecords,
+        view: TaskView,
+        *,
+        extra_counters: Mapping[str, int] | None = None,
+    ) -> WriteOutcome:
+        """Apply `records` for `task` on top of `view` (advanced in place when applied).
+
+        `extra_counters` (e.g. paused time) ride along in the same script when it applies.
+        """
+        rewind: dict[int, int] = {}
+        rejected = 0
+        pending = self._trim(records, view, skip=rewind)
+        for _attempt in range(_MAX_ATTEMPTS):
+            if not pending:
+                return WriteOutcome(rejected=rejected, rewind=rewind)
+            now_ms = self._clock_ms()
+            batch = list(chain.from_iterable(pending.values()))
+            stream_times = {p: view[p].stream_time_ms for p in pending}
+            partials = task.preaggregator.run(batch, stream_times, now_ms=now_ms)
+            self._side.publish(
+                task.spec, source_topic=task.topic, bad=partials.bad, late=partials.late
+            )
+            sources = {
+                p: SourceState(
+                    applied_offset=partials.last_offsets[p],
+                    stream_time_ms=partials.stream_times.get(p),
+                )
+                for p in pending
+            }
+            result = self._store.apply_batch(
+                task.id,
+                expected={p: view[p].applied_offset for p in pending},
+                sources=sources,
+                datasets=partials.datasets,
+                counters=_counters(partials, extra_counters),
+                now_ms=now_ms,
+            )
+            if result.applied:
+                view.update(sources)
+                return WriteOutcome(
+                    applied=True,
+                    records_in=partials.records_in,
+                    bad=len(partials.bad),
+                    late=len(partials.late),
+                    datasets=len(partials.datasets),
+                    rejected=rejected,
+                    rewind=rewind,
+                )
+            rejected += 1
+            for partition, stored in result.sources.items():
+                if not isinstance(partition, int):
+                    continue
+                if stored.applied_offset < view[partition].applied_offset:
+                    # Redis lost writes we saw acknowledged: re-read them from Kafka.
+                    rewind[partition] = stored.applied_offset + 1
+                view[partition] = stored
+            pending = self._trim(pending, view, skip=rewind)
+        raise RuntimeError(f"task {task.id}: batch rejected {_MAX_ATTEMPTS} times in a row")
+
+    @staticmethod
+    def _trim(
+        records: PartitionRecords, view: TaskView, *, skip: Mapping[int, int]
+    ) -> dict[int, Sequence[SourceRecord]]:
+        trimmed: dict[int, Sequence[SourceRecord]] = {}
+        for partition, part in records.items():
+            if partition in skip:
+                continue
+            remaining = unapplied(part, view[partition].applied_offset)
+            if remaining:
+                trimmed[partition] = remaining
+        return trimmed
+
+
+def _counters(partials: BatchPartials, extra: Mapping[str, int] | None) -> dict[str, int]:
+    counters = {
+        "records_in": partials.records_in,
+        "accepted": partials.accepted,
+        "filtered": partials.filtered,
+        "bad": len(partials.bad),
+        "late": len(partials.late),
+    }
+    for name, delta in (extra or {}).items():
+        counters[name] = counters.get(name, 0) + delta
+    return counters

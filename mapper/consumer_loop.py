@@ -1,0 +1,329 @@
+"""The mapper's main loop: follow the tasks, poll a batch, write it per task, commit, repeat.
+
+Everything Kafka and Redis happens on the thread that calls `run` (rebalance callbacks run
+inside `consume`, between batches), so no batch is ever half processed when partitions move.
+Per iteration: apply task changes from the registry, keep the subscription equal to the
+existing source topics of the RUNNING tasks, check backpressure (every 0.5 s), heartbeat,
+then `consume` up to `batch_size` records and hand each task its share
+(`TaskBatchWriter.write`: one Redis round trip per task). Kafka offsets are committed after
+Redis answered for every task of the batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import redis
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from mapper.assignment import Assignment
+from mapper.backpressure import BackpressureGate, PressureMarks
+from mapper.batch_writer import TaskBatchWriter, WriteOutcome
+from mapper.errors import SideTopicError
+from mapper.liveness import LivenessReporter
+from mapper.metrics import MapperMetrics
+from mapper.progress import ProgressBook
+from mapper.side_topics import SideRecordSink, ensure_side_topics
+from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
+from mars.config import Settings
+from mars.engine.records import SourceRecord
+from mars.store import SeqStore
+
+log = logging.getLogger(__name__)
+
+TOPIC_CHECK_INTERVAL_MS = 2_000
+_RETRY_BACKOFF_S = (0.1, 0.2, 0.5, 1.0, 2.0)
+
+
+class StopRequested(Exception):
+    """The loop was asked to stop while retrying a write; nothing was committed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopParts:
+    """The collaborators of a `MapperLoop` (built by `mapper.process`, or by tests)."""
+
+    consumer: Consumer
+    admin: AdminClient
+    store: SeqStore
+    router: TaskRouter
+    side_records: SideRecordSink
+    clock_ms: Callable[[], int]
+
+
+class MapperLoop:
+    """One mapper's consume -> pre-aggregate -> apply -> commit loop."""
+
+    def __init__(self, *, settings: Settings, parts: LoopParts, stop: threading.Event) -> None:
+        self._settings = settings
+        self._mapper = settings.mapper
+        self._consumer = parts.consumer
+        self._admin = parts.admin
+        self._store = parts.store
+        self._router = parts.router
+        self._clock_ms = parts.clock_ms
+        self._stop = stop
+        self._progress = ProgressBook(parts.store)
+        self._assignment = Assignment(
+            consumer=parts.consumer, router=parts.router, progress=self._progress
+        )
+        self._writer = TaskBatchWriter(
+            store=parts.store, side_records=parts.side_records, clock_ms=parts.clock_ms
+        )
+        self._gate = BackpressureGate(
+            PressureMarks(
+                backlog_high_datasets=self._mapper.backlog_high_datasets,
+                redis_memory_high_bytes=self._mapper.redis_memory_high_bytes,
+            )
+        )
+        self._liveness = LivenessReporter(
+            store=parts.store, interval_ms=self._mapper.heartbeat_interval_ms
+        )
+        self.metrics = MapperMetrics()
+        self._subscribed: frozenset[str] = frozenset()
+        self._partition_counts: dict[str, int] = {}
+        self._last_topic_check_ms: int | None = None
+        self._last_pressure_ms: int | None = None
+        self._uncommitted: dict[tuple[str, int], int] = {}
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Iterate until the stop event is set; then commit and leave the group (`close`)."""
+        try:
+            while not self._stop.is_set():
+                self.run_once()
+        except StopRequested:
+            log.info("stopping in the middle of a retry; the batch will be re-read")
+        finally:
+            self.close()
+
+    def run_once(self) -> None:
+        now = self._clock_ms()
+        change = self._router.refresh()
+        if change is not None:
+            self._on_task_change(change)
+        if (change is not None and change.topics_changed) or self._topic_check_due(now):
+            self._sync_subscription(now)
+        self._assignment.apply_pending_seeks()
+        if self._gate.due(now):
+            self._check_pressure(now)
+        self._liveness.report_if_due(
+            now_ms=now,
+            tasks=self._router.tasks.values(),
+            partition_counts=self._partition_counts,
+            owned=self._assignment.owned_view(),
+            caught_up=self._caught_up,
+        )
+        self.metrics.log_if_due(now)
+        messages = self._consumer.consume(
+            num_messages=self._mapper.batch_size, timeout=self._mapper.batch_timeout_ms / 1000
+        )
+        self._sync_pauses()  # a rebalance inside consume un-pauses what it assigned
+        if messages:
+            self._process(messages)
+
+    def close(self) -> None:
+        """Commit what was written, hand paused time to Redis, leave the group."""
+        try:
+            self._commit(asynchronous=False)
+            for task_id in list(self._router.tasks):
+                counters = self.metrics.take_unflushed_paused(task_id)
+                if counters:
+                    self._store.incr_stats(task_id, counters)
+        except (KafkaException, redis.RedisError) as exc:
+            log.warning("final commit failed (the next owner re-reads from Redis): %s", exc)
+        finally:
+            self._consumer.close()
+            log.info("left the consumer group; final metrics %s", self.metrics.snapshot())
+
+    # -- one batch -----------------------------------------------------------------------------
+
+    def _process(self, messages: list[Message]) -> None:
+        by_topic = _group_by_partition(messages)
+        for topic, partitions in by_topic.items():
+            # Records behind a pending seek were fetched before it: the seek re-reads them.
+            live = {
+                p: records
+                for p, records in partitions.items()
+                if not self._assignment.seeking(topic, p)
+            }
+            for task in self._router.tasks_for(topic):
+                outcome = self._write_with_retry(task, live)
+                for partition, offset in outcome.rewind.items():
+                    self._assignment.rewind(topic, partition, offset)
+            for partition, records in live.items():
+                self._assignment.consumed(topic, partition, records[-1].offset)
+                if not self._assignment.seeking(topic, partition):
+                    self._uncommitted[(topic, partition)] = records[-1].offset + 1
+        self._commit(asynchronous=True)
+        self._sync_pauses()
+
+    def _write_with_retry(
+        self, task: ActiveTask, records: dict[int, list[SourceRecord]]
+    ) -> WriteOutcome:
+        view = self._progress.view(task.id, records)
+        extra = self.metrics.take_unflushed_paused(task.id)
+        for attempt in range(1_000_000):
+            try:
+                outcome = self._writer.write(task, records, view, extra_counters=extra)
+                break
+            except (SideTopicError, KafkaException, redis.RedisError) as exc:
+                # Nothing is committed to Kafka until this succeeds; Redis decides what applied.
+                delay = _RETRY_BACKOFF_S[min(attempt, len(_RETRY_BACKOFF_S) - 1)]
+                log.warning("task %s: write failed (%s), retrying in %.1f s", task.id, exc, delay)
+                if self._stop.wait(delay):
+                    raise StopRequested from exc
+                view = self._progress.load(task.id, records)  # re-read the truth
+        if not outcome.applied:
+            self.metrics.return_unflushed_paused(task.id, extra)
+        self.metrics.record_write(task.id, outcome)
+        if outcome.datasets:
+            self._gate.note_written(task.id, outcome.datasets, buckets=task.spec.options.buckets)
+        return outcome
+
+    def _commit(self, *, asynchronous: bool) -> None:
+        if not self._uncommitted:
+            return
+        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(self._uncommitted.items())]
+        self._uncommitted.clear()
+        try:
+            if asynchronous:
+                self._consumer.commit(offsets=offsets, asynchronous=True)
+            else:
+                self._consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            # Only a hint for the next owner; the applied offsets in Redis are the truth.
+            log.warning("offset commit failed: %s", exc)
+
+    # -- tasks and topics ----------------------------------------------------------------------
+
+    def _on_task_change(self, change: TaskSetChange) -> None:
+        for task_id in change.removed:
+            self._progress.forget_task(task_id)
+            log.info("task %s: stopped mapping", task_id)
+        for task_id in sorted(change.added):
+            task = self._router.tasks[task_id]
+            ensure_side_topics(
+                self._admin,
+                task.spec,
+                partitions=self._settings.kafka.result_partitions,
+                replication_factor=self._settings.kafka.replication_factor,
+            )
+            self._assignment.task_started(task_id, task.topic)
+            log.info("task %s: mapping topic %s", task_id, task.topic)
+
+    def _topic_check_due(self, now: int) -> bool:
+        last = self._last_topic_check_ms
+        return last is None or now - last >= TOPIC_CHECK_INTERVAL_MS
+
+    def _sync_subscription(self, now: int) -> None:
+        """Subscribe to the wanted topics that exist (a missing one is picked up later)."""
+        self._last_topic_check_ms = now
+        wanted = self._router.topics
+        if wanted:
+            try:
+                metadata = self._consumer.list_topics(timeout=5)
+            except KafkaException as exc:
+                log.warning("cannot list topics: %s", exc)
+                return
+            self._partition_counts = {
+                name: len(meta.partitions)
+                for name, meta in metadata.topics.items()
+                if name in wanted and meta.error is None
+            }
+        else:
+            self._partition_counts = {}
+        existing = frozenset(self._partition_counts)
+        if existing == self._subscribed:
+            return
+        self._subscribed = existing
+        if existing:
+            self._consumer.subscribe(
+                sorted(existing),
+                on_assign=self._assignment.on_assign,
+                on_revoke=self._assignment.on_revoke,
+                on_lost=self._assignment.on_lost,
+            )
+        else:
+            self._consumer.unsubscribe()
+        log.info("subscribed to %s", sorted(existing) or "nothing")
+
+    # -- backpressure and liveness -------------------------------------------------------------
+
+    def _check_pressure(self, now: int) -> None:
+        tasks = self._router.tasks
+        try:
+            backlogs = {
+                task_id: self._store.backlog(task_id, buckets=task.spec.options.buckets)
+                for task_id, task in tasks.items()
+            }
+            memory = self._store.memory_used()
+        except redis.RedisError as exc:
+            log.warning("backpressure check failed: %s", exc)
+            return
+        elapsed = 0 if self._last_pressure_ms is None else now - self._last_pressure_ms
+        self._last_pressure_ms = now
+        for task_id in tasks:
+            if self._gate.pressured(task_id):
+                self.metrics.add_paused(task_id, elapsed)
+        self._gate.update(now_ms=now, backlogs=backlogs, memory_used=memory)
+        for task_id, task in tasks.items():
+            self._gate.evaluate(task_id, buckets=task.spec.options.buckets)
+            self.metrics.task(task_id).backlog = backlogs[task_id]
+        self._sync_pauses()
+
+    def _sync_pauses(self) -> None:
+        wanted = [
+            (topic, partition)
+            for topic, partitions in self._assignment.owned.items()
+            if any(self._gate.pressured(task.id) for task in self._router.tasks_for(topic))
+            for partition in partitions
+        ]
+        self._assignment.set_paused(wanted)
+
+    def _caught_up(self, topic: str, partition: int) -> bool:
+        """At the partition's high watermark and not paused (the partition counts as idle)."""
+        key = (topic, partition)
+        if key in self._assignment.paused or self._assignment.seeking(topic, partition):
+            return False
+        tp = TopicPartition(topic, partition)
+        try:
+            _low, high = self._consumer.get_watermark_offsets(tp, cached=True)
+            if high < 0:
+                _low, high = self._consumer.get_watermark_offsets(tp, timeout=1, cached=False)
+            position = self._consumer.position([tp])[0].offset
+        except KafkaException:
+            return False
+        next_offset = max(self._assignment.next_offset.get(key, -1), position)
+        return high >= 0 and next_offset >= high
+
+
+def _group_by_partition(messages: list[Message]) -> dict[str, dict[int, list[SourceRecord]]]:
+    """topic -> partition -> records in offset order (the hot path: one pass, no checks)."""
+    by_topic: dict[str, dict[int, list[SourceRecord]]] = {}
+    for message in messages:
+        error = message.error()
+        if error is not None:
+            if error.code() != KafkaError._PARTITION_EOF:
+                log.warning("consumer error: %s", error)
+            continue
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        by_partition = by_topic.get(topic)  # type: ignore[arg-type]
+        if by_partition is None:
+            by_partition = by_topic[topic] = {}  # type: ignore[index]
+        records = by_partition.get(partition)  # type: ignore[arg-type]
+        if records is None:
+            records = by_partition[partition] = []  # type: ignore[index]
+        value = message.value() or b""
+        records.append(SourceRecord(partition=partition, offset=offset, value=value))  # type: ignore[arg-type]
+    return by_topic
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000

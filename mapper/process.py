@@ -1,0 +1,99 @@
+"""The `mars mapper` process: build the clients, register in ZooKeeper, run the loop.
+
+SIGTERM / SIGINT set the stop event: the loop finishes the batch in hand (written to Redis),
+commits its Kafka offsets and leaves the consumer group, so the partitions move to the other
+mappers at once instead of after the session timeout. A SIGKILL is safe too (Redis holds the
+applied offsets), it only costs the group's session timeout and a re-read.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from types import FrameType
+
+import redis
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
+
+from mapper.consumer_loop import LoopParts, MapperLoop, wall_clock_ms
+from mapper.side_topics import SideTopicProducer
+from mapper.task_router import TaskRouter
+from mars.config import Settings
+from mars.registry import TaskRegistry
+from mars.store import SeqStore
+
+log = logging.getLogger(__name__)
+
+
+def consumer_config(settings: Settings, *, member_id: str) -> dict[str, object]:
+    """The source consumer: manual commits, eager assignment (whole batches between
+    rebalances), committed transactions only."""
+    return {
+        "bootstrap.servers": settings.kafka.bootstrap_servers,
+        "group.id": settings.mapper.group_id,
+        "client.id": member_id,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "partition.assignment.strategy": "roundrobin",
+        "isolation.level": "read_committed",
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 1000,
+        "max.poll.interval.ms": 300_000,
+        "enable.partition.eof": False,
+    }
+
+
+def install_signal_handlers(stop: threading.Event) -> None:
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: finishing the batch, then leaving the group", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+
+
+def run_mapper(settings: Settings, *, stop: threading.Event | None = None) -> int:
+    """Run one mapper until `stop` is set (or a signal arrives). Returns the exit code."""
+    stop = stop or threading.Event()
+    member_id = f"mapper-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    zk = KazooClient(hosts=settings.zookeeper.hosts, timeout=settings.zookeeper.session_timeout_s)
+    zk.start(timeout=30)
+    redis_client = redis.Redis.from_url(settings.redis.url)
+    side = SideTopicProducer.connect(settings.kafka.bootstrap_servers)
+    consumer = Consumer(consumer_config(settings, member_id=member_id))
+    router = TaskRouter()
+    watch = None
+    try:
+        registry = TaskRegistry(zk, root=settings.zookeeper.root)
+        zk.create(f"{registry.paths.mappers}/{member_id}", b"", ephemeral=True, makepath=True)
+        watch = registry.watch(router.on_tasks)
+        loop = MapperLoop(
+            settings=settings,
+            parts=LoopParts(
+                consumer=consumer,
+                admin=AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers}),
+                store=SeqStore(redis_client),
+                router=router,
+                side_records=side,
+                clock_ms=wall_clock_ms,
+            ),
+            stop=stop,
+        )
+        log.info("mapper %s started (group %s)", member_id, settings.mapper.group_id)
+        loop.run()
+    finally:
+        if watch is not None:
+            watch.stop()
+        side.close()
+        redis_client.close()
+        zk.stop()
+        zk.close()
+    log.info("mapper %s stopped", member_id)
+    return 0

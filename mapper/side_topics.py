@@ -1,0 +1,130 @@
+"""Late and dead-letter records to the task's side topics (at-least-once, before the apply).
+
+Each side record carries the original bytes, the key `topic/partition/offset` (consumers dedupe
+on it: a crash between the flush and the Redis apply re-sends the batch's side records) and the
+headers `mars.reason` and `mars.source`. `publish` flushes and raises `SideTopicError` unless
+every record was acknowledged, so Redis never counts a record whose side copy is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from mapper.errors import SideTopicError
+from mars.engine.records import RejectedRecord
+from mars.tasks.spec import TaskSpec
+
+log = logging.getLogger(__name__)
+
+REASON_HEADER = "mars.reason"
+SOURCE_HEADER = "mars.source"
+
+
+class SideRecordSink(Protocol):
+    """Where a batch's late and bad records go before its partials are applied."""
+
+    def publish(
+        self,
+        spec: TaskSpec,
+        *,
+        source_topic: str,
+        bad: Sequence[RejectedRecord],
+        late: Sequence[RejectedRecord],
+    ) -> None: ...
+
+
+def source_label(topic: str, record: RejectedRecord) -> str:
+    return f"{topic}/{record.partition}/{record.offset}"
+
+
+class SideTopicProducer:
+    """Produces side records with an idempotent producer and waits for every acknowledgement."""
+
+    def __init__(self, producer: Producer, *, flush_timeout_s: float = 30.0) -> None:
+        self._producer = producer
+        self._flush_timeout_s = flush_timeout_s
+        self._errors: list[str] = []
+
+    @classmethod
+    def connect(cls, bootstrap_servers: str) -> SideTopicProducer:
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap_servers,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "compression.type": "lz4",
+            }
+        )
+        return cls(producer)
+
+    def publish(
+        self,
+        spec: TaskSpec,
+        *,
+        source_topic: str,
+        bad: Sequence[RejectedRecord],
+        late: Sequence[RejectedRecord],
+    ) -> None:
+        if not bad and not late:
+            return
+        self._errors.clear()
+        for topic, records in ((spec.dead_letter_topic, bad), (spec.late_topic, late)):
+            for record in records:
+                label = source_label(source_topic, record)
+                self._produce(topic, label, record)
+        remaining = self._producer.flush(self._flush_timeout_s)
+        if remaining or self._errors:
+            detail = self._errors[0] if self._errors else f"{remaining} records not acknowledged"
+            raise SideTopicError(f"task {spec.id}: side records not delivered: {detail}")
+
+    def _produce(self, topic: str, label: str, record: RejectedRecord) -> None:
+        headers: list[tuple[str, str | bytes | None]] = [
+            (REASON_HEADER, record.reason.encode()),
+            (SOURCE_HEADER, label.encode()),
+        ]
+        while True:
+            try:
+                self._producer.produce(
+                    topic,
+                    value=record.value,
+                    key=label.encode(),
+                    headers=headers,
+                    on_delivery=self._on_delivery,
+                )
+                return
+            except BufferError:  # local queue full: let deliveries drain, then go on
+                self._producer.poll(0.1)
+
+    def _on_delivery(self, error: KafkaError | None, _message: Message) -> None:
+        if error is not None:
+            self._errors.append(str(error))
+
+    def close(self) -> None:
+        self._producer.flush(self._flush_timeout_s)
+
+
+def ensure_side_topics(
+    admin: AdminClient, spec: TaskSpec, *, partitions: int, replication_factor: int
+) -> None:
+    """Create the task's late and dead-letter topics if they do not exist yet."""
+    wanted = [spec.late_topic, spec.dead_letter_topic]
+    futures = admin.create_topics(
+        [
+            NewTopic(t, num_partitions=partitions, replication_factor=replication_factor)
+            for t in wanted
+        ]
+    )
+    for topic, future in futures.items():
+        try:
+            future.result(timeout=30)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+        else:
+            log.info("created side topic %s", topic)
