@@ -6,13 +6,13 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from mars.cli import demo_command, gen_command, local_commands
+from mars.cli import demo_command, gen_command, local_commands, mapper_command
 from mars.config import ConfigError
 
 Handler = Callable[[argparse.Namespace], int]
 
 # Each module adds its sub-commands and sets `handler` on its parsers.
-COMMAND_MODULES = [local_commands, gen_command, demo_command]
+COMMAND_MODULES = [local_commands, gen_command, demo_command, mapper_command]
 
 
 def build_parser() -> argparse.ArgumentParser:
