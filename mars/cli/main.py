@@ -6,13 +6,31 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from mars.cli import demo_command, gen_command, local_commands, mapper_command
+from mars.cli import (
+    api_command,
+    demo_command,
+    gen_command,
+    local_commands,
+    mapper_command,
+    reducer_command,
+    results_command,
+    task_commands,
+)
 from mars.config import ConfigError
 
 Handler = Callable[[argparse.Namespace], int]
 
 # Each module adds its sub-commands and sets `handler` on its parsers.
-COMMAND_MODULES = [local_commands, gen_command, demo_command, mapper_command]
+COMMAND_MODULES = [
+    local_commands,
+    gen_command,
+    demo_command,
+    api_command,
+    task_commands,
+    results_command,
+    mapper_command,
+    reducer_command,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,38 @@
+"""`create_app(settings)`: the FastAPI application of one API process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api import routes_cluster, routes_tasks
+from api.errors import install_error_handlers
+from api.services import ApiServices
+from mars.config import Settings
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The API with its clients (ZooKeeper, Redis, Kafka admin) opened at startup."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services = ApiServices.open(settings)
+        app.state.services = services
+        try:
+            yield
+        finally:
+            services.close()
+
+    app = FastAPI(
+        title="Mars",
+        description="Continuous windowed GROUP BY statistics over Kafka. Mutating endpoints "
+        "need `Authorization: Bearer <token>`.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(routes_tasks.router)
+    app.include_router(routes_cluster.router)
+    return app

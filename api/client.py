@@ -1,0 +1,110 @@
+"""`MarsApiClient`: a small typed HTTP client of the REST API (used by the `mars task` CLI)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+class ApiCallError(Exception):
+    """The API answered with an error (or could not be reached: `status` 0)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        position: int | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.position = position
+        self.line = line
+        self.column = column
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> ApiCallError:
+        try:
+            detail = response.json()["error"]
+            return cls(
+                response.status_code,
+                str(detail["message"]),
+                position=detail.get("position"),
+                line=detail.get("line"),
+                column=detail.get("column"),
+            )
+        except (ValueError, KeyError, TypeError):
+            return cls(response.status_code, response.text or response.reason_phrase)
+
+
+class MarsApiClient:
+    """Calls the API at `base_url` with the bearer `token` on every request."""
+
+    def __init__(self, *, base_url: str, token: str, timeout_s: float = 30.0) -> None:
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout_s,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> MarsApiClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ApiCallError(0, f"cannot reach the API at {self._http.base_url}: {exc}") from exc
+        if response.is_error:
+            raise ApiCallError.from_response(response)
+        return response.json() if response.content else None
+
+    def create_task(
+        self, sql: str, *, task_id: str | None = None, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"sql": sql}
+        if task_id is not None:
+            body["id"] = task_id
+        if options:
+            body["options"] = options
+        result: dict[str, Any] = self._call("POST", "/tasks", json=body)
+        return result
+
+    def list_tasks(self) -> list[dict[str, Any]]:
+        tasks: list[dict[str, Any]] = self._call("GET", "/tasks")["tasks"]
+        return tasks
+
+    def get_task(self, task_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/tasks/{task_id}")
+        return result
+
+    def pause_task(self, task_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/pause")
+        return result
+
+    def resume_task(self, task_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/resume")
+        return result
+
+    def delete_task(self, task_id: str, *, delete_topics: bool = False) -> None:
+        params = {"delete_topics": "true"} if delete_topics else None
+        self._call("DELETE", f"/tasks/{task_id}", params=params)
+
+    def results(self, task_id: str, *, limit: int = 50) -> list[dict[str, Any]]:
+        answer = self._call("GET", f"/tasks/{task_id}/results", params={"limit": limit})
+        rows: list[dict[str, Any]] = answer["results"]
+        return rows
+
+    def cluster(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/cluster")
+        return result

@@ -1,0 +1,184 @@
+"""`/tasks`: register, list, show, pause, resume and delete tasks; their latest results."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from api.auth import require_token
+from api.errors import ApiError
+from api.schemas import (
+    ErrorResponse,
+    LastWindow,
+    Task,
+    TaskCreate,
+    TaskList,
+    TaskResults,
+    TaskStats,
+    TaskTopics,
+)
+from api.services import ApiServices, get_services
+from api.task_ids import generate_task_id, is_task_id
+from mars.registry import TaskExistsError, TaskNotFoundError, TaskRecord, TaskStatus
+from mars.sql import TaskError, parse_task
+from mars.tasks.spec import TaskSpec
+
+log = logging.getLogger(__name__)
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse} for code in (401, 403, 404, 409, 422, 503)
+}
+router = APIRouter(prefix="/tasks", tags=["tasks"], responses=_ERRORS)
+Services = Annotated[ApiServices, Depends(get_services)]
+Authorized = Depends(require_token)
+MAX_RESULTS = 1000
+
+
+def _task_body(record: TaskRecord, stats: TaskStats | None = None) -> Task:
+    spec = record.spec
+    return Task(
+        id=spec.id,
+        status=record.status.value,
+        reason=record.reason,
+        created_ms=record.created_ms,
+        updated_ms=record.updated_ms,
+        topics=TaskTopics(
+            source=spec.source_topic,
+            output=spec.output_topic,
+            late=spec.late_topic,
+            dead_letter=spec.dead_letter_topic,
+        ),
+        spec=spec.to_json_dict(),
+        stats=stats,
+    )
+
+
+def _record(services: ApiServices, task_id: str) -> TaskRecord:
+    if not is_task_id(task_id):
+        raise ApiError(404, f"task {task_id!r} is not registered")
+    try:
+        return services.registry.get(task_id)
+    except TaskNotFoundError as exc:
+        raise ApiError(404, str(exc)) from exc
+
+
+def _stats(services: ApiServices, task_id: str) -> TaskStats:
+    counters = services.seq_store.stats(task_id)
+    latest = services.seq_store.latest_results(task_id, 1)
+    last = None
+    if latest:
+        row = latest[0]
+        last = LastWindow(window_start=row.get("window_start"), window_end=row.get("window_end"))
+    return TaskStats(
+        records_in=counters.get("records_in", 0),
+        accepted=counters.get("accepted", 0),
+        bad=counters.get("bad", 0),
+        late=counters.get("late", 0),
+        counters=counters,
+        last_emitted_window=last,
+    )
+
+
+def _parse(body: TaskCreate) -> TaskSpec:
+    """The body's SQL and options as a spec; every problem with them is a 422."""
+    provisional_id = body.id if body.id is not None else "task"
+    try:
+        spec = parse_task(body.sql, task_id=provisional_id, options=body.options)
+    except TaskError as exc:
+        raise ApiError.from_task_error(exc) from exc
+    except (ValueError, TypeError) as exc:  # a parser gap must still not become a 500
+        log.warning("parse_task raised %r for %r", exc, body.sql)
+        raise ApiError(422, f"invalid task: {exc}") from exc
+    if body.id is None:
+        spec = replace(spec, id=generate_task_id(spec.source_topic))
+    return spec
+
+
+@router.post("", status_code=201, response_model=Task, dependencies=[Authorized])
+def create_task(body: TaskCreate, services: Services) -> Task:
+    """Register a task: parse, check the source topic, create the output (compacted), late and
+    dead-letter topics, then write the spec to ZooKeeper as RUNNING."""
+    spec = _parse(body)
+    if not services.topics.exists(spec.source_topic):
+        raise ApiError(422, f"source topic '{spec.source_topic}' does not exist in Kafka")
+    if spec.output_topic == spec.source_topic:
+        raise ApiError(422, f"output topic '{spec.output_topic}' is the source topic")
+    try:
+        services.registry.get(spec.id)
+    except TaskNotFoundError:
+        pass
+    else:
+        raise ApiError(409, f"task '{spec.id}' is already registered")
+    # Topics first: once the spec is in ZooKeeper, mappers and reducers start using them.
+    services.topics.create_for(spec)
+    try:
+        record = services.registry.create(spec)
+    except TaskExistsError as exc:
+        raise ApiError(409, f"task '{spec.id}' is already registered") from exc
+    return _task_body(record)
+
+
+@router.get("", response_model=TaskList)
+def list_tasks(services: Services) -> TaskList:
+    return TaskList(tasks=[_task_body(record) for record in services.registry.list()])
+
+
+@router.get("/{task_id}", response_model=Task)
+def show_task(task_id: str, services: Services) -> Task:
+    """The task's spec, status and counters (records in, bad, late, last emitted window)."""
+    record = _record(services, task_id)
+    return _task_body(record, _stats(services, task_id))
+
+
+def _set_status(services: ApiServices, task_id: str, status: TaskStatus) -> Task:
+    _record(services, task_id)
+    try:
+        record = services.registry.set_status(task_id, status)
+    except TaskNotFoundError as exc:
+        raise ApiError(404, str(exc)) from exc
+    return _task_body(record)
+
+
+@router.post("/{task_id}/pause", response_model=Task, dependencies=[Authorized])
+def pause_task(task_id: str, services: Services) -> Task:
+    return _set_status(services, task_id, TaskStatus.PAUSED)
+
+
+@router.post("/{task_id}/resume", response_model=Task, dependencies=[Authorized])
+def resume_task(task_id: str, services: Services) -> Task:
+    return _set_status(services, task_id, TaskStatus.RUNNING)
+
+
+@router.delete("/{task_id}", status_code=204, dependencies=[Authorized])
+def delete_task(
+    task_id: str,
+    services: Services,
+    delete_topics: Annotated[
+        bool, Query(description="also delete the output, late and dead-letter topics")
+    ] = False,
+) -> Response:
+    """Remove the task from the registry (mappers and reducers stop it), then its Redis state;
+    its topics are kept unless `delete_topics=true`."""
+    record = _record(services, task_id)
+    try:
+        services.registry.delete(task_id)
+    except TaskNotFoundError as exc:
+        raise ApiError(404, str(exc)) from exc
+    services.seq_store.delete_task(task_id)
+    if delete_topics:
+        services.topics.delete_for(record.spec)
+    return Response(status_code=204)
+
+
+@router.get("/{task_id}/results", response_model=TaskResults)
+def task_results(
+    task_id: str,
+    services: Services,
+    limit: Annotated[int, Query(ge=1, le=MAX_RESULTS)] = 50,
+) -> TaskResults:
+    """The latest emitted result rows (newest first), as kept in Redis by the reducers."""
+    _record(services, task_id)
+    return TaskResults(task=task_id, results=services.seq_store.latest_results(task_id, limit))

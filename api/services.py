@@ -1,0 +1,63 @@
+"""The backing clients of one API process, opened at startup and closed at shutdown.
+
+Held on `app.state.services` (no module globals); route handlers get it through
+`get_services`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+from fastapi import Request
+from kazoo.client import KazooClient
+
+from api.topics import TaskTopics
+from mars.config import Settings
+from mars.registry import TaskRegistry
+from mars.store.seq_store import SeqStore
+
+ZK_CONNECT_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiServices:
+    settings: Settings
+    zk: KazooClient
+    registry: TaskRegistry
+    redis: redis.Redis
+    seq_store: SeqStore
+    topics: TaskTopics
+
+    @classmethod
+    def open(cls, settings: Settings) -> ApiServices:
+        zk = KazooClient(
+            hosts=settings.zookeeper.hosts, timeout=settings.zookeeper.session_timeout_s
+        )
+        zk.start(timeout=ZK_CONNECT_TIMEOUT_S)
+        try:
+            registry = TaskRegistry(zk, root=settings.zookeeper.root)
+            redis_client = redis.Redis.from_url(settings.redis.url)
+            return cls(
+                settings=settings,
+                zk=zk,
+                registry=registry,
+                redis=redis_client,
+                seq_store=SeqStore(redis_client),
+                topics=TaskTopics(kafka=settings.kafka),
+            )
+        except Exception:
+            zk.stop()
+            zk.close()
+            raise
+
+    def close(self) -> None:
+        self.redis.close()
+        self.zk.stop()
+        self.zk.close()
+
+
+def get_services(request: Request) -> ApiServices:
+    """FastAPI dependency: the process's `ApiServices`."""
+    services: ApiServices = request.app.state.services
+    return services

@@ -1,0 +1,103 @@
+"""Fixtures of the REST API tests: one `mars api` process (a real subprocess, over HTTP) against
+the session's real Kafka, ZooKeeper and Redis."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from mars.config import Settings
+from mars.local import ClusterState
+from mars.local.process import free_port
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+STARTUP_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningApi:
+    base_url: str
+    token: str
+    env: dict[str, str]  # the environment the server runs with (CLI tests reuse it)
+    log: Path
+
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"mars api exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"mars api not healthy within {STARTUP_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def running_api(
+    cluster: ClusterState, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningApi]:
+    port = free_port()
+    env = {**os.environ, **cluster.env(), "MARS_API__PORT": str(port)}
+    log = tmp_path_factory.mktemp("mars-api") / "api.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mars.cli.main", "api"],
+            env=env,
+            cwd=PROJECT_ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, log)
+        yield RunningApi(base_url=url, token=settings.api.token, env=env, log=log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def http(running_api: RunningApi) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=running_api.base_url, timeout=30.0) as client:
+        yield client
+
+
+@pytest.fixture
+def make_topic(kafka_admin: AdminClient) -> Callable[[str], str]:
+    """Create a source topic (2 partitions) and return its name."""
+
+    def create(name: str) -> str:
+        futures = kafka_admin.create_topics([NewTopic(name, num_partitions=2)])
+        futures[name].result(timeout=30)
+        deadline = time.monotonic() + 30
+        while name not in kafka_admin.list_topics(timeout=30).topics:
+            assert time.monotonic() < deadline, f"topic {name} not listed 30 s after creation"
+            time.sleep(0.1)
+        return name
+
+    return create
+
+
+@pytest.fixture
+def source_topic(unique_name: str, make_topic: Callable[[str], str]) -> str:
+    return make_topic(f"src_{unique_name}")
