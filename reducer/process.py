@@ -1,0 +1,265 @@
+"""`ReducerProcess`: one `mars reducer` process.
+
+Registers in ZooKeeper and runs the `ReducerCoordinator`; the coordinator's assignment callback
+only records the wanted units, and a reconcile loop on the main thread starts an owner thread
+(`UnitOwner.run`) per wanted unit and stops the others. A top-k task is owned as one unit, by
+the owner of its bucket 0, which covers all its buckets (the top k is taken across buckets);
+the assignment's other units of such a task run nothing.
+
+Session safety: on SUSPENDED/LOST the wanted set is emptied and every owner is told to stop at
+once; an owner checks `coordinator.owns(unit)` right before each commit and aborts instead.
+After reconnection the coordinator re-delivers the assignment and owners restart from their
+committed progress. Kafka's transactional-id fencing covers the rest (docs/reducer.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import redis
+from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
+
+from mars.config import Settings
+from mars.registry import TaskRecord, TaskRegistry, TaskStatus
+from mars.store import SeqStore
+from mars.tasks.spec import TaskSpec
+from reducer.bucket_owner import OwnerWiring, UnitOwner
+from reducer.coordination import ReducerCoordinator, Unit
+from reducer.metrics import ReducerMetrics
+from reducer.output import TransactionalOutput, transactional_id
+from reducer.progress import PROGRESS_TOPIC, progress_key
+from reducer.progress_reader import read_progress
+from reducer.topics import PROGRESS_CONFIG, PROGRESS_PARTITIONS, ensure_topics
+
+log = logging.getLogger(__name__)
+
+FENCED_RETRY_S = 2.0  # a fenced owner restarts only if the unit is still ours after this
+DATA_LOST_RETRY_S = 30.0
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def default_member_id() -> str:
+    host = socket.gethostname().replace("/", "-") or "host"
+    return f"reducer-{host}-{os.getpid()}"
+
+
+@dataclass(slots=True)
+class _Running:
+    owner: UnitOwner
+    thread: threading.Thread
+    stop: threading.Event
+    outcome: str | None = None
+
+
+class ReducerProcess:
+    """All owners of one reducer process. `run(stop)` blocks until `stop` is set."""
+
+    def __init__(self, *, settings: Settings, member_id: str | None = None) -> None:
+        self.settings = settings
+        self.member_id = member_id or default_member_id()
+        self._lock = threading.Lock()
+        self._wanted: frozenset[Unit] = frozenset()
+        self._specs: dict[str, TaskSpec] = {}
+        self._running: dict[Unit, _Running] = {}
+        self._retry_after: dict[Unit, float] = {}
+        self._topics_ready: set[str] = set()
+        self._coordinator: ReducerCoordinator | None = None
+        self._progress_partitions = PROGRESS_PARTITIONS
+
+    # -- coordinator callbacks (quick: flags only) --------------------------------------------
+
+    def _on_assignment(self, units: frozenset[Unit]) -> None:
+        with self._lock:
+            self._wanted = units
+        log.info("member %s: assigned %d units", self.member_id, len(units))
+
+    def _on_suspended(self) -> None:
+        with self._lock:
+            self._wanted = frozenset()
+            for running in self._running.values():
+                running.stop.set()
+        log.warning("member %s: ZooKeeper connection suspended; owners stop", self.member_id)
+
+    def _on_tasks(self, tasks: Mapping[str, TaskRecord]) -> None:
+        specs = {tid: r.spec for tid, r in tasks.items() if r.status is TaskStatus.RUNNING}
+        with self._lock:
+            self._specs = specs
+
+    # -- main loop --------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        cfg = self.settings
+        zk = KazooClient(hosts=cfg.zookeeper.hosts, timeout=cfg.zookeeper.session_timeout_s)
+        zk.start(timeout=30)
+        redis_client = redis.Redis.from_url(cfg.redis.url)
+        store = SeqStore(redis_client)
+        metrics = ReducerMetrics(redis_client)
+        admin = AdminClient({"bootstrap.servers": cfg.kafka.bootstrap_servers})
+        ensure_topics(
+            admin,
+            {PROGRESS_TOPIC: (PROGRESS_PARTITIONS, PROGRESS_CONFIG)},
+            replication_factor=cfg.kafka.replication_factor,
+        )
+        metadata = admin.list_topics(PROGRESS_TOPIC, timeout=30).topics[PROGRESS_TOPIC]
+        self._progress_partitions = len(metadata.partitions)
+        task_watch = TaskRegistry(zk, root=cfg.zookeeper.root).watch(self._on_tasks)
+        coordinator = ReducerCoordinator(
+            zk,
+            member_id=self.member_id,
+            on_assignment=self._on_assignment,
+            on_suspended=self._on_suspended,
+            root=cfg.zookeeper.root,
+        )
+        self._coordinator = coordinator
+        coordinator.start()
+        log.info("reducer %s started", self.member_id)
+        last_publish = 0.0
+        try:
+            while not stop.is_set():
+                self._reconcile(store=store, metrics=metrics, admin=admin)
+                if time.monotonic() - last_publish >= 1.0:
+                    last_publish = time.monotonic()
+                    self._publish(metrics)
+                stop.wait(0.1)
+        finally:
+            self._stop_all()
+            task_watch.stop()
+            coordinator.stop()
+            zk.stop()
+            zk.close()
+            redis_client.close()
+            log.info("reducer %s stopped", self.member_id)
+
+    def _owned_specs(self) -> dict[Unit, tuple[TaskSpec, list[int]]]:
+        """Unit -> (spec, covered buckets) for the units this process should run now."""
+        with self._lock:
+            wanted, specs = self._wanted, self._specs
+        owned: dict[Unit, tuple[TaskSpec, list[int]]] = {}
+        for unit in wanted:
+            spec = specs.get(unit.task_id)
+            if spec is None or unit.bucket >= spec.options.buckets:
+                continue
+            if spec.top_k is not None:
+                if unit.bucket == 0:
+                    owned[unit] = (spec, list(range(spec.options.buckets)))
+            else:
+                owned[unit] = (spec, [unit.bucket])
+        return owned
+
+    def _reconcile(self, *, store: SeqStore, metrics: ReducerMetrics, admin: AdminClient) -> None:
+        owned = self._owned_specs()
+        now = time.monotonic()
+        with self._lock:
+            running = dict(self._running)
+        for unit, entry in running.items():
+            target = owned.get(unit)
+            if not entry.thread.is_alive():
+                with self._lock:
+                    del self._running[unit]
+                if entry.outcome == "fenced":
+                    self._retry_after[unit] = now + FENCED_RETRY_S
+                elif entry.outcome == "data lost":
+                    self._retry_after[unit] = now + DATA_LOST_RETRY_S
+            elif target is None or target[0] != entry.owner.spec:
+                entry.stop.set()  # the thread ends soon; restarted on a later pass if wanted
+        for unit, (spec, buckets) in owned.items():
+            with self._lock:
+                if unit in self._running:
+                    continue
+            if self._retry_after.get(unit, 0.0) > now:
+                continue
+            self._start_owner(unit, spec, buckets, store=store, metrics=metrics, admin=admin)
+
+    def _start_owner(
+        self,
+        unit: Unit,
+        spec: TaskSpec,
+        buckets: list[int],
+        *,
+        store: SeqStore,
+        metrics: ReducerMetrics,
+        admin: AdminClient,
+    ) -> None:
+        cfg = self.settings
+        if spec.id not in self._topics_ready:
+            partitions = cfg.kafka.result_partitions
+            ensure_topics(
+                admin,
+                {spec.output_topic: (partitions, {}), spec.late_topic: (partitions, {})},
+                replication_factor=cfg.kafka.replication_factor,
+            )
+            self._topics_ready.add(spec.id)
+        key = progress_key(spec.id, unit.bucket)
+        coordinator = self._coordinator
+        assert coordinator is not None
+        wiring = OwnerWiring(
+            store=store,
+            make_output=lambda: TransactionalOutput(
+                bootstrap_servers=cfg.kafka.bootstrap_servers,
+                transactional_id=transactional_id(spec.id, unit.bucket),
+                transaction_timeout_ms=cfg.reducer.transaction_timeout_ms,
+            ),
+            read_progress=lambda: read_progress(
+                bootstrap_servers=cfg.kafka.bootstrap_servers,
+                topic=PROGRESS_TOPIC,
+                key=key,
+                partitions=self._progress_partitions,
+                timeout_s=cfg.reducer.transaction_timeout_ms / 1000 + 30,
+            ),
+            metrics=metrics,
+            progress_topic=PROGRESS_TOPIC,
+            progress_partitions=self._progress_partitions,
+            clock=wall_clock_ms,
+            may_emit=lambda: coordinator.owns(unit),
+        )
+        owner = UnitOwner(
+            spec=spec,
+            unit_bucket=unit.bucket,
+            buckets=buckets,
+            wiring=wiring,
+            settings=cfg.reducer,
+            member_id=self.member_id,
+        )
+        stop = threading.Event()
+        entry = _Running(owner=owner, thread=threading.Thread(), stop=stop)
+
+        def run() -> None:
+            entry.outcome = owner.run(stop)
+
+        entry.thread = threading.Thread(target=run, name=f"owner-{unit.key}", daemon=True)
+        with self._lock:
+            self._running[unit] = entry
+        entry.thread.start()
+        log.info("member %s: owner of %s started (buckets %s)", self.member_id, unit.key, buckets)
+
+    def _stop_all(self) -> None:
+        with self._lock:
+            entries = list(self._running.values())
+            self._running.clear()
+        for entry in entries:
+            entry.stop.set()
+        for entry in entries:
+            entry.thread.join(timeout=30)
+
+    def _publish(self, metrics: ReducerMetrics) -> None:
+        with self._lock:
+            entries = dict(self._running)
+        try:
+            metrics.publish_process(
+                self.member_id,
+                owned_units=[unit.key for unit in entries],
+                merge_rate=sum(e.owner.merge_rate for e in entries.values()),
+                now_ms=wall_clock_ms(),
+            )
+        except redis.RedisError as exc:
+            log.warning("metrics not published: %s", exc)
