@@ -53,9 +53,7 @@ def paper_stream(cluster: ClusterState, kafka_admin: AdminClient) -> ProducedStr
     topic = f"paper_{uuid.uuid4().hex[:8]}"
     create_topic(kafka_admin, topic, partitions=PARTITIONS)
     config = GeneratorConfig(count=RECORDS, seed=11, span_s=1800, sip_cardinality=2000)
-    report = produce(
-        cluster.kafka_bootstrap, topic, config, strategy=PartitionStrategy.ROUND_ROBIN
-    )
+    report = produce(cluster.kafka_bootstrap, topic, config, strategy=PartitionStrategy.ROUND_ROBIN)
     expected = expected_results(generate(config).values, **PAPER_ORACLE)
     return ProducedStream(topic=topic, end_offsets=dict(report.per_partition), expected=expected)
 
@@ -84,3 +82,39 @@ def test_two_mappers_map_a_million_records_exactly(
     stats = store.stats(spec.id)
     assert stats["records_in"] == RECORDS
     assert stats.get("bad", 0) == 0 and stats.get("late", 0) == 0
+
+
+def test_sigkill_and_rebalance_mid_stream_still_exact(
+    paper_stream: ProducedStream,
+    mapper_group: MapperGroupFactory,
+    zk_client: KazooClient,
+    store: SeqStore,
+) -> None:
+    group = mapper_group()
+    spec = register_task(group.registry(zk_client), task_id=group.name, topic=paper_stream.topic)
+    victim = group.start()
+    group.start()
+
+    def mapped() -> int:
+        return store.stats(spec.id).get("records_in", 0)
+
+    wait_until(lambda: mapped() >= RECORDS // 4, timeout_s=120, what="a quarter", logs=group.logs)
+    victim.send_signal(signal.SIGKILL)  # mid-batch, without leaving the group
+    victim.wait()
+    killed_at = mapped()
+    wait_until(
+        lambda: mapped() >= min(RECORDS, killed_at + RECORDS // 8),
+        timeout_s=120,
+        what="the survivor to take over",
+        logs=group.logs,
+    )
+    group.start()  # a third member joins: another rebalance mid-stream
+    wait_until(
+        lambda: all_applied(store, spec.id, paper_stream.end_offsets),
+        timeout_s=240,
+        what="every record applied",
+        logs=group.logs,
+    )
+
+    assert results_of(spec, merge_all(store, spec)) == paper_stream.expected.results
+    assert store.stats(spec.id)["records_in"] == RECORDS
