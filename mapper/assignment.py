@@ -130,6 +130,11 @@ class Assignment:
         if to_resume:
             self._consumer.resume([TopicPartition(t, p) for t, p in sorted(to_resume)])
             log.info("resumed %s", sorted(to_resume))
+            # Pausing dropped what was fetched ahead; continue exactly after what was read.
+            for topic, partition in to_resume:
+                offset = self.next_offset.get((topic, partition))
+                if offset is not None:
+                    self.rewind(topic, partition, offset)
         self.paused = desired
 
     def owned_view(self) -> Mapping[str, Iterable[int]]:

@@ -76,6 +76,9 @@ class MapperGroup:
     def start(self, *extra_args: str) -> subprocess.Popen[bytes]:
         index = len(self.processes)
         log = (self.log_dir / f"{self.name}-mapper-{index}.log").open("wb")
+        profile_dir = os.environ.get("MARS_TEST_MAPPER_PROFILE_DIR")  # pyinstrument reports
+        if profile_dir:
+            extra_args = (*extra_args, "--profile", f"{profile_dir}/{self.name}-{index}.txt")
         process = subprocess.Popen(
             [sys.executable, "-m", "mars.cli.main", "mapper", *extra_args],
             cwd=PROJECT_ROOT,
