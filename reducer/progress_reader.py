@@ -34,16 +34,9 @@ def read_progress(
 ) -> Progress | None:
     """The value of the newest committed record with `key`, or None if there is none."""
     partition = partition_for(key, partitions)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": f"mars-progress-reader-{uuid.uuid4().hex}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
+    consumer = _consumer(bootstrap_servers, isolation="read_committed")
+    # A read_committed consumer's ListOffsets answers the LSO, not the high watermark.
+    probe = _consumer(bootstrap_servers, isolation="read_uncommitted")
     wanted = key.encode()
     latest: bytes | None = None
     found = False
@@ -58,13 +51,13 @@ def read_progress(
                 )
             message = consumer.poll(0.5)
             if message is None:
-                if _at_stable_end(consumer, topic, partition):
+                if _at_stable_end(consumer, probe, topic, partition):
                     break
                 continue
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
-                    if _at_stable_end(consumer, topic, partition):
+                    if _at_stable_end(consumer, probe, topic, partition):
                         break
                     continue
                 raise KafkaException(error)
@@ -73,14 +66,28 @@ def read_progress(
                 latest = message.value()
     finally:
         consumer.close()
+        probe.close()
     if not found or latest is None:  # a tombstone forgets the unit
         return None
     return Progress.from_bytes(latest)
 
 
-def _at_stable_end(consumer: Consumer, topic: str, partition: int) -> bool:
+def _consumer(bootstrap_servers: str, *, isolation: str) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": f"mars-progress-reader-{uuid.uuid4().hex}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+
+
+def _at_stable_end(consumer: Consumer, probe: Consumer, topic: str, partition: int) -> bool:
     """True when the consumer's position is the high watermark: nothing open, nothing unread."""
-    _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+    _, high = probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
     position = consumer.position([TopicPartition(topic, partition)])[0].offset
     if high == 0:
         return True

@@ -1,0 +1,161 @@
+"""Real Kafka: zombie owners are fenced, progress is read back exactly as committed."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from mars.config import Settings
+from mars.local import ClusterState
+from mars.store import SeqStore
+from mars.tasks.spec import TaskSpec
+from reducer.bucket_owner import OwnerWiring, UnitOwner
+from reducer.output import FencedError, OutRecord, TransactionalOutput, transactional_id
+from reducer.progress import PROGRESS_TOPIC, Progress, progress_key
+from reducer.progress_reader import read_progress
+from reducer.topics import PROGRESS_CONFIG, PROGRESS_PARTITIONS, ensure_topics, partition_for
+from tests.integration.reducer.cluster_harness import CommittedReader
+from tests.integration.reducer.harness import FakeClock, ScriptedMapper
+from tests.integration.reducer.test_owner_recovery import produce
+from tests.integration.reducer.test_window_semantics import count_spec
+
+
+@pytest.fixture
+def progress_topic(kafka_admin: AdminClient, settings: Settings) -> str:
+    ensure_topics(
+        kafka_admin,
+        {PROGRESS_TOPIC: (PROGRESS_PARTITIONS, PROGRESS_CONFIG)},
+        replication_factor=settings.kafka.replication_factor,
+    )
+    return PROGRESS_TOPIC
+
+
+def real_owner(
+    spec: TaskSpec, store: SeqStore, clock: FakeClock, cluster: ClusterState
+) -> UnitOwner:
+    key = progress_key(spec.id, 0)
+    return UnitOwner(
+        spec=spec,
+        unit_bucket=0,
+        buckets=[0],
+        wiring=OwnerWiring(
+            store=store,
+            make_output=lambda: TransactionalOutput(
+                bootstrap_servers=cluster.kafka_bootstrap,
+                transactional_id=transactional_id(spec.id, 0),
+                transaction_timeout_ms=10_000,
+            ),
+            read_progress=lambda: read_progress(
+                bootstrap_servers=cluster.kafka_bootstrap,
+                topic=PROGRESS_TOPIC,
+                key=key,
+                partitions=PROGRESS_PARTITIONS,
+            ),
+            metrics=None,
+            progress_topic=PROGRESS_TOPIC,
+            progress_partitions=PROGRESS_PARTITIONS,
+            clock=clock,
+        ),
+        settings=Settings().reducer,
+        member_id="test",
+    )
+
+
+def test_zombie_owner_cannot_commit_and_results_stay_exactly_once(
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    settings: Settings,
+    progress_topic: str,
+    store: SeqStore,
+    task_id: str,
+) -> None:
+    spec = count_spec(task_id)
+    ensure_topics(kafka_admin, {spec.output_topic: (2, {})}, replication_factor=1)
+    clock = FakeClock()
+    mapper = ScriptedMapper(spec, store, clock)
+    mapper.heartbeat(caught_up=False)
+    rng = random.Random(5)
+    expected = produce(mapper, rng, 70)
+    old = real_owner(spec, store, clock, cluster)
+    assert old.step().committed
+    expected += produce(mapper, rng, 70)
+    new = real_owner(spec, store, clock, cluster)
+    new.recover()  # init_transactions fences the old owner
+    with pytest.raises(FencedError):
+        old.step()
+    assert new.step().committed
+    clock.advance(5_000)
+    mapper.heartbeat(caught_up=True)
+    new.step()
+    reader = CommittedReader(cluster.kafka_bootstrap, spec.output_topic)
+    try:
+        reader.wait_until(len(expected), timeout_s=30, settle_s=2)
+        got = [(r["window_start"], r["k"]) for r in reader.records]
+        assert len(got) == len(set(got))
+        assert {(r["window_start"], r["k"]): r["c"] for r in reader.records} == dict(expected)
+    finally:
+        reader.close()
+
+
+def test_progress_read_waits_for_an_open_transaction_of_another_unit(
+    cluster: ClusterState, progress_topic: str, unique_name: str
+) -> None:
+    key = f"{unique_name}/0"
+    partition = partition_for(key, PROGRESS_PARTITIONS)
+    mine = TransactionalOutput(
+        bootstrap_servers=cluster.kafka_bootstrap,
+        transactional_id=f"test.{unique_name}.mine",
+        transaction_timeout_ms=20_000,
+    )
+    other = TransactionalOutput(
+        bootstrap_servers=cluster.kafka_bootstrap,
+        transactional_id=f"test.{unique_name}.other",
+        transaction_timeout_ms=20_000,
+    )
+    mine.start()
+    other.start()
+
+    def record(watermark: int) -> OutRecord:
+        progress = Progress(closed_watermark=watermark, rseqs={0: watermark}, merged={0: 0})
+        return OutRecord(
+            topic=progress_topic, key=key.encode(), value=progress.to_bytes(), partition=partition
+        )
+
+    mine.commit([record(1)])
+    # Another unit's transaction opens in the same partition and stays open for a while ...
+    other_producer = other._producer
+    other_producer.begin_transaction()
+    other_producer.produce(progress_topic, key=b"someone/else", value=b"{}", partition=partition)
+    other_producer.flush(10)
+    mine.commit([record(2)])  # ... so this record sits behind the last stable offset
+    closer = threading.Timer(3.0, lambda: other_producer.commit_transaction(10))
+    closer.start()
+    started = time.monotonic()
+    progress = read_progress(
+        bootstrap_servers=cluster.kafka_bootstrap,
+        topic=progress_topic,
+        key=key,
+        partitions=PROGRESS_PARTITIONS,
+        timeout_s=30,
+    )
+    closer.join()
+    assert progress is not None and progress.closed_watermark == 2
+    assert time.monotonic() - started >= 2.0
+    mine.close()
+
+
+def test_no_progress_reads_as_none(cluster: ClusterState, progress_topic: str) -> None:
+    assert (
+        read_progress(
+            bootstrap_servers=cluster.kafka_bootstrap,
+            topic=progress_topic,
+            key="never-committed/0",
+            partitions=PROGRESS_PARTITIONS,
+            timeout_s=30,
+        )
+        is None
+    )
