@@ -11,6 +11,8 @@ Kafka): the partition holds the watermark back, so nothing closes on a guess.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from mars.store.state import LiveState, Snapshot, SourceState
 
 
@@ -70,3 +72,17 @@ def watermark_of(
         (s.last_data_wall_ms for s in idle if s.last_data_wall_ms is not None), default=now_ms
     )
     return max(stream_times) + max(0, now_ms - last_data)
+
+
+def watermark_held_by_backfills(
+    watermark: int | None, *, backfill_holds: Collection[str]
+) -> int | None:
+    """The watermark the reducer may close windows with: None while any backfill job holds it.
+
+    A backfill (`mars spark preagg`) writes windows older than the live data's; it registers a
+    hold (`mars:{T}:backfill:holds`, read with `mars.spark.handover.read_backfill_holds`) before
+    live mapping starts and removes it once all its data sets are in Redis. The reducer must read
+    the holds *before* its snapshot: a hold gone at that instant means every backfill data set
+    has a number <= the snapshot's seq.
+    """
+    return None if backfill_holds else watermark

@@ -1,0 +1,114 @@
+"""Where a backfill reads: a Kafka offset range or files, as Spark RDDs of sorted records.
+
+Both give rows `(partition, offset, value)` such that each Spark partition holds one source
+partition's records in offset order, which is what the executors need to decide lateness in
+partition order exactly like a mapper:
+
+- Kafka: Spark's Kafka source over explicit per-partition offset ranges (`assign`), which makes
+  one Spark partition per Kafka partition range, read in offset order.
+- Files: one Spark partition per file (a file is a "partition", its line/row number the
+  "offset"); JSON lines and CSV lines are handed over as they are (the task's input format
+  decodes them), Parquet rows become JSON objects (JSON tasks only). `.gz` lines files work too.
+  Executors open the files themselves, so on a cluster the paths must be readable from every
+  executor (a shared or mounted file system).
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Any
+
+from mars.spark.offsets import OffsetRange
+
+
+class FileFormat(StrEnum):
+    LINES = "lines"  # JSON lines or CSV lines: one record per line, bytes as they are
+    PARQUET = "parquet"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KafkaSource:
+    """The task's source topic between two offset specs (see `mars.spark.offsets`)."""
+
+    starting_offsets: str = "earliest"
+    ending_offsets: str = "latest"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileSource:
+    """Files matching a glob (or several, comma-separated)."""
+
+    path: str
+
+    def files(self) -> list[str]:
+        """The matching files, sorted: file i is source partition i."""
+        found: set[str] = set()
+        for pattern in self.path.split(","):
+            matches = glob.glob(pattern.strip(), recursive=True)
+            found.update(str(Path(m).resolve()) for m in matches if Path(m).is_file())
+        return sorted(found)
+
+
+def file_format(path: str) -> FileFormat:
+    return FileFormat.PARQUET if path.endswith(".parquet") else FileFormat.LINES
+
+
+def kafka_rows(
+    spark: Any, *, bootstrap_servers: str, topic: str, ranges: Sequence[OffsetRange]
+) -> Any:
+    """An RDD of `(partition, offset, value)` over the non-empty `ranges` of `topic`."""
+    wanted = [r for r in ranges if r.size]
+    if not wanted:
+        return spark.sparkContext.emptyRDD()
+    frame = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("assign", json.dumps({topic: [r.partition for r in wanted]}))
+        .option("startingOffsets", json.dumps({topic: {str(r.partition): r.start for r in wanted}}))
+        .option("endingOffsets", json.dumps({topic: {str(r.partition): r.end for r in wanted}}))
+        .load()
+    )
+    return frame.select("partition", "offset", "value").rdd
+
+
+def file_rows(spark: Any, files: Sequence[str]) -> Any:
+    """An RDD of `(file index, line or row number, value)`, one Spark partition per file."""
+    if not files:
+        return spark.sparkContext.emptyRDD()
+    indexed = list(enumerate(files))
+    return spark.sparkContext.parallelize(indexed, len(indexed)).mapPartitions(read_files)
+
+
+def read_files(indexed: Iterable[tuple[int, str]]) -> Iterator[tuple[int, int, bytes]]:
+    """Executor side: the records of each `(index, path)`, in file order."""
+    for index, path in indexed:
+        if file_format(path) is FileFormat.PARQUET:
+            yield from _parquet_records(index, path)
+        else:
+            yield from _line_records(index, path)
+
+
+def _open(path: str) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def _line_records(index: int, path: str) -> Iterator[tuple[int, int, bytes]]:
+    with _open(path) as handle:
+        for number, line in enumerate(handle):
+            value = line.rstrip(b"\r\n")
+            if value.strip():  # blank lines are not records
+                yield index, number, value
+
+
+def _parquet_records(index: int, path: str) -> Iterator[tuple[int, int, bytes]]:
+    import polars as pl
+
+    frame = pl.read_parquet(path)
+    for number, line in enumerate(frame.write_ndjson().splitlines()):
+        yield index, number, line.encode()

@@ -1,0 +1,147 @@
+"""Helpers of the Spark backfill tests: a live-like mapper, reading Redis back, topics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import redis
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from mars.engine.dataset import OpenWindows, decode_dataset, merge_into
+from mars.engine.finalize import finalize_window
+from mars.engine.preaggregate import Preaggregator
+from mars.engine.records import SourceRecord
+from mars.store import SeqStore, SourceState, TaskKeys
+from mars.tasks.spec import TaskSpec
+
+
+def create_topic(admin: AdminClient, name: str, *, partitions: int) -> None:
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+    for future in futures.values():
+        future.result(timeout=30)
+
+
+def read_partitions(
+    bootstrap: str, topic: str, ends: Mapping[int, int], *, starts: Mapping[int, int] | None = None
+) -> dict[int, list[tuple[int, bytes]]]:
+    """(offset, value) of each partition from `starts` (default 0) up to `ends`, in order."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "spark-test-reader",
+            "enable.auto.commit": False,
+        }
+    )
+    starts = starts or {}
+    out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in ends}
+    pending = {p for p, end in ends.items() if end > starts.get(p, 0)}
+    consumer.assign([TopicPartition(topic, p, starts.get(p, 0)) for p in pending])
+    deadline = time.monotonic() + 120
+    while pending and time.monotonic() < deadline:
+        for message in consumer.consume(10_000, timeout=1.0):
+            if message.error() is not None:
+                continue
+            partition, offset = message.partition(), message.offset()
+            if partition in pending and offset < ends[partition]:
+                out[partition].append((offset, message.value() or b""))
+                if offset == ends[partition] - 1:
+                    pending.discard(partition)
+    consumer.close()
+    assert not pending, f"partitions {pending} not read to the end"
+    return out
+
+
+class LiveLikeMapper:
+    """What a live mapper does with its partitions, reduced to the SEQ protocol's writer loop:
+    start at `applied_offset + 1` from Redis, pre-aggregate batches with the shared engine and
+    apply them under the integer source ids. Used when no mapper process is at hand."""
+
+    def __init__(self, spec: TaskSpec, store: SeqStore, *, bootstrap: str, batch: int) -> None:
+        self._spec = spec
+        self._store = store
+        self._bootstrap = bootstrap
+        self._batch = batch
+        self._pre = Preaggregator.for_spec(spec)
+
+    def run_until(self, ends: Mapping[int, int]) -> int:
+        """Consume every partition up to `ends[p]` (exclusive); returns records applied."""
+        states = self._store.read_sources(self._spec.id)
+        starts = {p: states.get(p, SourceState()).applied_offset + 1 for p in ends}
+        records = read_partitions(self._bootstrap, self._spec.source_topic, ends, starts=starts)
+        applied = 0
+        for partition, items in records.items():
+            for lo in range(0, len(items), self._batch):
+                batch = [
+                    SourceRecord(partition=partition, offset=o, value=v)
+                    for o, v in items[lo : lo + self._batch]
+                ]
+                state = self._store.read_sources(self._spec.id).get(partition, SourceState())
+                partials = self._pre.run(batch, {partition: state.stream_time_ms}, now_ms=0)
+                result = self._store.apply_batch(
+                    self._spec.id,
+                    expected={partition: state.applied_offset},
+                    sources={
+                        partition: SourceState(
+                            applied_offset=partials.last_offsets[partition],
+                            stream_time_ms=partials.stream_times.get(partition),
+                        )
+                    },
+                    datasets=partials.datasets,
+                    counters={
+                        "records_in": partials.records_in,
+                        "accepted": partials.accepted,
+                        "filtered": partials.filtered,
+                        "bad": len(partials.bad),
+                        "late": len(partials.late),
+                    },
+                    now_ms=int(time.time() * 1000),
+                )
+                assert result.applied, result
+                applied += len(batch)
+        return applied
+
+
+def merged_windows(store: SeqStore, client: redis.Redis, spec: TaskSpec) -> OpenWindows:
+    """Every data set of every bucket, decoded and merged."""
+    keys = TaskKeys(spec.id)
+    windows: OpenWindows = {}
+    for bucket in range(spec.options.buckets):
+        seq = int(client.get(keys.seq(bucket)) or 0)
+        if seq:
+            for _, data in store.read_datasets(spec.id, bucket, 1, seq):
+                merge_into(windows, decode_dataset(data))
+    return windows
+
+
+def final_results(spec: TaskSpec, windows: OpenWindows) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """(window_start, *group values) -> output columns other than the group keys."""
+    names = [g.name for g in spec.group_keys]
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for start, groups in windows.items():
+        for row in finalize_window(spec, start, groups):
+            key = (start, *(row[n] for n in names))
+            out[key] = {o.name: row[o.name] for o in spec.outputs if o.name not in names}
+    return out
+
+
+def task_state(client: redis.Redis, task: str) -> dict[bytes, Any]:
+    """Every key of the task with its value (by type), to compare Redis before and after."""
+    state: dict[bytes, Any] = {}
+    for key in sorted(client.scan_iter(match=TaskKeys(task).scan_pattern, count=1000)):
+        kind = client.type(key)
+        if kind == b"string":
+            state[key] = client.get(key)
+        elif kind == b"hash":
+            state[key] = client.hgetall(key)
+        elif kind == b"list":
+            state[key] = client.lrange(key, 0, -1)
+        else:
+            state[key] = kind
+    return state
+
+
+def values_of(records: Iterable[tuple[int, bytes]]) -> list[bytes]:
+    return [value for _, value in records]

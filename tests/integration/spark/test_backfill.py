@@ -1,0 +1,233 @@
+"""The Spark backfill against the real Kafka and Redis, with local Spark (local[2]).
+
+HISTORY records are backfilled by Spark while a live-like mapper (`helpers.LiveLikeMapper`: the
+SEQ protocol's writer loop over the shared engine) takes the live traffic from the hand-over
+point on; the merged partials in Redis must equal an independent DuckDB recomputation over all
+records, a re-run must leave Redis byte-identical, the same data from JSON-lines files must give
+the same partials as from Kafka, and bad records must reach the dead-letter topic.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from mars.config import Settings
+from mars.gen import GeneratorConfig
+from mars.gen.produce import produce
+from mars.gen.tuples import iter_chunks
+from mars.spark.handover import BackfillCoordination
+from mars.spark.job import BackfillJob, run_backfill, topic_watermarks
+from mars.spark.session import build_spark_session
+from mars.spark.side_records import REASON_HEADER, SOURCE_HEADER
+from mars.spark.sources import FileSource, KafkaSource
+from mars.spark.summary import BackfillSummary
+from mars.sql import parse_task
+from mars.store import SeqStore
+from mars.tasks.spec import TaskSpec
+from tests.integration.spark.helpers import (
+    LiveLikeMapper,
+    create_topic,
+    final_results,
+    merged_windows,
+    read_partitions,
+    task_state,
+    values_of,
+)
+from tests.oracle import expected_results
+
+HISTORY = 100_000  # records backfilled by Spark in the main test (fits the time budget)
+LIVE = 20_000
+START_S = 1_700_000_000
+HISTORY_SPAN_S = 4 * 3600
+
+SQL = (
+    "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
+    "GROUP BY sip, type WINDOWING 60 s GRACE 10 s WITH (buckets=8)"
+)
+ORACLE: dict[str, Any] = {
+    "group_by": ["sip", "type"],
+    "window_ms": 60_000,
+    "aggregates": {"cnt": "count(*)", "total": "sum(bytes)"},
+}
+
+
+@pytest.fixture(scope="module")
+def spark(settings: Settings) -> Iterator[Any]:
+    session = build_spark_session(master="local[2]", jars_dir=settings.local.jars_dir)
+    yield session
+    session.stop()
+
+
+def _name() -> str:
+    return "s" + uuid.uuid4().hex[:10]
+
+
+def _spec(topic: str, task_id: str) -> TaskSpec:
+    return parse_task(SQL.format(topic=topic), task_id=task_id)
+
+
+def _values(config: GeneratorConfig) -> list[bytes]:
+    return [v for chunk in iter_chunks(config) for v in chunk.values]
+
+
+def test_backfill_plus_live_equals_oracle_and_rerun_changes_nothing(
+    spark: Any, settings: Settings, redis_client: redis.Redis, kafka_admin: AdminClient
+) -> None:
+    topic, task = _name(), _name()
+    create_topic(kafka_admin, topic, partitions=4)
+    bootstrap = settings.kafka.bootstrap_servers
+    history = GeneratorConfig(
+        count=HISTORY,
+        seed=1,
+        start_s=START_S,
+        span_s=HISTORY_SPAN_S,
+        disorder_s=5,
+        sip_cardinality=300,
+    )
+    live = GeneratorConfig(
+        count=LIVE,
+        seed=2,
+        start_s=START_S + HISTORY_SPAN_S,
+        span_s=600,
+        disorder_s=5,
+        sip_cardinality=300,
+    )
+    produce(bootstrap, topic, history)
+    spec = _spec(topic, task)
+    store = SeqStore(redis_client)
+    coordination = BackfillCoordination(redis_client)
+
+    results: list[BackfillSummary] = []
+    errors: list[BaseException] = []
+
+    def backfill() -> None:
+        try:
+            job = BackfillJob(spec=spec, source=KafkaSource(), job="history")
+            results.append(run_backfill(spark, settings=settings, job=job))
+        except BaseException as exc:  # surfaced by the main thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=backfill)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while len(coordination.handovers(task)) < 4 and time.monotonic() < deadline and not errors:
+        time.sleep(0.05)
+    assert not errors, errors
+    handovers = coordination.handovers(task)
+    assert sum(handovers.values()) == HISTORY
+    assert "history" in coordination.holds(task)  # the watermark is held meanwhile
+
+    # Live traffic arrives while Spark runs; the live-like mapper starts at the hand-over.
+    produce(bootstrap, topic, live)
+    ends = {p: high for p, (_low, high) in topic_watermarks(bootstrap, topic).items()}
+    mapper = LiveLikeMapper(spec, store, bootstrap=bootstrap, batch=5000)
+    assert mapper.run_until(ends) == LIVE
+
+    thread.join(timeout=200)
+    assert not thread.is_alive() and not errors, errors
+    summary = results[0]
+    assert summary.records_read == HISTORY and summary.records_in == HISTORY
+    assert summary.skipped == 0 and summary.bad == 0 and summary.late == 0
+    assert coordination.holds(task) == {}
+
+    expected = expected_results(_values(history) + _values(live), **ORACLE)
+    assert expected.skipped == 0
+    assert final_results(spec, merged_windows(store, redis_client, spec)) == expected
+    stats = store.stats(task)
+    assert stats["records_in"] == HISTORY + LIVE and stats["accepted"] == HISTORY + LIVE
+
+    before = task_state(redis_client, task)
+    again = run_backfill(
+        spark, settings=settings, job=BackfillJob(spec=spec, source=KafkaSource(), job="history")
+    )
+    assert again.skipped == HISTORY and again.records_in == 0 and again.datasets == 0
+    assert task_state(redis_client, task) == before
+
+
+def test_files_source_equals_kafka_and_bad_records_go_to_dead_letter(
+    spark: Any,
+    settings: Settings,
+    redis_client: redis.Redis,
+    kafka_admin: AdminClient,
+    tmp_path: Path,
+) -> None:
+    topic, kafka_task, file_task = _name(), _name(), _name()
+    create_topic(kafka_admin, topic, partitions=2)
+    bootstrap = settings.kafka.bootstrap_servers
+    config = GeneratorConfig(
+        count=30_000,
+        seed=7,
+        start_s=START_S,
+        span_s=3600,
+        disorder_s=5,
+        sip_cardinality=100,
+        malformed_ratio=0.01,
+    )
+    report = produce(bootstrap, topic, config)
+    assert report.malformed > 0
+    ends = {p: high for p, (_low, high) in topic_watermarks(bootstrap, topic).items()}
+    by_partition = read_partitions(bootstrap, topic, ends)
+    for partition, records in by_partition.items():
+        (tmp_path / f"part-{partition}.jsonl").write_bytes(
+            b"".join(value + b"\n" for _, value in records)
+        )
+
+    store = SeqStore(redis_client)
+    kafka_spec, file_spec = _spec(topic, kafka_task), _spec(topic, file_task)
+    from_kafka = run_backfill(
+        spark, settings=settings, job=BackfillJob(spec=kafka_spec, source=KafkaSource())
+    )
+    from_files = run_backfill(
+        spark,
+        settings=settings,
+        job=BackfillJob(spec=file_spec, source=FileSource(path=str(tmp_path / "*.jsonl"))),
+    )
+    for summary in (from_kafka, from_files):
+        assert summary.records_in == config.count and summary.bad == report.malformed
+
+    kafka_windows = merged_windows(store, redis_client, kafka_spec)
+    assert kafka_windows == merged_windows(store, redis_client, file_spec)
+    all_values = [v for records in by_partition.values() for v in values_of(records)]
+    expected = expected_results(all_values, **ORACLE)
+    assert expected.skipped == report.malformed
+    assert final_results(kafka_spec, kafka_windows) == expected
+
+    dead = _read_topic(bootstrap, kafka_spec.dead_letter_topic, report.malformed)
+    malformed_values = sorted(all_values[i] for i in expected.skipped_indices)
+    assert sorted(value for value, _ in dead) == malformed_values
+    for _, headers in dead:
+        assert headers[REASON_HEADER] and headers[SOURCE_HEADER].startswith(f"{topic}/")
+    file_dead = _read_topic(bootstrap, file_spec.dead_letter_topic, report.malformed)
+    assert sorted(value for value, _ in file_dead) == malformed_values
+    assert store.stats(kafka_task)["bad"] == store.stats(file_task)["bad"] == report.malformed
+
+
+def _read_topic(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, dict[str, bytes]]]:
+    """The records of `topic` (value, headers), all partitions; asserts there are `count`."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": _name(), "auto.offset.reset": "earliest"}
+    )
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    out: list[tuple[bytes, dict[str, bytes]]] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for message in consumer.consume(1000, timeout=1.0):
+            if message.error() is None:
+                headers = {k: v for k, v in (message.headers() or [])}
+                out.append((message.value() or b"", headers))
+        if len(out) >= count:
+            break
+    consumer.close()
+    assert len(out) == count
+    return out
