@@ -273,7 +273,10 @@ class ReducerCoordinator:
             except ConnectionClosedError:
                 return  # the client was stopped under us
             except KazooException as exc:
-                log.warning("election round failed (%s); campaigning again", exc)
+                log.warning("election round failed (%r); campaigning again", exc)
+            except Exception:
+                # A bug must not silently end the campaign: log it and stand again.
+                log.exception("leader term of %s crashed; campaigning again", self._member_id)
             self._stop.wait(0.2)
 
     def _lead(self, election: Election) -> None:

@@ -3,6 +3,7 @@ with its own KazooClient (its own session), as separate reducer processes would 
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -53,7 +54,10 @@ class Member:
 
 
 @pytest.fixture
-def start_member(new_zk_client: ClientFactory, zk_root: str) -> Iterator[Callable[[str], Member]]:
+def start_member(
+    new_zk_client: ClientFactory, zk_root: str, zk_client: KazooClient
+) -> Iterator[Callable[[str], Member]]:
+    """Start coordinators; they stop before `zk_client` (set up first) removes the root."""
     members: list[Member] = []
 
     def start(member_id: str) -> Member:
@@ -97,6 +101,11 @@ def _partition_ok(members: list[Member], expected: set[Unit]) -> bool:
     return union == expected and sum(len(o) for o in owned) == len(expected)
 
 
+def _settled(members: list[Member], expected: set[Unit]) -> bool:
+    """Partitioned among *all* `members` (each owns something), not a subset that joined first."""
+    return _partition_ok(members, expected) and all(m.owned for m in members)
+
+
 def _leaders(members: list[Member]) -> list[str]:
     return [m.member_id for m in members if m.coordinator.is_leader]
 
@@ -116,8 +125,7 @@ def test_one_leader_and_every_unit_owned_exactly_once(
     assert len(expected) == 12
 
     eventually(lambda: len(_leaders(members)) == 1, what="exactly one leader")
-    eventually(lambda: _partition_ok(members, expected), what="all units owned once")
-    assert all(m.owned for m in members)  # 12 units over 3 members: nobody idle
+    eventually(lambda: _settled(members, expected), what="all units owned once, by all")
 
     view = cluster_view(zk_client, root=zk_root)
     assert view["leader"] == _leaders(members)[0]
@@ -142,7 +150,7 @@ def test_a_leaving_member_hands_its_units_to_the_others(
     registry.create(make_spec("clicks", buckets=16))
     members = [start_member(name) for name in ("r-a", "r-b", "r-c")]
     expected = _all_units(registry)
-    eventually(lambda: _partition_ok(members, expected), what="initial placement")
+    eventually(lambda: _settled(members, expected), what="initial placement")
 
     leader = _leaders(members)[0]
     leaving = next(m for m in members if m.member_id != leader)
@@ -164,10 +172,10 @@ def test_when_the_leader_dies_another_takes_over_and_the_assignment_stays_comple
     zk_client: KazooClient,
     zk_root: str,
 ) -> None:
-    registry.create(make_spec("clicks", buckets=8))
+    registry.create(make_spec("clicks", buckets=24))
     members = [start_member(name) for name in ("r-a", "r-b", "r-c")]
     expected = _all_units(registry)
-    eventually(lambda: _partition_ok(members, expected) and len(_leaders(members)) == 1)
+    eventually(lambda: _settled(members, expected) and len(_leaders(members)) == 1)
     old_leader = next(m for m in members if m.coordinator.is_leader)
     generation = read_assignment(zk_client, f"{zk_root}/assignment").generation  # type: ignore[union-attr]
 
@@ -195,7 +203,7 @@ def test_clean_stop_resigns_and_leaves(
     first = start_member("r-a")
     eventually(lambda: first.coordinator.is_leader and len(first.owned) == 6)
     second = start_member("r-b")
-    eventually(lambda: _partition_ok([first, second], _all_units(registry)) and second.owned)
+    eventually(lambda: _settled([first, second], _all_units(registry)))
 
     first.coordinator.stop()
     eventually(lambda: second.coordinator.is_leader, timeout=5, what="second leads")
@@ -224,7 +232,7 @@ def test_session_expiry_suspends_then_rejoins(
     registry.create(make_spec("clicks", buckets=8))
     members = [start_member(name) for name in ("r-a", "r-b")]
     expected = _all_units(registry)
-    eventually(lambda: _partition_ok(members, expected) and len(_leaders(members)) == 1)
+    eventually(lambda: _settled(members, expected) and len(_leaders(members)) == 1)
     victim = next(m for m in members if m.coordinator.is_leader)  # the harder case
     other = next(m for m in members if m is not victim)
     old_session = victim.client.client_id[0]
@@ -241,7 +249,7 @@ def test_session_expiry_suspends_then_rejoins(
         what="new session",
     )
     eventually(lambda: victim.emitting, timeout=10, what="resumed via on_assignment")
-    eventually(lambda: _partition_ok(members, expected), timeout=10, what="complete again")
+    eventually(lambda: _settled(members, expected), timeout=10, what="both own units again")
     eventually(lambda: len(_leaders(members)) == 1, timeout=10, what="one leader")
     view = cluster_view(zk_client, root=zk_root)
     assert set(view["members"]) == {"r-a", "r-b"}
@@ -274,3 +282,25 @@ def test_a_deposed_leader_cannot_overwrite_the_assignment(
     with pytest.raises(LeadershipLostError):
         stale.publish()
     assert read_assignment(zk_client, f"{zk_root}/assignment") == before
+
+
+def test_a_dropped_connection_suspends_and_resumes_in_the_same_session(
+    start_member: Callable[[str], Member],
+    registry: TaskRegistry,
+    make_spec: SpecFactory,
+    eventually: Eventually,
+) -> None:
+    registry.create(make_spec("clicks", buckets=4))
+    member = start_member("r-a")
+    eventually(lambda: len(member.owned) == 4)
+    session = member.client.client_id[0]
+    deliveries = member.events.count("assignment")
+
+    # The TCP connection breaks, the session does not (kazoo then reconnects to it).
+    member.client._connection._socket.shutdown(socket.SHUT_RDWR)
+
+    eventually(lambda: member.suspensions == 1, timeout=5, what="on_suspended called")
+    eventually(lambda: member.emitting, timeout=10, what="resumed")
+    assert member.client.client_id[0] == session
+    assert member.events.count("assignment") == deliveries + 1  # the resume signal
+    assert member.owned == member.coordinator.owned_units() and len(member.owned) == 4
