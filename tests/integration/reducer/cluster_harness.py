@@ -133,7 +133,7 @@ class CommittedReader:
                 if error.code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
                     continue
                 raise AssertionError(str(error))
-            self.records.append(json.loads(message.value()))
+            self.records.append(json.loads(message.value() or b"null"))
 
     def wait_until(self, count: int, *, timeout_s: float, settle_s: float = 3.0) -> None:
         """Read until `count` records arrived (then `settle_s` more, to see duplicates)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from typing import Any
 
 import pytest
 import redis
@@ -34,7 +35,7 @@ def produce(mapper: ScriptedMapper, rng: random.Random, n: int) -> Counter[tuple
     """n records with slightly disordered times; returns the expected count per (window, key)."""
     expected: Counter[tuple[int, str]] = Counter()
     base = mapper.stream_times.get(0) or 0
-    batch = []
+    batch: list[dict[str, Any]] = []
     for i in range(n):
         t = base + i // 3 + rng.randint(0, 1)
         key = rng.choice("abc")

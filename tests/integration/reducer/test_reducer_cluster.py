@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -72,7 +73,7 @@ def write_rounds(
     t = start_t
     for _ in range(rounds):
         for partition in (0, 1):
-            rows = []
+            rows: list[dict[str, Any]] = []
             for _ in range(per_round):
                 t += rng.randint(0, 2)
                 rows.append({"k": f"k{rng.randint(0, 9)}", "t": t})
