@@ -89,7 +89,8 @@ class AssignmentLeader:
                 self._dirty.wait(timeout=self._resync_s)
                 if stop.is_set():
                     return
-                stop.wait(self._debounce_s)  # let a burst of changes settle
+                if stop.wait(self._debounce_s):  # let a burst of changes settle
+                    return
                 self._dirty.clear()
                 try:
                     self.publish()
