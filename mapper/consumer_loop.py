@@ -209,12 +209,15 @@ class MapperLoop:
             log.info("task %s: stopped mapping", task_id)
         for task_id in sorted(change.added):
             task = self._router.tasks[task_id]
-            ensure_side_topics(
-                self._admin,
-                task.spec,
-                partitions=self._settings.kafka.result_partitions,
-                replication_factor=self._settings.kafka.replication_factor,
-            )
+            try:
+                ensure_side_topics(
+                    self._admin,
+                    task.spec,
+                    partitions=self._settings.kafka.result_partitions,
+                    replication_factor=self._settings.kafka.replication_factor,
+                )
+            except KafkaException as exc:  # side records will be retried until it exists
+                log.error("task %s: cannot create its side topics: %s", task_id, exc)
             self._assignment.task_started(task_id, task.topic)
             log.info("task %s: mapping topic %s", task_id, task.topic)
 
