@@ -46,7 +46,9 @@ def make_spec(
         window=WindowSpec(size_ms=size_ms, slide_ms=slide_ms or size_ms, grace_ms=grace_ms),
         group_keys=tuple(GroupKey(name=k, expression=k) for k in keys),
         aggregates=calls,
-        outputs=tuple(OutputColumn(name=n, expression=n) for n in [*keys, *(c.alias for c in calls)]),
+        outputs=tuple(
+            OutputColumn(name=n, expression=n) for n in [*keys, *(c.alias for c in calls)]
+        ),
         where=where,
         options=TaskOptions(buckets=buckets),
     )
@@ -78,7 +80,7 @@ def run_in_batches(
         stream_times = partials.stream_times
         late.extend(partials.late)
         bad.extend(partials.bad)
-        for bucket, data in partials.datasets.items():
+        for data in partials.datasets.values():
             dataset = decode_dataset(data)
             merge_into(windows, dataset)
     return windows, late, bad, stream_times

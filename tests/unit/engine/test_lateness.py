@@ -26,7 +26,7 @@ def test_design_example_only_the_last_zero_is_late() -> None:
 def test_design_example_gives_the_same_outcome_one_record_per_batch() -> None:
     spec = make_spec(size_ms=2, grace_ms=1)
     records = json_records([{"ts": t, "k": "a"} for t in [0, 1, 2, 1, 0, 5, 0]])
-    windows, late, bad, stream_times = run_in_batches(spec, records, [1])
+    windows, late, _, stream_times = run_in_batches(spec, records, [1])
     assert [r.offset for r in late] == [6]
     assert windows == {0: {("a",): [4]}, 2: {("a",): [1]}, 4: {("a",): [1]}}
     assert stream_times == {0: 5}
@@ -67,9 +67,24 @@ def test_hopping_record_is_late_only_when_all_its_windows_are_closed() -> None:
 
 def test_where_filtered_records_do_not_advance_stream_time() -> None:
     spec = make_spec(size_ms=10, where="keep = 1")
-    records = json_records(
-        [{"ts": 100, "k": "a", "keep": 0}, {"ts": 5, "k": "a", "keep": 1}]
-    )
+    records = json_records([{"ts": 100, "k": "a", "keep": 0}, {"ts": 5, "k": "a", "keep": 1}])
     partials = preaggregate(spec, records, {}, 0)
     assert partials.late == [] and partials.filtered == 1 and partials.accepted == 2
     assert partials.stream_times == {0: 5}
+
+
+def test_hopping_contributions_skip_only_windows_closed_with_grace() -> None:
+    # size 4, slide 1, grace 2; ts 5 lies in windows starting 2..5. At stream time 8 only the
+    # window [2, 6) is closed (6 + 2 <= 8); [3, 7) is still within its grace (7 + 2 > 8).
+    spec = make_spec(size_ms=4, slide_ms=1, grace_ms=2)
+    records = json_records([{"ts": 8, "k": "a"}, {"ts": 5, "k": "a"}])
+    windows, late, _, _ = run_in_batches(spec, records, [2])
+    assert late == []
+    assert {start: groups[("a",)][0] for start, groups in windows.items()} == {
+        3: 1,
+        4: 1,
+        5: 2,
+        6: 1,
+        7: 1,
+        8: 1,
+    }
