@@ -89,6 +89,8 @@ def _parse(body: TaskCreate) -> TaskSpec:
         spec = parse_task(body.sql, task_id=provisional_id, options=body.options)
     except TaskError as exc:
         raise ApiError.from_task_error(exc) from exc
+    except RecursionError as exc:  # sqlglot's recursive descent on e.g. 5,000 nested '('
+        raise ApiError(422, "the SQL is nested too deeply") from exc
     except (ValueError, TypeError) as exc:  # a parser gap must still not become a 500
         log.warning("parse_task raised %r for %r", exc, body.sql)
         raise ApiError(422, f"invalid task: {exc}") from exc

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ class RunningApi:
     base_url: str
     token: str
     env: dict[str, str]  # the environment the server runs with (CLI tests reuse it)
+    zk_root: str  # its own ZooKeeper root, so no other suite's processes see its tasks
     log: Path
 
     def auth(self) -> dict[str, str]:
@@ -53,7 +55,13 @@ def running_api(
     cluster: ClusterState, settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningApi]:
     port = free_port()
-    env = {**os.environ, **cluster.env(), "MARS_API__PORT": str(port)}
+    zk_root = f"/mars-api-{uuid.uuid4().hex[:8]}"
+    env = {
+        **os.environ,
+        **cluster.env(),
+        "MARS_API__PORT": str(port),
+        "MARS_ZOOKEEPER__ROOT": zk_root,
+    }
     log = tmp_path_factory.mktemp("mars-api") / "api.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -66,7 +74,7 @@ def running_api(
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, process, log)
-        yield RunningApi(base_url=url, token=settings.api.token, env=env, log=log)
+        yield RunningApi(base_url=url, token=settings.api.token, env=env, zk_root=zk_root, log=log)
     finally:
         process.terminate()
         try:

@@ -188,3 +188,16 @@ def test_mutations_need_the_token(
 def test_reads_need_no_token(http: httpx.Client) -> None:
     assert http.get("/tasks").status_code == 200
     assert http.get("/healthz").status_code == 200
+
+
+def test_deeply_nested_sql_is_422_not_a_crash(http: httpx.Client, running_api: RunningApi) -> None:
+    body = {"sql": "SELECT " + "(" * 5000 + "1" + ")" * 5000 + " FROM S WINDOWING 1 s"}
+    error = _error(http.post("/tasks", json=body, headers=running_api.auth()), 422)
+    assert error["message"] == "the SQL is nested too deeply"
+    assert http.get("/healthz").status_code == 200  # the server survived
+
+
+def test_unparseable_json_is_400(http: httpx.Client, running_api: RunningApi) -> None:
+    headers = {**running_api.auth(), "Content-Type": "application/json"}
+    response = http.post("/tasks", content="[" * 100_000, headers=headers)
+    assert _error(response, 400)["message"] == "There was an error parsing the body"

@@ -20,8 +20,8 @@ def _sql(topic: str) -> str:
     return f"SELECT sip, count(*) AS n FROM {topic} GROUP BY sip WINDOWING 60 s"
 
 
-def _znode(zk: KazooClient, settings: Settings, task_id: str) -> dict[str, object] | None:
-    path = f"{settings.zookeeper.root}/tasks/{task_id}"
+def _znode(zk: KazooClient, api: RunningApi, task_id: str) -> dict[str, object] | None:
+    path = f"{api.zk_root}/tasks/{task_id}"
     if zk.exists(path) is None:
         return None
     data, _ = zk.get(path)
@@ -70,7 +70,7 @@ def test_round_trip_with_side_effects(
     }
 
     # ZooKeeper: the spec is registered as RUNNING.
-    node = _znode(zk_client, settings, task_id)
+    node = _znode(zk_client, running_api, task_id)
     assert node is not None and node["status"] == "RUNNING"
     assert node["spec"]["sql"] == _sql(source_topic)  # type: ignore[index]
 
@@ -100,14 +100,14 @@ def test_round_trip_with_side_effects(
 
     paused = http.post(f"/tasks/{task_id}/pause", headers=running_api.auth())
     assert paused.status_code == 200 and paused.json()["status"] == "PAUSED"
-    assert _znode(zk_client, settings, task_id)["status"] == "PAUSED"  # type: ignore[index]
+    assert _znode(zk_client, running_api, task_id)["status"] == "PAUSED"  # type: ignore[index]
     resumed = http.post(f"/tasks/{task_id}/resume", headers=running_api.auth())
     assert resumed.status_code == 200 and resumed.json()["status"] == "RUNNING"
-    assert _znode(zk_client, settings, task_id)["status"] == "RUNNING"  # type: ignore[index]
+    assert _znode(zk_client, running_api, task_id)["status"] == "RUNNING"  # type: ignore[index]
 
     deleted = http.delete(f"/tasks/{task_id}", headers=running_api.auth())
     assert deleted.status_code == 204, deleted.text
-    assert _znode(zk_client, settings, task_id) is None
+    assert _znode(zk_client, running_api, task_id) is None
     assert http.get(f"/tasks/{task_id}").status_code == 404
     assert task_id not in [t["id"] for t in http.get("/tasks").json()["tasks"]]
     assert store.stats(task_id) == {} and store.latest_results(task_id, 10) == []
@@ -197,10 +197,10 @@ def test_unknown_task_is_404_everywhere(
 
 
 def test_cluster_health_and_docs(
-    http: httpx.Client, zk_client: KazooClient, settings: Settings, unique_name: str
+    http: httpx.Client, zk_client: KazooClient, running_api: RunningApi, unique_name: str
 ) -> None:
     assert http.get("/healthz").json() == {"status": "ok"}
-    mapper_node = f"{settings.zookeeper.root}/mappers/mapper-{unique_name}"
+    mapper_node = f"{running_api.zk_root}/mappers/mapper-{unique_name}"
     zk_client.create(mapper_node, b'{"host": "h1", "pid": 42}', ephemeral=True, makepath=True)
     cluster = http.get("/cluster")
     assert cluster.status_code == 200
