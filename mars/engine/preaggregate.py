@@ -159,7 +159,10 @@ class Preaggregator:
                 bad[row] = (
                     f"{call.func.value.upper()}({call.argument}) needs a number, got {value!r:.60}"
                 )
-            frame = frame.filter(pl.col(argument_column(i)).is_null())
+            # What is left is NULL there: give it a numeric type so SUM/AVG can run.
+            frame = frame.filter(pl.col(argument_column(i)).is_null()).with_columns(
+                pl.col(argument_column(i)).cast(pl.Int64)
+            )
         return frame
 
     def _split_late(

@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mars.aggregates import aggregates_for
+from mars.engine.dataset import (
+    DataSet,
+    OpenWindows,
+    decode_dataset,
+    encode_dataset,
+    merge_into,
+)
+from mars.engine.errors import DataSetFormatError
+from mars.engine.finalize import finalize_window, iso_utc, select_top_k
+from mars.sql import parse_task
+from mars.tasks.spec import AggFunc, AggregateCall, TopK
+
+CALLS = (
+    AggregateCall(func=AggFunc.COUNT, argument=None, alias="n"),
+    AggregateCall(func=AggFunc.SUM, argument="v", alias="s"),
+    AggregateCall(func=AggFunc.AVG, argument="v", alias="a"),
+    AggregateCall(func=AggFunc.COUNT_DISTINCT, argument="v", alias="d"),
+    AggregateCall(func=AggFunc.APPROX_COUNT_DISTINCT, argument="v", alias="h"),
+)
+AGGS = aggregates_for(CALLS)
+
+groups_st = st.dictionaries(
+    st.integers(-5, 5).map(lambda w: w * 1000),
+    st.dictionaries(
+        st.tuples(st.one_of(st.none(), st.text(max_size=3)), st.integers(-3, 3)),
+        st.lists(st.integers(-100, 100), max_size=5),
+        max_size=4,
+    ),
+    max_size=3,
+)
+
+
+def states_of(values: list[int]) -> list[Any]:
+    return [agg.fold(values) for agg in AGGS]
+
+
+@given(windows=groups_st)
+def test_dataset_round_trip(windows: dict[int, dict[tuple[Any, ...], list[int]]]) -> None:
+    encoded = {w: {k: states_of(v) for k, v in g.items()} for w, g in windows.items()}
+    data = encode_dataset(AGGS, encoded)
+    decoded = decode_dataset(data)
+    assert decoded.windows == encoded
+    assert decoded.aggregate_names == (
+        "count_all",
+        "sum",
+        "avg",
+        "count_distinct",
+        "approx_count_distinct",
+    )
+    # The same partials always give the same bytes.
+    assert encode_dataset(AGGS, decoded.windows) == data
+
+
+def test_merge_into_combines_windows_and_groups() -> None:
+    open_windows: OpenWindows = {}
+    first = DataSet(aggregates=AGGS, windows={0: {("a", 1): states_of([1, 2])}})
+    second = DataSet(
+        aggregates=AGGS,
+        windows={
+            0: {("a", 1): states_of([2, 5]), ("b", 1): states_of([7])},
+            10: {("a", 1): states_of([3])},
+        },
+    )
+    merge_into(open_windows, first)
+    merge_into(open_windows, second)
+    merged = open_windows[0][("a", 1)]
+    assert merged[:4] == states_of([1, 2, 2, 5])[:4]
+    assert AGGS[4].result(merged[4]) == 3
+    assert open_windows[0][("b", 1)] == states_of([7])
+    assert open_windows[10][("a", 1)] == states_of([3])
+
+
+def test_decode_dataset_rejects_bad_bytes_and_versions() -> None:
+    with pytest.raises(DataSetFormatError, match="version"):
+        decode_dataset(msgspec.msgpack.encode([2, ["count_all"], []]))
+    with pytest.raises(DataSetFormatError):
+        decode_dataset(b"\x00\x01")
+    with pytest.raises(DataSetFormatError):
+        decode_dataset(msgspec.msgpack.encode([1, ["no_such_aggregate"], []]))
+
+
+def paper_spec(extra: str = "") -> Any:
+    return parse_task(
+        "SELECT sip, type, count(*) AS n, sum(bytes) AS total, avg(bytes) AS mean, "
+        f"count(*) * 2 AS double_n FROM S GROUP BY sip, type WINDOWING 60 s {extra}",
+        task_id="paper",
+    )
+
+
+def groups_for(
+    spec: Any, rows: dict[tuple[Any, ...], list[int]]
+) -> dict[tuple[Any, ...], list[Any]]:
+    aggs = aggregates_for(spec.aggregates)
+    out = {}
+    for key, values in rows.items():
+        out[key] = [
+            agg.fold([None] * len(values) if call.argument is None else values)
+            for agg, call in zip(aggs, spec.aggregates, strict=True)
+        ]
+    return out
+
+
+def test_finalize_rows_have_window_columns_and_outputs_by_name() -> None:
+    spec = paper_spec()
+    rows = finalize_window(spec, 60_000, groups_for(spec, {("1.2.3.4", "tcp"): [10, 20]}))
+    assert rows == [
+        {
+            "window_start": 60_000,
+            "window_end": 120_000,
+            "window_start_iso": "1970-01-01T00:01:00.000Z",
+            "window_end_iso": "1970-01-01T00:02:00.000Z",
+            "sip": "1.2.3.4",
+            "type": "tcp",
+            "n": 2,
+            "total": 30,
+            "mean": 15.0,
+            "double_n": 4,
+        }
+    ]
+
+
+def test_having_filters_groups() -> None:
+    spec = paper_spec("HAVING count(*) > 1")
+    groups = groups_for(spec, {("a", "x"): [1, 2], ("b", "x"): [5], ("c", "y"): [None, None]})  # type: ignore[list-item]
+    rows = finalize_window(spec, 0, groups)
+    assert sorted(r["sip"] for r in rows) == ["a", "c"]
+    assert [r["total"] for r in rows if r["sip"] == "c"] == [None]
+
+
+def test_top_k_is_deterministic_across_bucket_order() -> None:
+    rows = [{"sip": s, "n": n} for s, n in [("a", 3), ("b", 5), ("c", 3), ("d", None), ("e", 1)]]
+    top = TopK(order_by="n", descending=True, limit=3)
+    expected = [{"sip": "b", "n": 5}, {"sip": "a", "n": 3}, {"sip": "c", "n": 3}]
+    assert select_top_k(top, rows) == expected
+    assert select_top_k(top, list(reversed(rows))) == expected
+    ascending = TopK(order_by="n", descending=False, limit=2)
+    assert select_top_k(ascending, rows) == [{"sip": "e", "n": 1}, {"sip": "a", "n": 3}]
+    assert select_top_k(None, rows) == rows
+
+
+def test_iso_utc() -> None:
+    assert iso_utc(0) == "1970-01-01T00:00:00.000Z"
+    assert iso_utc(-1) == "1969-12-31T23:59:59.999Z"
+    assert iso_utc(1_714_564_800_123) == "2024-05-01T12:00:00.123Z"
