@@ -108,12 +108,14 @@ def create_task(body: TaskCreate, services: Services) -> Task:
         raise ApiError(422, f"source topic '{spec.source_topic}' does not exist in Kafka")
     if spec.output_topic == spec.source_topic:
         raise ApiError(422, f"output topic '{spec.output_topic}' is the source topic")
-    try:
-        services.registry.get(spec.id)
-    except TaskNotFoundError:
-        pass
-    else:
+    registered = services.registry.list()
+    if any(record.task_id == spec.id for record in registered):
         raise ApiError(409, f"task '{spec.id}' is already registered")
+    for record in registered:
+        if record.spec.output_topic == spec.output_topic:
+            raise ApiError(
+                409, f"output topic '{spec.output_topic}' is used by task '{record.task_id}'"
+            )
     # Topics first: once the spec is in ZooKeeper, mappers and reducers start using them.
     services.topics.create_for(spec)
     try:

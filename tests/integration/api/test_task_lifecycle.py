@@ -169,6 +169,21 @@ def test_custom_output_topic_from_options(
     assert _topic_config(kafka_admin, output)["cleanup.policy"] == "compact"
 
 
+def test_output_topic_of_another_task_is_409(
+    http: httpx.Client, running_api: RunningApi, source_topic: str, unique_name: str
+) -> None:
+    first = {"sql": _sql(source_topic), "id": f"{unique_name}-a"}
+    assert http.post("/tasks", json=first, headers=running_api.auth()).status_code == 201
+    clash = {
+        "sql": _sql(source_topic),
+        "id": f"{unique_name}-b",
+        "options": {"output_topic": f"mars.results.{unique_name}-a"},
+    }
+    answer = http.post("/tasks", json=clash, headers=running_api.auth())
+    assert answer.status_code == 409
+    assert f"is used by task '{unique_name}-a'" in answer.json()["error"]["message"]
+
+
 def test_duplicate_id_is_409(
     http: httpx.Client, running_api: RunningApi, source_topic: str, unique_name: str
 ) -> None:
