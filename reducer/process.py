@@ -32,6 +32,7 @@ from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
 from reducer.bucket_owner import OwnerWiring, UnitOwner
 from reducer.coordination import ReducerCoordinator, Unit
+from reducer.coordination.balance import balance_unit_counts
 from reducer.metrics import ReducerMetrics
 from reducer.output import TransactionalOutput, transactional_id
 from reducer.progress import PROGRESS_TOPIC, progress_key
@@ -119,6 +120,7 @@ class ReducerProcess:
             on_assignment=self._on_assignment,
             on_suspended=self._on_suspended,
             root=cfg.zookeeper.root,
+            refine=balance_unit_counts,
         )
         self._coordinator = coordinator
         coordinator.start()

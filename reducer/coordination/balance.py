@@ -55,3 +55,12 @@ def balance_load(
         result[hottest] = idlest
         moves += 1
     return result
+
+
+def balance_unit_counts(placement: Mapping[Unit, str], members: frozenset[str]) -> dict[Unit, str]:
+    """A `Refinement` for the leader: even out unit counts (load 1 per unit).
+
+    Consistent hashing alone spreads few units unevenly (8 buckets over 2 members can split
+    6/2); this moves only the units needed to even it out, so most placements stay put.
+    """
+    return balance_load(placement, dict.fromkeys(placement, 1.0), members=members)
