@@ -36,7 +36,8 @@ from mars.store import SeqStore
 
 log = logging.getLogger(__name__)
 
-TOPIC_CHECK_INTERVAL_MS = 2_000
+TOPIC_CHECK_INTERVAL_MS = 2_000  # while a wanted topic does not exist yet
+METADATA_REFRESH_INTERVAL_MS = 15_000  # otherwise (partition counts); a metadata call blocks
 _RETRY_BACKOFF_S = (0.1, 0.2, 0.5, 1.0, 2.0)
 
 
@@ -223,7 +224,9 @@ class MapperLoop:
 
     def _topic_check_due(self, now: int) -> bool:
         last = self._last_topic_check_ms
-        return last is None or now - last >= TOPIC_CHECK_INTERVAL_MS
+        missing = not self._router.topics <= self._subscribed
+        interval = TOPIC_CHECK_INTERVAL_MS if missing else METADATA_REFRESH_INTERVAL_MS
+        return last is None or now - last >= interval
 
     def _sync_subscription(self, now: int) -> None:
         """Subscribe to the wanted topics that exist (a missing one is picked up later)."""
