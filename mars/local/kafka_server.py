@@ -117,7 +117,8 @@ def start_kafka(
 
 
 def probe_kafka(bootstrap: str) -> bool:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000})
+    # log_level 0: a probe of a broker that is still starting must not spam "connection refused"
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "log_level": 0})
     metadata = admin.list_topics(timeout=2)
     return bool(metadata.brokers)
 
