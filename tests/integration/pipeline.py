@@ -1,0 +1,254 @@
+"""The whole pipeline as real processes, for end-to-end tests: `mars mapper` and `mars reducer`
+subprocesses on the session's local cluster, a paced producer thread, committed readers of the
+task's topics, and the DuckDB oracle computed in a separate process.
+
+Every pipeline isolates itself by a ZooKeeper root and a mapper consumer group of its own, so it
+never sees another test's tasks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError
+from kazoo.client import KazooClient
+
+from mars.gen import GeneratorConfig, generate
+from mars.gen.partitioning import PartitionStrategy
+from mars.gen.produce import ProduceReport, produce
+from mars.local import LocalCluster
+from mars.local.process import ProcessHandle, log_tail
+from mars.local.roles import start_role
+from reducer.coordination.cluster_view import cluster_view
+from tests.oracle import ExpectedResults, expected_results
+
+
+def wait_for(
+    condition: Callable[[], bool],
+    *,
+    timeout_s: float,
+    what: str,
+    logs: Callable[[], str] = lambda: "",
+    every: Callable[[], None] | None = None,
+) -> float:
+    """Poll `condition` (calling `every` between polls); return the seconds it took."""
+    started = time.monotonic()
+    while True:
+        if condition():
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}\n{logs()}")
+        if every is not None:
+            every()
+        else:
+            time.sleep(0.25)
+
+
+@dataclass
+class PipelineProcesses:
+    """Mapper and reducer subprocesses of one pipeline, started with `start_role`.
+
+    `env` is added to the cluster's variables (ZooKeeper root, consumer group, timeouts).
+    Processes are addressed by the name given at start; `stop_all` ends every one of them.
+    """
+
+    cluster: LocalCluster
+    name: str
+    env: Mapping[str, str]
+    handles: dict[str, ProcessHandle] = field(default_factory=dict)
+    paused: set[str] = field(default_factory=set)
+
+    def start(self, role: str) -> str:
+        index = sum(1 for name in self.handles if name.startswith(f"{self.name}-{role}-"))
+        name = f"{self.name}-{role}-{index}"
+        self.handles[name] = start_role(self.cluster, role, name=name, extra_env=dict(self.env))
+        return name
+
+    def alive(self, role: str) -> list[str]:
+        return [
+            name
+            for name, handle in self.handles.items()
+            if f"-{role}-" in name and handle.is_running()
+        ]
+
+    def by_pid(self, pid: int) -> str:
+        for name, handle in self.handles.items():
+            if handle.pid == pid and handle.is_running():
+                return name
+        raise AssertionError(f"no running process of {self.name} has pid {pid}")
+
+    def kill(self, name: str) -> None:
+        """SIGKILL, as a crash."""
+        self.handles[name].kill()
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP: the process freezes with its sessions open (a zombie once they expire)."""
+        os.kill(self.handles[name].pid, signal.SIGSTOP)
+        self.paused.add(name)
+
+    def resume(self, name: str) -> None:
+        os.kill(self.handles[name].pid, signal.SIGCONT)
+        self.paused.discard(name)
+
+    def stop_all(self) -> None:
+        for name in list(self.paused):
+            with contextlib.suppress(ProcessLookupError):
+                self.resume(name)
+        for handle in self.handles.values():
+            handle.stop(timeout_s=20)
+
+    def logs(self, lines: int = 30) -> str:
+        return "\n".join(
+            f"--- {name}\n{log_tail(handle.log, lines)}" for name, handle in self.handles.items()
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReducerCluster:
+    """What ZooKeeper says about the reducers under one root."""
+
+    leader: str | None
+    members: Mapping[str, int]  # member id -> pid
+    owners: Mapping[str, str]  # unit key -> member id
+
+    @classmethod
+    def read(cls, zk: KazooClient, *, root: str) -> ReducerCluster:
+        view = cluster_view(zk, root=root)
+        assignment = view["assignment"] or {}
+        return cls(
+            leader=view["leader"],
+            members={member: int(info["pid"]) for member, info in view["members"].items()},
+            owners=dict(assignment.get("units", {})),
+        )
+
+    def settled(self, *, members: int, units: set[str]) -> bool:
+        """`members` reducers, a leader, and every unit assigned to a live member."""
+        return (
+            len(self.members) == members
+            and self.leader in self.members
+            and units <= set(self.owners)
+            and all(self.owners[unit] in self.members for unit in units)
+        )
+
+
+@dataclass
+class TopicReader:
+    """Reads topics from the beginning with isolation.level=read_committed."""
+
+    bootstrap: str
+    topics: list[str]
+    records: dict[str, list[tuple[bytes | None, bytes | None]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": f"accuracy-reader-{uuid.uuid4().hex}",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        self._consumer.subscribe(self.topics)
+        self.records = {topic: [] for topic in self.topics}
+
+    def poll_for(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for message in self._consumer.consume(10_000, timeout=0.2):
+                error = message.error()
+                if error is not None:
+                    if error.code() in (
+                        KafkaError._PARTITION_EOF,
+                        KafkaError.UNKNOWN_TOPIC_OR_PART,
+                    ):
+                        continue
+                    raise AssertionError(f"reading {message.topic()}: {error}")
+                topic = message.topic()
+                assert topic is not None
+                self.records[topic].append((message.key(), message.value()))
+
+    def values(self, topic: str) -> list[dict[str, Any]]:
+        return [json.loads(value or b"null") for _key, value in self.records[topic]]
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class BackgroundProducer:
+    """`mars.gen.produce` of one generated stream on a thread, at a bounded rate."""
+
+    def __init__(self, *, bootstrap: str, topic: str, config: GeneratorConfig, rate: float) -> None:
+        self.produced = 0
+        self.report: ProduceReport | None = None
+        self.error: BaseException | None = None
+        self._args = (bootstrap, topic, config, rate)
+        self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def join(self, timeout_s: float) -> ProduceReport:
+        self._thread.join(timeout_s)
+        if self.error is not None:
+            raise self.error
+        assert self.report is not None, "the producer did not finish in time"
+        return self.report
+
+    def _run(self) -> None:
+        bootstrap, topic, config, rate = self._args
+
+        def progress(done: int, _total: int) -> None:
+            self.produced = done
+
+        try:
+            self.report = produce(
+                bootstrap,
+                topic,
+                config,
+                rate=rate,
+                strategy=PartitionStrategy.ROUND_ROBIN,
+                chunk_size=16_384,
+                on_progress=progress,
+            )
+        except BaseException as error:  # surfaced by join
+            self.error = error
+
+
+def _oracle_job(
+    config: GeneratorConfig, oracle_args: Mapping[str, Any]
+) -> tuple[ExpectedResults, int]:
+    os.nice(5)  # the pipeline's processes have timeouts; the oracle only has to be ready later
+    batch = generate(config)
+    return expected_results(batch.values, **oracle_args), len(batch.malformed)
+
+
+class OracleInBackground:
+    """The DuckDB oracle over a generated stream, computed in a spawned process meanwhile.
+
+    `result()` -> (expected results, number of generated malformed records).
+    """
+
+    def __init__(self, config: GeneratorConfig, **oracle_args: Any) -> None:
+        self._pool = multiprocessing.get_context("spawn").Pool(1)
+        self._result = self._pool.apply_async(_oracle_job, (config, oracle_args))
+
+    def result(self, timeout_s: float) -> tuple[ExpectedResults, int]:
+        return self._result.get(timeout=timeout_s)
+
+    def close(self) -> None:
+        self._pool.terminate()
+        self._pool.join()
