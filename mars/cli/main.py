@@ -14,6 +14,7 @@ from mars.cli import (
     mapper_command,
     reducer_command,
     results_command,
+    spark_command,
     task_commands,
 )
 from mars.config import ConfigError
@@ -30,6 +31,7 @@ COMMAND_MODULES = [
     results_command,
     mapper_command,
     reducer_command,
+    spark_command,
 ]
 
 

@@ -61,7 +61,10 @@ class SideRecordPublisher:
             raise SideRecordError(f"task {spec.id}: side records not delivered: {detail}")
 
     def _produce(self, topic: str, label: str, record: RejectedRecord) -> None:
-        headers = [(REASON_HEADER, record.reason.encode()), (SOURCE_HEADER, label.encode())]
+        headers: list[tuple[str, str | bytes | None]] = [
+            (REASON_HEADER, record.reason.encode()),
+            (SOURCE_HEADER, label.encode()),
+        ]
         while True:
             try:
                 self._producer.produce(

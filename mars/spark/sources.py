@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, BinaryIO
 
 from mars.spark.offsets import OffsetRange
 
@@ -94,8 +94,10 @@ def read_files(indexed: Iterable[tuple[int, str]]) -> Iterator[tuple[int, int, b
             yield from _line_records(index, path)
 
 
-def _open(path: str) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+def _open(path: str) -> BinaryIO:
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
 
 
 def _line_records(index: int, path: str) -> Iterator[tuple[int, int, bytes]]:

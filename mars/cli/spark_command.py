@@ -1,0 +1,125 @@
+"""`mars spark preagg | holds | release-hold`: bulk pre-aggregation (backfill) with PySpark."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import redis
+from kazoo.client import KazooClient
+
+from mars.config import Settings, load_settings
+from mars.registry import TaskRegistry
+from mars.spark.handover import BackfillCoordination
+from mars.spark.job import BackfillError, BackfillJob, run_backfill
+from mars.spark.offsets import OffsetSpecError
+from mars.spark.session import DEFAULT_MASTER, build_spark_session
+from mars.spark.sources import FileSource, KafkaSource
+from mars.tasks.spec import TaskSpec
+
+
+def register(subparsers: Any) -> None:
+    spark = subparsers.add_parser("spark", help="bulk pre-aggregation (backfill) with PySpark")
+    commands = spark.add_subparsers(dest="spark_command", required=True, metavar="ACTION")
+
+    preagg = commands.add_parser(
+        "preagg", help="pre-aggregate history from Kafka or files into the task's reducers"
+    )
+    preagg.add_argument("task_id", metavar="TASK")
+    preagg.add_argument("--from", dest="source", choices=("kafka", "files"), default="kafka")
+    preagg.add_argument(
+        "--starting-offsets", default="earliest", help='earliest | latest | {"topic":{"0":42}}'
+    )
+    preagg.add_argument(
+        "--ending-offsets",
+        default="latest",
+        help="latest | earliest | JSON; becomes the hand-over point to the live mappers",
+    )
+    preagg.add_argument("--path", help="files: glob(s), comma-separated (.jsonl/.csv/.parquet)")
+    preagg.add_argument("--master", default=DEFAULT_MASTER, help="Spark master URL")
+    preagg.add_argument("--job", help="job id, the idempotency key (default: kafka / files-<hash>)")
+    preagg.add_argument("--chunk-size", type=int, default=50_000, help="records per data set")
+    preagg.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark conf, repeatable"
+    )
+    preagg.set_defaults(handler=_preagg)
+
+    holds = commands.add_parser("holds", help="backfill jobs holding a task's watermark")
+    holds.add_argument("task_id", metavar="TASK")
+    holds.set_defaults(handler=_holds)
+
+    release = commands.add_parser(
+        "release-hold", help="release a failed backfill's watermark hold (its windows may close)"
+    )
+    release.add_argument("task_id", metavar="TASK")
+    release.add_argument("--job", required=True)
+    release.set_defaults(handler=_release)
+
+
+def load_spec(settings: Settings, task_id: str) -> TaskSpec:
+    zk = KazooClient(hosts=settings.zookeeper.hosts, timeout=settings.zookeeper.session_timeout_s)
+    zk.start(timeout=15)
+    try:
+        return TaskRegistry(zk, root=settings.zookeeper.root).get(task_id).spec
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _progress(done: int, total: int | None) -> None:
+    of = f"/{total:,}" if total is not None else ""
+    print(f"\rbackfill: {done:,}{of} records applied", end="", file=sys.stderr, flush=True)
+
+
+def _preagg(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    if args.source == "files" and not args.path:
+        print("mars spark preagg: --from files needs --path", file=sys.stderr)
+        return 2
+    conf = dict(item.split("=", 1) for item in args.conf)
+    spec = load_spec(settings, args.task_id)
+    source: KafkaSource | FileSource = (
+        FileSource(path=args.path)
+        if args.source == "files"
+        else KafkaSource(starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets)
+    )
+    job = BackfillJob(spec=spec, source=source, job=args.job, chunk_size=args.chunk_size)
+    spark = build_spark_session(master=args.master, jars_dir=settings.local.jars_dir, conf=conf)
+    try:
+        summary = run_backfill(spark, settings=settings, job=job, on_progress=_progress)
+    except (BackfillError, OffsetSpecError) as error:
+        print(f"\nmars spark preagg: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        print(
+            f"\nmars spark preagg: failed: {error}\nThe job's watermark hold is kept: re-run the "
+            "same command (it never applies a record twice) or `mars spark release-hold`.",
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        spark.stop()
+    print(file=sys.stderr)
+    print(summary.describe())
+    return 0
+
+
+def _holds(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    client = redis.Redis.from_url(settings.redis.url)
+    coordination = BackfillCoordination(client)
+    for job, since in sorted(coordination.holds(args.task_id).items()):
+        print(f"{job}\theld since {since} ms")
+    for partition, offset in sorted(coordination.handovers(args.task_id).items()):
+        print(f"partition {partition}\thand-over at offset {offset}")
+    client.close()
+    return 0
+
+
+def _release(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    client = redis.Redis.from_url(settings.redis.url)
+    BackfillCoordination(client).release(args.task_id, args.job)
+    client.close()
+    return 0
