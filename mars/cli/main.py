@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from mars.cli import (
     api_command,
+    bench_command,
     demo_command,
     gen_command,
     local_commands,
@@ -31,6 +32,7 @@ COMMAND_MODULES = [
     results_command,
     mapper_command,
     reducer_command,
+    bench_command,
     spark_command,
 ]
 

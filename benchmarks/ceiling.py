@@ -1,0 +1,88 @@
+"""The ceiling of experiment 3: consume + decode only, one process per core, no aggregation.
+
+    python -m benchmarks.ceiling --bootstrap H:P --topic S --partitions 0,2 --batch 5000
+
+Each worker assigns its partitions from the beginning, `consume`s batches of `--batch`
+records, builds the mapper's `SourceRecord`s and decodes them with the paper task's decoder
+(the mapper's decode path), until it reaches the partitions' end. Prints one JSON line:
+records, bytes, first/last record wall time, CPU seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from benchmarks.workload import paper_sql
+from mars.engine.compiled import CompiledTask
+from mars.engine.records import SourceRecord
+from mars.sql import parse_task
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--partitions", required=True, help="comma list")
+    parser.add_argument("--batch", type=int, default=5000)
+    args = parser.parse_args(argv)
+    decoder = CompiledTask.build(parse_task(paper_sql(args.topic), task_id="ceiling")).decoder
+    consumer = Consumer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "group.id": f"bench-ceiling-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": False,
+        }
+    )
+    partitions = [int(p) for p in args.partitions.split(",")]
+    ends = {
+        p: consumer.get_watermark_offsets(TopicPartition(args.topic, p), timeout=30)[1]
+        for p in partitions
+    }
+    consumer.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in partitions])
+    pending = {p for p, end in ends.items() if end > 0}
+    records = size = 0
+    first: float | None = None
+    cpu_start = time.process_time()
+    while pending:
+        messages = consumer.consume(num_messages=args.batch, timeout=1.0)
+        if first is None and messages:
+            first = time.time()
+            cpu_start = time.process_time()
+        batch = []
+        for message in messages:
+            if message.error() is not None:
+                continue
+            value = message.value() or b""
+            partition, offset = message.partition(), message.offset()
+            batch.append(SourceRecord(partition=partition, offset=offset, value=value))  # type: ignore[arg-type]
+            size += len(value)
+            if offset is not None and partition is not None and offset + 1 >= ends[partition]:
+                pending.discard(partition)
+        decoder.decode([r.value for r in batch])
+        records += len(batch)
+    consumer.close()
+    print(
+        json.dumps(
+            {
+                "records": records,
+                "bytes": size,
+                "first_s": first,
+                "last_s": time.time(),
+                "cpu_s": time.process_time() - cpu_start,
+            }
+        ),
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

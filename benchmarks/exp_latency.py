@@ -1,0 +1,114 @@
+"""Experiment 4: how long after the watermark passes a window's end (+ grace, 0 here) are its
+results readable in Kafka (read_committed)?
+
+Live paced traffic (event time = wall clock) at a fraction of the measured maximum rate,
+5 s tumbling windows so a run closes many windows. Per window: readable = wall time the last
+of its result rows reached a live read_committed consumer; watermark passage = from the
+source data (`benchmarks.watermark_times`). Windows ending in the first `warmup_s` are left
+out (the mappers start from an empty group).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.results_reader import ResultReader
+from benchmarks.stats import percentile
+from benchmarks.watermark_times import crossing_times, read_event_times, watermark_passage
+from benchmarks.workload import paper_sql
+from mars.gen import Encoding, GeneratorConfig
+from mars.gen.produce import produce
+
+
+def latency_run(
+    bench: BenchCluster,
+    *,
+    rate: float,
+    duration_s: int,
+    window_s: int,
+    mappers: int,
+    reducers: int,
+    warmup_s: float = 10.0,
+) -> list[float]:
+    """Latencies (seconds) of the windows of one run."""
+    topic = fresh_id("live_")
+    bench.create_topic(topic, 4)
+    with bench.run(extra_env={"MARS_REDUCER__POLL_INTERVAL_MS": "50"}) as run:
+        run.start_mappers(mappers)
+        run.start_reducers(reducers)
+        task_id = fresh_id("lat-")
+        output = f"mars.results.{task_id}"
+        bench.create_topic(output, bench.settings.kafka.result_partitions)
+        reader = ResultReader(bootstrap=bench.bootstrap, topic=output, count_field="count_star")
+        reader.start()
+        run.register(paper_sql(topic, window=f"{window_s} s", idle="60 s"), task_id=task_id)
+        start_s = int(time.time())
+        config = GeneratorConfig(
+            count=int(rate * duration_s),
+            seed=start_s,
+            start_s=start_s,
+            span_s=duration_s,
+            encoding=Encoding.CSV,
+        )
+        produce(bench.bootstrap, topic, config, rate=rate, chunk_size=max(1000, int(rate)))
+        time.sleep(window_s + 5)
+        reader.stop()
+    passage = watermark_passage(
+        {
+            p: crossing_times(records, _ends(start_s, duration_s, window_s))
+            for p, records in read_event_times(bench.bootstrap, topic).items()
+        }
+    )
+    latencies = []
+    for window_start, seen in reader.snapshot().items():
+        end = window_start + window_s * 1000
+        if end in passage and end >= (start_s + warmup_s) * 1000:
+            latencies.append(seen.last_arrival_s - passage[end] / 1000)
+    return latencies
+
+
+def _ends(start_s: int, duration_s: int, window_s: int) -> list[int]:
+    first = (start_s // window_s + 1) * window_s
+    return [s * 1000 for s in range(first, start_s + duration_s + window_s, window_s)]
+
+
+def latency_experiment(
+    bench: BenchCluster,
+    *,
+    rate: float,
+    runs: int,
+    duration_s: int,
+    window_s: int,
+    mappers: int,
+    reducers: int,
+    log: Any = print,
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    per_run = []
+    for index in range(runs):
+        found = latency_run(
+            bench,
+            rate=rate,
+            duration_s=duration_s,
+            window_s=window_s,
+            mappers=mappers,
+            reducers=reducers,
+        )
+        latencies += found
+        per_run.append(
+            {"windows": len(found), "p50_s": percentile(found, 50), "p99_s": percentile(found, 99)}
+        )
+        log(f"  latency run {index + 1}: {len(found)} windows, p50 {per_run[-1]['p50_s']:.3f} s")
+    return {
+        "rate": rate,
+        "window_s": window_s,
+        "duration_s": duration_s,
+        "windows": len(latencies),
+        "p50_s": percentile(latencies, 50),
+        "p99_s": percentile(latencies, 99),
+        "max_s": max(latencies, default=float("nan")),
+        "latencies_s": latencies,
+        "runs": per_run,
+    }

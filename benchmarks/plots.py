@@ -1,0 +1,88 @@
+"""PNG plots of a results dict (matplotlib, headless)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+def _series(
+    rows: dict[str, Any], key: str
+) -> tuple[list[int], list[float], list[float], list[float]]:
+    xs = [int(x) for x in rows]
+    med = [rows[x][key]["median"] for x in rows]
+    low = [rows[x][key]["min"] for x in rows]
+    high = [rows[x][key]["max"] for x in rows]
+    return xs, med, low, high
+
+
+def plot_all(results: dict[str, Any], img_dir: Path) -> dict[str, Path]:
+    """Write every plot the results allow; returns name -> file."""
+    img_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    if results.get("batch"):
+        xs, med, low, high = _series(results["batch"], "records_per_s")
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        ax.plot(xs, med, marker="o", label="records/s (median)")
+        ax.fill_between(xs, low, high, alpha=0.2, label="min–max")
+        ax.set_xscale("log")
+        ax.set_xlabel("batch size (records)")
+        ax.set_ylabel("records/s, 1 mapper")
+        ax.set_title("Mapper throughput vs batch size")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        written["batch"] = _save(fig, img_dir / "bench_batch_size.png")
+    if results.get("processes"):
+        xs, med, low, high = _series(results["processes"], "records_per_s")
+        fig, ax = plt.subplots(figsize=(5, 3.4))
+        ax.bar(
+            [str(x) for x in xs],
+            med,
+            yerr=[
+                [m - lo for m, lo in zip(med, low, strict=True)],
+                [h - m for m, h in zip(med, high, strict=True)],
+            ],
+            capsize=4,
+        )
+        ax.set_xlabel("mapper processes")
+        ax.set_ylabel("records/s")
+        ax.set_title(f"Throughput vs mappers ({results['machine']['nproc']} cores)")
+        written["processes"] = _save(fig, img_dir / "bench_processes.png")
+    if results.get("e2e"):
+        e2e = results["e2e"]
+        names = ["Mars", "PySpark SS", "ceiling\n(consume+decode)"]
+        values = [
+            e2e["mars"]["records_per_s"]["median"],
+            e2e["spark"]["records_per_s"]["median"],
+            e2e["ceiling"]["records_per_s"]["median"],
+        ]
+        fig, ax = plt.subplots(figsize=(5.5, 3.4))
+        ax.bar(names, values, color=["tab:blue", "tab:orange", "tab:gray"])
+        ax.set_ylabel("records/s (median)")
+        ax.set_title("End to end, paper's query")
+        written["e2e"] = _save(fig, img_dir / "bench_end_to_end.png")
+    latencies = (results.get("latency") or {}).get("latencies_s")
+    if latencies:
+        ordered = sorted(latencies)
+        fig, ax = plt.subplots(figsize=(5.5, 3.4))
+        ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], marker=".")
+        ax.axvline(1.0, color="tab:red", linestyle="--", label="target p99 <= 1 s")
+        ax.set_xlabel("seconds after the watermark passed end + grace")
+        ax.set_ylabel("share of windows")
+        ax.set_title("Window results readable (CDF)")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        written["latency"] = _save(fig, img_dir / "bench_latency.png")
+    return written
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,54 @@
+"""What the kernel knows about a process: peak RSS and CPU seconds (Linux `/proc`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """`VmHWM` (peak resident set) in MiB, None when the process is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of the process (its reaped children included)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
+    return (utime + stime + cutime + cstime) / _TICKS
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (Spark: the Python driver and its JVM)."""
+    found = [pid]
+    index = 0
+    while index < len(found):
+        current = found[index]
+        index += 1
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+            found.extend(int(c) for c in children if int(c) not in found)
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    return sum(cpu_seconds(p) or 0.0 for p in descendants(pid))
+
+
+def tree_peak_rss_mb(pid: int) -> float:
+    return sum(peak_rss_mb(p) or 0.0 for p in descendants(pid))

@@ -1,0 +1,130 @@
+"""Reads a result topic live (read_committed) and notes when each window's rows became readable.
+
+One thread per reader; it assigns every partition from the beginning and keeps, per window
+start, the sum of the count column, the number of rows, the wall time (time.time()) the last
+row arrived and the largest Kafka message timestamp. The topic must exist before `start`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+
+@dataclass(slots=True)
+class WindowSeen:
+    rows: int = 0
+    count: int = 0
+    last_arrival_s: float = 0.0
+    first_arrival_s: float = 0.0
+    max_kafka_ts_ms: int = 0
+
+
+@dataclass(slots=True)
+class ResultReader:
+    """Collects rows of `topic`: `count_field` summed per window (`window_field`)."""
+
+    bootstrap: str
+    topic: str
+    count_field: str
+    window_field: str = "window_start"
+    key_fields: tuple[str, ...] = ("sip", "type")
+    windows: dict[int, WindowSeen] = field(default_factory=dict)
+    keys_seen: Counter[tuple[object, ...]] = field(default_factory=Counter)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> ResultReader:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": f"bench-reader-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "fetch.wait.max.ms": 10,
+            }
+        )
+        metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
+        consumer.assign(
+            [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(metadata.partitions)]
+        )
+        self._thread = threading.Thread(target=self._loop, args=(consumer,), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self, consumer: Consumer) -> None:
+        try:
+            while not self._stop.is_set():
+                messages = consumer.consume(num_messages=1000, timeout=0.05)
+                arrival = time.time()
+                for message in messages:
+                    if message.error() is not None or message.value() is None:
+                        continue
+                    self._add(json.loads(message.value() or b"{}"), arrival, message.timestamp()[1])
+        finally:
+            consumer.close()
+
+    def _add(self, row: dict[str, object], arrival: float, kafka_ts_ms: int) -> None:
+        start = row.get(self.window_field)
+        count = row.get(self.count_field)
+        if not isinstance(start, int) or not isinstance(count, int):
+            return
+        with self._lock:
+            seen = self.windows.get(start)
+            if seen is None:
+                seen = self.windows[start] = WindowSeen(first_arrival_s=arrival)
+            seen.rows += 1
+            seen.count += count
+            seen.last_arrival_s = arrival
+            seen.max_kafka_ts_ms = max(seen.max_kafka_ts_ms, kafka_ts_ms)
+            self.keys_seen[(start, *(row.get(k) for k in self.key_fields))] += 1
+
+    def total(self, *, before_ms: int | None = None) -> int:
+        """Sum of counts over windows starting before `before_ms` (all when None)."""
+        with self._lock:
+            return sum(
+                w.count
+                for start, w in self.windows.items()
+                if before_ms is None or start < before_ms
+            )
+
+    def duplicates(self) -> int:
+        with self._lock:
+            return sum(n - 1 for n in self.keys_seen.values() if n > 1)
+
+    def snapshot(self) -> dict[int, WindowSeen]:
+        with self._lock:
+            return {k: dataclasses.replace(v) for k, v in self.windows.items()}
+
+    def wait_total(self, target: int, *, before_ms: int | None, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.total(before_ms=before_ms) >= target:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def completion_time_s(self, *, before_ms: int | None) -> float:
+        """Wall time the last counted row arrived."""
+        with self._lock:
+            return max(
+                (
+                    w.last_arrival_s
+                    for s, w in self.windows.items()
+                    if before_ms is None or s < before_ms
+                ),
+                default=float("nan"),
+            )

@@ -1,0 +1,214 @@
+"""`mars bench`: run the experiments on a fresh local cluster, write JSON, plots and the report.
+
+BenchConfig.build(quick=False, runs=3, experiments=EXPERIMENTS) -> run_benchmarks(config)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.exp_end_to_end import end_to_end_experiment
+from benchmarks.exp_faults import faults_experiment
+from benchmarks.exp_latency import latency_experiment
+from benchmarks.exp_mapper import batch_size_experiment, process_count_experiment
+from benchmarks.harness import BenchCluster
+from benchmarks.machine import load_average, machine_info
+from benchmarks.plots import plot_all
+from benchmarks.report import render_report
+from benchmarks.workload import Dataset, paper_sql, preload
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENTS = ("batch", "processes", "e2e", "latency", "faults", "profile")
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchConfig:
+    """What one `mars bench` invocation runs, and where it writes."""
+
+    quick: bool
+    runs: int
+    experiments: tuple[str, ...]
+    records: int
+    partitions: int = 4
+    span_s: int = 600
+    batch_sizes: tuple[int, ...] = (1, 10, 100, 1_000, 5_000, 10_000, 50_000)
+    small_batch_cap_s: float = 15.0
+    process_counts: tuple[int, ...] = (1, 2, 4)
+    e2e_mappers: int = 2
+    e2e_reducers: int = 1
+    latency_duration_s: int = 60
+    latency_window_s: int = 5
+    fault_records: int = 200_000
+    timeout_s: float = 900.0
+    run_dir: Path = PROJECT_ROOT / ".mars" / "bench"
+    results_dir: Path = PROJECT_ROOT / "benchmarks" / "results"
+    docs_path: Path = PROJECT_ROOT / "docs" / "benchmarks.md"
+    img_dir: Path = PROJECT_ROOT / "docs" / "img"
+    command: str = "mars bench"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, *, quick: bool, runs: int | None, experiments: tuple[str, ...], command: str
+    ) -> BenchConfig:
+        unknown = set(experiments) - set(EXPERIMENTS)
+        if unknown:
+            raise ValueError(f"unknown experiments {sorted(unknown)}; known: {EXPERIMENTS}")
+        if quick:
+            return cls(
+                quick=True,
+                runs=runs or 1,
+                experiments=experiments,
+                records=100_000,
+                small_batch_cap_s=5.0,
+                latency_duration_s=30,
+                fault_records=50_000,
+                command=command,
+            )
+        return cls(
+            quick=False, runs=runs or 3, experiments=experiments, records=300_000, command=command
+        )
+
+
+def run_benchmarks(config: BenchConfig, *, log: Log = print) -> dict[str, Any]:
+    """Run the chosen experiments; returns the results (also written to disk)."""
+    results: dict[str, Any] = {
+        "machine": machine_info(),
+        "command": config.command,
+        "quick": config.quick,
+        "config": {k: v for k, v in asdict(config).items() if not isinstance(v, Path)},
+        "notes": [],
+    }
+    started = time.monotonic()
+    log(f"starting a fresh local cluster in {config.run_dir} ...")
+    bench = BenchCluster(run_dir=config.run_dir)
+    try:
+        data = _dataset(bench, config, log)
+        results["dataset"] = {**asdict(data), "mbytes": data.mbytes}
+        _run_experiments(bench, data, config, results, log)
+    finally:
+        bench.close()
+    results["load_average_end"] = [round(v, 2) for v in load_average()]
+    results["elapsed_s"] = time.monotonic() - started
+    write_outputs(results, config, log)
+    return results
+
+
+def _dataset(bench: BenchCluster, config: BenchConfig, log: Log) -> Dataset:
+    log(f"preloading {config.records:,} records into topic S ...")
+    data = preload(
+        bench.bootstrap,
+        topic="S",
+        records=config.records,
+        partitions=config.partitions,
+        span_s=config.span_s,
+    )
+    log(f"  {data.mbytes:.1f} MB at {data.produce_rate:,.0f} records/s")
+    return data
+
+
+def _run_experiments(
+    bench: BenchCluster, data: Dataset, config: BenchConfig, results: dict[str, Any], log: Log
+) -> None:
+    chosen = config.experiments
+    if "batch" in chosen:
+        log("experiment 1: mapper throughput vs batch size")
+        results["batch"] = batch_size_experiment(
+            bench,
+            data,
+            batch_sizes=list(config.batch_sizes),
+            runs=config.runs,
+            small_batch_cap_s=config.small_batch_cap_s,
+            log=log,
+        )
+    if "processes" in chosen:
+        log("experiment 2: throughput vs mapper processes")
+        results["processes"] = process_count_experiment(
+            bench,
+            data,
+            process_counts=list(config.process_counts),
+            batch_size=5000,
+            runs=config.runs,
+            log=log,
+        )
+    if "e2e" in chosen:
+        log("experiment 3+5: end to end, Mars vs Spark vs ceiling; memory")
+        log_dir = config.run_dir / "spark"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        results["e2e"] = end_to_end_experiment(
+            bench,
+            data,
+            runs=config.runs,
+            mappers=config.e2e_mappers,
+            reducers=config.e2e_reducers,
+            log_dir=log_dir,
+            timeout_s=config.timeout_s,
+            log=log,
+        )
+    if "latency" in chosen:
+        rate = _latency_rate(results)
+        log(f"experiment 4: latency at {rate:,.0f} records/s")
+        results["latency"] = latency_experiment(
+            bench,
+            rate=rate,
+            runs=config.runs,
+            duration_s=config.latency_duration_s,
+            window_s=config.latency_window_s,
+            mappers=config.e2e_mappers,
+            reducers=config.e2e_reducers,
+            log=log,
+        )
+    if "faults" in chosen:
+        log("experiment 6: accuracy under faults")
+        results["faults"] = faults_experiment(
+            bench, records=config.fault_records, timeout_s=config.timeout_s, log=log
+        )
+    if "profile" in chosen:
+        log("profile: one mapper under pyinstrument")
+        results["profile"] = profile_mapper(bench, data, config.run_dir / "mapper-profile.txt")
+
+
+def _latency_rate(results: dict[str, Any]) -> float:
+    """Half the measured maximum: end-to-end median if measured, else 2 mappers', else 5,000."""
+    for path in (("e2e", "mars", "records_per_s"), ("processes", "2", "records_per_s")):
+        node: Any = results
+        for key in path:
+            node = node.get(key, {}) if isinstance(node, dict) else {}
+        value = node.get("median") if isinstance(node, dict) else None
+        if isinstance(value, int | float) and not math.isnan(value) and value > 0:
+            return round(value / 2, -2)
+    return 5000.0
+
+
+def profile_mapper(bench: BenchCluster, data: Dataset, path: Path) -> dict[str, Any]:
+    """One mapper under pyinstrument over the whole topic; the report's first lines."""
+    with bench.run(batch_size=5000) as run:
+        handle = run.start_profiled_mapper(path)
+        run.register(paper_sql(data.topic))
+        run.wait_records_in(data.records, timeout_s=600)
+        handle.stop(timeout_s=60)
+    text = path.read_text() if path.exists() else ""
+    top = [line.rstrip() for line in text.splitlines() if line.strip()][:60]
+    return {"what": f"{data.records:,} records", "top": top, "reading": [], "file": str(path)}
+
+
+def write_outputs(results: dict[str, Any], config: BenchConfig, log: Log) -> None:
+    config.results_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    body = json.dumps(results, indent=2, default=str)
+    (config.results_dir / f"bench-{stamp}.json").write_text(body)
+    (config.results_dir / "latest.json").write_text(body)
+    images = plot_all(results, config.img_dir)
+    docs_dir = config.docs_path.parent
+    relative = {name: os.path.relpath(path, docs_dir) for name, path in images.items()}
+    config.docs_path.write_text(render_report(results, images=relative))
+    log(f"wrote {config.results_dir / 'latest.json'}, {config.docs_path} and {len(images)} plots")

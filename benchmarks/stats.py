@@ -1,0 +1,97 @@
+"""Pure arithmetic of the benchmarks: medians, percentiles, ratios, steady-state rates."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgressSample:
+    """A cumulative count (records done) observed at wall time `t` (seconds)."""
+
+    t: float
+    done: int
+
+
+def median(values: Sequence[float]) -> float:
+    """The median; NaN for no values (a missing measurement stays visible in the report)."""
+    return float(statistics.median(values)) if values else math.nan
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation between closest ranks."""
+    if not values:
+        return math.nan
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile must be in [0, 100], got {q}")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    """numerator / denominator, NaN when either is missing or the denominator is not > 0."""
+    if math.isnan(numerator) or math.isnan(denominator) or denominator <= 0:
+        return math.nan
+    return numerator / denominator
+
+
+def steady_rate(samples: Sequence[ProgressSample], *, low: float = 0.1, high: float = 0.9) -> float:
+    """Records per second between the first sample past `low` and the last one below `high`
+    of the final count: start-up (group join, first fetch) and the tail are left out.
+
+    Falls back to first-progress -> last sample when too few samples fall inside the band.
+    """
+    if not samples:
+        return math.nan
+    total = samples[-1].done
+    if total <= 0:
+        return 0.0
+    inside = [s for s in samples if low * total <= s.done <= high * total]
+    if len(inside) >= 2 and inside[-1].t > inside[0].t:
+        first, last = inside[0], inside[-1]
+    else:
+        moving = [s for s in samples if s.done > 0]
+        before = [s for s in samples if s.done == 0]
+        first = before[-1] if before else moving[0]
+        last = samples[-1]
+    elapsed = last.t - first.t
+    return (last.done - first.done) / elapsed if elapsed > 0 else math.nan
+
+
+def first_to_last_rate(samples: Sequence[ProgressSample]) -> float:
+    """Records per second from the last sample with nothing done to the final sample."""
+    if not samples or samples[-1].done <= 0:
+        return math.nan
+    before = [s for s in samples if s.done == 0]
+    start = before[-1] if before else samples[0]
+    elapsed = samples[-1].t - start.t
+    return (samples[-1].done - start.done) / elapsed if elapsed > 0 else math.nan
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSummary:
+    """The runs of one measurement and their median."""
+
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return median([v for v in self.values if not math.isnan(v)])
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        real = [v for v in self.values if not math.isnan(v)]
+        return (min(real), max(real)) if real else (math.nan, math.nan)
+
+
+def summarize(values: Sequence[float]) -> dict[str, float | list[float]]:
+    """JSON form of a measurement: every run, the median, min and max."""
+    summary = RunSummary(values=tuple(values))
+    low, high = summary.spread
+    return {"runs": list(values), "median": summary.median, "min": low, "max": high}

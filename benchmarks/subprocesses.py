@@ -1,0 +1,46 @@
+"""Child Python processes of the benchmarks (`python -m benchmarks.<module>`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def spawn_module(
+    module: str, args: Sequence[str], *, log: Path | None = None
+) -> subprocess.Popen[str]:
+    """Start `python -m <module> <args>` in its own process group, stdout piped (text)."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    stderr = log.open("a") if log is not None else subprocess.DEVNULL
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def stop_group(process: subprocess.Popen[str], *, timeout_s: float = 20.0) -> None:
+    """SIGTERM the child's own process group (it and what it started, e.g. Spark's JVM),
+    SIGKILL after `timeout_s`."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)

@@ -1,0 +1,95 @@
+"""The issue's targets, checked against measured results (pure: results dict in, rows out)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.stats import ratio
+
+E2E_VS_SPARK_TARGET = 3.0
+MAPPER_VS_CEILING_TARGET = 0.70
+MAPPER_MB_PER_CORE_TARGET = 100.0
+LATENCY_P99_TARGET_S = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetRow:
+    name: str
+    target: str
+    measured: str
+    met: bool | None  # None: not measured
+
+    @property
+    def verdict(self) -> str:
+        return "not measured" if self.met is None else ("met" if self.met else "missed")
+
+
+def _median(results: dict[str, Any], *path: str) -> float:
+    node: Any = results
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return math.nan
+        node = node[key]
+    value = node.get("median") if isinstance(node, dict) else node
+    return float(value) if isinstance(value, int | float) else math.nan
+
+
+def _row(name: str, target: str, value: float, measured: str, good: bool) -> TargetRow:
+    if math.isnan(value):
+        return TargetRow(name=name, target=target, measured="—", met=None)
+    return TargetRow(name=name, target=target, measured=measured, met=good)
+
+
+def check_targets(results: dict[str, Any]) -> list[TargetRow]:
+    """One row per target of the issue, from the medians in `results`."""
+    mars_rps = _median(results, "e2e", "mars", "records_per_s")
+    spark_rps = _median(results, "e2e", "spark", "records_per_s")
+    speedup = ratio(mars_rps, spark_rps)
+    ceiling_rps = _median(results, "e2e", "ceiling", "records_per_s")
+    workers = str(results.get("e2e", {}).get("mappers", 2))
+    mapper_rps = _median(results, "processes", workers, "records_per_s")
+    vs_ceiling = ratio(mapper_rps, ceiling_rps)
+    per_core_mb = _median(results, "batch", "5000", "mb_per_s")
+    cpu_rps = _median(results, "batch", "5000", "records_per_cpu_s")
+    mean_bytes = float(results.get("dataset", {}).get("mean_bytes", math.nan))
+    per_cpu_mb = cpu_rps * mean_bytes / 1e6
+    p99 = float(results.get("latency", {}).get("p99_s", math.nan))
+    return [
+        _row(
+            "end-to-end throughput vs PySpark Structured Streaming",
+            f">= {E2E_VS_SPARK_TARGET:.0f}x",
+            speedup,
+            f"{speedup:.2f}x",
+            speedup >= E2E_VS_SPARK_TARGET,
+        ),
+        _row(
+            f"mapper throughput vs consume+decode ceiling ({workers} processes)",
+            f">= {MAPPER_VS_CEILING_TARGET:.0%}",
+            vs_ceiling,
+            f"{vs_ceiling:.0%}",
+            vs_ceiling >= MAPPER_VS_CEILING_TARGET,
+        ),
+        _row(
+            "mapper MB/s per core (wall clock, 1 mapper, batch 5,000)",
+            f">= {MAPPER_MB_PER_CORE_TARGET:.0f} MB/s",
+            per_core_mb,
+            f"{per_core_mb:.1f} MB/s",
+            per_core_mb >= MAPPER_MB_PER_CORE_TARGET,
+        ),
+        _row(
+            "mapper MB per CPU-second (same runs, load-independent)",
+            f">= {MAPPER_MB_PER_CORE_TARGET:.0f} MB/s",
+            per_cpu_mb,
+            f"{per_cpu_mb:.1f} MB/s",
+            per_cpu_mb >= MAPPER_MB_PER_CORE_TARGET,
+        ),
+        _row(
+            "window results readable after watermark passes end + grace (p99)",
+            f"<= {LATENCY_P99_TARGET_S:.0f} s",
+            p99,
+            f"{p99:.3f} s",
+            p99 <= LATENCY_P99_TARGET_S,
+        ),
+    ]

@@ -1,0 +1,46 @@
+"""`mars bench`: the paper's experiments on a fresh local cluster (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+EXPERIMENT_NAMES = ("batch", "processes", "e2e", "latency", "faults", "profile")
+
+
+def register(subparsers: Any) -> None:
+    bench = subparsers.add_parser(
+        "bench", help="run the benchmarks and write docs/benchmarks.md (takes a while)"
+    )
+    bench.add_argument(
+        "--quick", action="store_true", help="smoke check: 1 run, smaller data, shorter runs"
+    )
+    bench.add_argument(
+        "--experiments",
+        nargs="+",
+        choices=EXPERIMENT_NAMES,
+        default=list(EXPERIMENT_NAMES),
+        help="which experiments (default: all)",
+    )
+    bench.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
+    bench.set_defaults(handler=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    # The benchmarks package lives beside the project's packages, not inside them.
+    from mars.config import PROJECT_ROOT
+
+    if str(PROJECT_ROOT) not in sys.path:
+        sys.path.insert(0, str(PROJECT_ROOT))
+    from benchmarks.runner import BenchConfig, run_benchmarks
+
+    command = "mars bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "mars bench"
+    config = BenchConfig.build(
+        quick=args.quick,
+        runs=args.runs,
+        experiments=tuple(args.experiments),
+        command=command.strip(),
+    )
+    run_benchmarks(config, log=lambda line: print(line, flush=True))
+    return 0
