@@ -54,8 +54,10 @@ def zk_client(cluster: ClusterState) -> Iterator[KazooClient]:
 
 
 @pytest.fixture(scope="session")
-def kafka_admin(cluster: ClusterState) -> AdminClient:
-    return AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})
+def kafka_admin(cluster: ClusterState) -> Iterator[AdminClient]:
+    admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})
+    yield admin
+    del admin  # destroyed before the broker stops, so it does not log reconnect attempts
 
 
 @pytest.fixture
