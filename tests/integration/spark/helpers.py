@@ -45,6 +45,8 @@ def read_partitions(
             if message.error() is not None:
                 continue
             partition, offset = message.partition(), message.offset()
+            if partition is None or offset is None:
+                continue
             if partition in pending and offset < ends[partition]:
                 out[partition].append((offset, message.value() or b""))
                 if offset == ends[partition] - 1:

@@ -224,7 +224,9 @@ def _read_topic(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, dic
     while time.monotonic() < deadline:
         for message in consumer.consume(1000, timeout=1.0):
             if message.error() is None:
-                headers = {k: v for k, v in (message.headers() or [])}
+                raw = message.headers() or []
+                pairs = raw.items() if isinstance(raw, dict) else raw
+                headers = {k: v for k, v in pairs if isinstance(v, bytes)}
                 out.append((message.value() or b"", headers))
         if len(out) >= count:
             break
