@@ -148,6 +148,7 @@ class TopicReader:
     bootstrap: str
     topics: list[str]
     records: dict[str, list[tuple[bytes | None, bytes | None]]] = field(default_factory=dict)
+    _parsed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._consumer = Consumer(
@@ -179,7 +180,12 @@ class TopicReader:
                 self.records[topic].append((message.key(), message.value()))
 
     def values(self, topic: str) -> list[dict[str, Any]]:
-        return [json.loads(value or b"null") for _key, value in self.records[topic]]
+        """The topic's JSON values so far (parsed once: callers poll this while reading)."""
+        parsed = self._parsed.setdefault(topic, [])
+        parsed.extend(
+            json.loads(value or b"null") for _key, value in self.records[topic][len(parsed) :]
+        )
+        return parsed
 
     def close(self) -> None:
         self._consumer.close()
@@ -231,7 +237,6 @@ class BackgroundProducer:
 def _oracle_job(
     config: GeneratorConfig, oracle_args: Mapping[str, Any]
 ) -> tuple[ExpectedResults, int]:
-    os.nice(5)  # the pipeline's processes have timeouts; the oracle only has to be ready later
     batch = generate(config)
     return expected_results(batch.values, **oracle_args), len(batch.malformed)
 

@@ -162,7 +162,6 @@ def test_paper_accuracy_experiment_under_faults(
         faults = inject_faults(procs, producer, reader, zk_client, zk_root, spec, units)
         report = producer.join(timeout_s=600)
         assert report.produced == RECORDS
-        expected, malformed = oracle.result(timeout_s=600)
 
         def accounted() -> bool:
             return Accounting.read(reader, store, spec).total == RECORDS
@@ -174,16 +173,20 @@ def test_paper_accuracy_experiment_under_faults(
             logs=procs.logs,
             every=lambda: reader.poll_for(1.0),
         )
+        pipeline_s = time.monotonic() - started
         reader.poll_for(3.0)  # a duplicate would show up now
+        expected, malformed = oracle.result(timeout_s=600)
         accounting = Accounting.read(reader, store, spec)
         check_results(accounting, expected, malformed=malformed, spec=spec)
-        check_redis_back_to_idle(redis_client, spec, memory_before=memory_before)
+        memory_growth = check_redis_back_to_idle(redis_client, spec, memory_before=memory_before)
         print(
             f"\naccuracy under faults: {RECORDS:,} records, {len(accounting.windows)} windows, "
             f"{len(accounting.results):,} groups, {accounting.counted:,} counted, "
-            f"{accounting.late:,} late, {accounting.bad:,} bad; faults at "
+            f"{accounting.late:,} late, {accounting.bad:,} bad, Redis used_memory "
+            f"{memory_growth / 1e6:+.1f} MB; faults at "
             + ", ".join(f"{name} ({share:.0%})" for name, share in faults.entries)
-            + f"; {time.monotonic() - started:.0f} s"
+            + f"; pipeline done after {pipeline_s:.0f} s, all checked after "
+            f"{time.monotonic() - started:.0f} s"
         )
     finally:
         procs.stop_all()
@@ -374,7 +377,7 @@ def check_results(
     assert accounting.windows == {w * WINDOW_MS for w in range(first, last + 1)}
 
 
-def check_redis_back_to_idle(client: redis.Redis, spec: TaskSpec, *, memory_before: int) -> None:
+def check_redis_back_to_idle(client: redis.Redis, spec: TaskSpec, *, memory_before: int) -> int:
     """All windows emitted: the task's data sets are released and memory is back near idle."""
     keys = TaskKeys(spec.id)
     pattern = keys.prefix + "b:*:d:*"
@@ -387,3 +390,4 @@ def check_redis_back_to_idle(client: redis.Redis, spec: TaskSpec, *, memory_befo
     assert used - memory_before < REDIS_MEMORY_SLACK, (
         f"Redis used_memory {used:,} B vs {memory_before:,} B before the run"
     )
+    return used - memory_before
