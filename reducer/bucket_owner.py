@@ -29,6 +29,8 @@ from mars.aggregates import aggregates_for
 from mars.config import ReducerSettings
 from mars.engine.dataset import decode_dataset
 from mars.store import MissingDataSetError, SeqStore, Snapshot, watermark_of
+from mars.store.backfill import read_backfill_holds
+from mars.store.watermark import watermark_held_by_backfills
 from mars.tasks.spec import TaskSpec
 from mars.windows import WindowAssigner
 from reducer.metrics import ReducerMetrics, UnitGauges
@@ -192,6 +194,9 @@ class UnitOwner:
         outcome = StepOutcome()
         snapshots: dict[int, Snapshot] = {}
         complete = True
+        # Read before the snapshots: a hold gone now means every backfill data set is numbered
+        # at or below the seq the snapshots will show (docs/spark.md).
+        backfill_holds = read_backfill_holds(store.client, task)
         for bucket in self.buckets:
             snapshot = store.snapshot(task, bucket)
             snapshots[bucket] = snapshot
@@ -215,7 +220,9 @@ class UnitOwner:
                 for s in snapshots.values()
             ]
             if all(mark is not None for mark in marks):
-                outcome.watermark = min(m for m in marks if m is not None)
+                outcome.watermark = watermark_held_by_backfills(
+                    min(m for m in marks if m is not None), backfill_holds=backfill_holds
+                )
         outcome.closed = state.close(outcome.watermark)
         self._note_merges(outcome.merged)
         committed = self._committed

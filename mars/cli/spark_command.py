@@ -11,11 +11,11 @@ from kazoo.client import KazooClient
 
 from mars.config import Settings, load_settings
 from mars.registry import TaskRegistry
-from mars.spark.handover import BackfillCoordination
 from mars.spark.job import BackfillError, BackfillJob, run_backfill
 from mars.spark.offsets import OffsetSpecError
 from mars.spark.session import DEFAULT_MASTER, build_spark_session
 from mars.spark.sources import FileSource, KafkaSource
+from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import TaskSpec
 
 

@@ -1,13 +1,13 @@
 """PySpark bulk pre-aggregation (backfill) through the Redis SEQ protocol (docs/spark.md).
 
 Importing this package does not import pyspark: the reducer reads the watermark holds through
-`mars.spark.handover`, and pyspark is loaded only when a session is built.
+`mars.store.backfill`, and pyspark is loaded only when a session is built.
 """
 
-from mars.spark.handover import BackfillCoordination, HandoverError, read_backfill_holds
 from mars.spark.job import BackfillError, BackfillJob, run_backfill
 from mars.spark.sources import FileSource, KafkaSource
 from mars.spark.summary import BackfillSummary, PartitionSummary
+from mars.store.backfill import BackfillCoordination, HandoverError, read_backfill_holds
 
 __all__ = [
     "BackfillCoordination",

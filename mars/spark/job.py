@@ -28,7 +28,6 @@ import redis
 from confluent_kafka import Consumer, TopicPartition
 
 from mars.config import Settings
-from mars.spark.handover import BackfillCoordination
 from mars.spark.offsets import OffsetRange, parse_offsets_spec, resolve_ranges
 from mars.spark.partition_writer import WriterConfig, backfill_source_id, run_partition
 from mars.spark.side_records import ensure_side_topics
@@ -42,6 +41,7 @@ from mars.spark.sources import (
 )
 from mars.spark.summary import BackfillSummary, PartitionSummary
 from mars.store import SeqStore, SourceState
+from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import InputFormat, TaskSpec, TimeFormat
 
 ProgressCallback = Callable[[int, int | None], None]  # (records applied, total or None)

@@ -70,6 +70,11 @@ class SeqStore:
         self._read_chunk = read_chunk
         self._delete_batch = delete_batch
 
+    @property
+    def client(self) -> redis.Redis:
+        """The byte-reply connection, for protocol extensions on the same keys (backfill holds)."""
+        return self._redis
+
     # -- writers (mapper, backfill) -------------------------------------------------------
 
     def read_sources(self, task: str) -> dict[int, SourceState]:

@@ -8,6 +8,7 @@ import pytest
 
 from mars.sql import parse_task
 from mars.store import SeqStore
+from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import TaskSpec
 from tests.integration.reducer.harness import FakeClock, MemoryOutput, ScriptedMapper, make_owner
 
@@ -164,3 +165,19 @@ def test_top_k_across_all_buckets_of_a_window(store: SeqStore, task_id: str) -> 
     rows = counts(output, spec)
     assert [r for r in rows if r[0] == 0] == [(0, "a", 5), (0, "b", 4), (0, "c", 3)]
     assert [r for r in rows if r[0] == 2] == [(2, "e", 5), (2, "f", 5), (2, "d", 4)]
+
+
+def test_a_backfill_hold_keeps_windows_open_until_released(store: SeqStore, task_id: str) -> None:
+    spec = count_spec(task_id)
+    clock, output = FakeClock(), MemoryOutput()
+    mapper = ScriptedMapper(spec, store, clock)
+    owner = make_owner(spec, store, clock, output)
+    holds = BackfillCoordination(store.client)
+    holds.hold(task_id, "history", now_ms=clock())
+    mapper.send(0, [{"k": "a", "t": 0}, {"k": "a", "t": 9}])
+    mapper.heartbeat(caught_up=False)
+    owner.step()
+    assert counts(output, spec) == []  # the watermark (9) passed [0,2) but a backfill holds it
+    holds.release(task_id, "history")
+    owner.step()
+    assert counts(output, spec) == [(0, "a", 1)]

@@ -25,7 +25,6 @@ from mars.config import Settings
 from mars.gen import GeneratorConfig
 from mars.gen.produce import produce
 from mars.gen.tuples import iter_chunks
-from mars.spark.handover import BackfillCoordination
 from mars.spark.job import BackfillJob, run_backfill, topic_watermarks
 from mars.spark.session import build_spark_session
 from mars.spark.side_records import REASON_HEADER, SOURCE_HEADER
@@ -33,6 +32,7 @@ from mars.spark.sources import FileSource, KafkaSource
 from mars.spark.summary import BackfillSummary
 from mars.sql import parse_task
 from mars.store import SeqStore
+from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import TaskSpec
 from tests.integration.spark.helpers import (
     LiveLikeMapper,

@@ -13,7 +13,7 @@ script, seeds the live source state (`src[p] = handover - 1`), so live mappers, 
 mappers already applied records without a recorded hand-over: their first offset is unknown,
 so any backfill below it could double count.
 
-No pyspark import here: the reducer reads the holds through this module.
+Part of the store (not of mars.spark) because the reducer reads the holds too.
 """
 
 from __future__ import annotations
