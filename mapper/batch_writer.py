@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from mapper.progress import TaskView
-from mapper.side_topics import SideRecordSink
 from mapper.task_router import ActiveTask
 from mars.engine.records import BatchPartials, SourceRecord
+from mars.side_topics import SideRecordSink
 from mars.store import SeqStore, SourceState
 
 PartitionRecords = Mapping[int, Sequence[SourceRecord]]  # partition -> records in offset order
@@ -82,9 +82,7 @@ class TaskBatchWriter:
             batch = list(chain.from_iterable(pending.values()))
             stream_times = {p: view[p].stream_time_ms for p in pending}
             partials = task.preaggregator.run(batch, stream_times, now_ms=now_ms)
-            self._side.publish(
-                task.spec, source_topic=task.topic, bad=partials.bad, late=partials.late
-            )
+            self._side.publish(task.spec, source=task.topic, bad=partials.bad, late=partials.late)
             sources = {
                 p: SourceState(
                     applied_offset=partials.last_offsets[p],

@@ -28,10 +28,10 @@ from mapper.errors import SideTopicError
 from mapper.liveness import LivenessReporter
 from mapper.metrics import MapperMetrics
 from mapper.progress import ProgressBook
-from mapper.side_topics import SideRecordSink, ensure_side_topics
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.config import Settings
 from mars.engine.records import SourceRecord
+from mars.side_topics import SideRecordSink, ensure_side_topics
 from mars.store import SeqStore
 
 log = logging.getLogger(__name__)

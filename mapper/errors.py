@@ -1,12 +1,15 @@
-"""Errors of the mapper: recoverable ones are retried by the loop, the rest end the process."""
+"""Errors of the mapper: recoverable ones are retried by the loop, the rest end the process.
+
+`SideTopicError` (late or dead-letter records not delivered) comes from the shared side-topic
+producer and is recoverable: the loop retries the batch, nothing reaches Redis before it.
+"""
 
 from __future__ import annotations
+
+from mars.side_topics import SideTopicError
+
+__all__ = ["MapperError", "SideTopicError"]
 
 
 class MapperError(Exception):
     """Base class of mapper errors."""
-
-
-class SideTopicError(MapperError):
-    """Late or dead-letter records could not be delivered; the batch is retried (recoverable),
-    and nothing is written to Redis before they are."""

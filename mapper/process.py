@@ -22,10 +22,10 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from mapper.consumer_loop import LoopParts, MapperLoop, wall_clock_ms
-from mapper.side_topics import SideTopicProducer
 from mapper.task_router import TaskRouter
 from mars.config import Settings
 from mars.registry import TaskRegistry
+from mars.side_topics import SideTopicProducer
 from mars.store import SeqStore
 
 log = logging.getLogger(__name__)

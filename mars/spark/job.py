@@ -26,11 +26,12 @@ from typing import Any
 
 import redis
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from mars.config import Settings
+from mars.side_topics import ensure_side_topics
 from mars.spark.offsets import OffsetRange, parse_offsets_spec, resolve_ranges
 from mars.spark.partition_writer import WriterConfig, backfill_source_id, run_partition
-from mars.spark.side_records import ensure_side_topics
 from mars.spark.sources import (
     FileFormat,
     FileSource,
@@ -106,7 +107,7 @@ def run_backfill(
         coordination = BackfillCoordination(client)
         started = time.monotonic()
         ensure_side_topics(
-            settings.kafka.bootstrap_servers,
+            AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers}),
             spec,
             partitions=side_topic_partitions,
             replication_factor=settings.kafka.replication_factor,

@@ -18,12 +18,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import redis
 
 from mars.engine.preaggregate import Preaggregator
-from mars.engine.records import BatchPartials, RejectedRecord, SourceRecord
+from mars.engine.records import BatchPartials, SourceRecord
+from mars.side_topics import SideRecordSink, SideTopicProducer
 from mars.spark.summary import PartitionSummary
 from mars.store import SeqStore, SourceState
 from mars.tasks.spec import TaskSpec
@@ -39,17 +40,6 @@ def backfill_source_id(job: str, partition: int) -> str:
 class BackfillConflictError(Exception):
     """Redis holds a state for the source that this task cannot continue from (e.g. Redis lost
     acknowledged writes): fail the Spark task, its retry restarts from Redis's state."""
-
-
-class SideRecordSink(Protocol):
-    def publish(
-        self,
-        spec: TaskSpec,
-        *,
-        source: str,
-        bad: list[RejectedRecord],
-        late: list[RejectedRecord],
-    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -208,14 +198,12 @@ def _counters(partials: BatchPartials) -> dict[str, int]:
 
 def run_partition(config: WriterConfig, rows: Iterable[Any]) -> Iterator[PartitionSummary]:
     """The function Spark runs per partition: rows with `partition`, `offset`, `value`."""
-    from mars.spark.side_records import SideRecordPublisher
-
     client = redis.Redis.from_url(config.redis_url)
     try:
         writer = PartitionBackfillWriter(
             config,
             store=SeqStore(client),
-            side_records=SideRecordPublisher(config.bootstrap_servers),
+            side_records=SideTopicProducer.connect(config.bootstrap_servers),
         )
         records = ((int(r[0]), int(r[1]), bytes(r[2])) for r in rows)
         yield from writer.write(records)

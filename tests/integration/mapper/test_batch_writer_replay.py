@@ -34,7 +34,7 @@ class RecordingSink:
         self,
         spec: TaskSpec,
         *,
-        source_topic: str,
+        source: str,
         bad: Sequence[RejectedRecord],
         late: Sequence[RejectedRecord],
     ) -> None:

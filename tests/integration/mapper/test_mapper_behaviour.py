@@ -10,13 +10,13 @@ from confluent_kafka import Consumer, Message
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from mapper.side_topics import REASON_HEADER, SOURCE_HEADER
 from mars.engine.dataset import OpenWindows, decode_dataset, merge_into
 from mars.gen import GeneratorConfig, generate
 from mars.gen.partitioning import PartitionStrategy
 from mars.gen.produce import produce
 from mars.local import ClusterState
 from mars.registry import TaskStatus
+from mars.side_topics import REASON_HEADER, SOURCE_HEADER
 from mars.store import SeqStore
 from tests.integration.mapper.conftest import MapperGroupFactory
 from tests.integration.mapper.mapper_harness import (

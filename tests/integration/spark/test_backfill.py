@@ -25,9 +25,9 @@ from mars.config import Settings
 from mars.gen import GeneratorConfig
 from mars.gen.produce import produce
 from mars.gen.tuples import iter_chunks
+from mars.side_topics import REASON_HEADER, SOURCE_HEADER
 from mars.spark.job import BackfillJob, run_backfill, topic_watermarks
 from mars.spark.session import build_spark_session
-from mars.spark.side_records import REASON_HEADER, SOURCE_HEADER
 from mars.spark.sources import FileSource, KafkaSource
 from mars.spark.summary import BackfillSummary
 from mars.sql import parse_task

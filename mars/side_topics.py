@@ -1,14 +1,17 @@
-"""Bad and late backfill records to the task's side topics, in the mappers' format.
+"""Late and dead-letter records to the task's side topics (at-least-once, before the apply).
 
-Same shape as the live mappers' side records: the original bytes as the value, the key
-`<source>/<partition>/<offset>` (consumers dedupe on it: a retried chunk re-sends its side
-records), and the headers `mars.reason` and `mars.source`. Published and flushed *before* the
-chunk is applied to Redis (at-least-once), so Redis never counts a record whose copy is missing.
+Shared by the mapper and the Spark backfill. Each side record carries the original bytes, the
+key `<source>/<partition>/<offset>` (source = topic, or file for a file backfill; consumers
+dedupe on it: a crash between the flush and the Redis apply re-sends the batch's side records)
+and the headers `mars.reason` and `mars.source`. `publish` flushes and raises `SideTopicError`
+unless every record was acknowledged, so Redis never counts a record whose side copy is missing.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -16,19 +19,45 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from mars.engine.records import RejectedRecord
 from mars.tasks.spec import TaskSpec
 
+log = logging.getLogger(__name__)
+
 REASON_HEADER = "mars.reason"
 SOURCE_HEADER = "mars.source"
 
 
-class SideRecordError(Exception):
-    """Side records were not acknowledged; the chunk must not be applied."""
+class SideTopicError(Exception):
+    """Late or dead-letter records could not be delivered; the batch is retried and nothing is
+    written to Redis before they are."""
 
 
-class SideRecordPublisher:
-    """An idempotent producer for one executor task's dead-letter and late records."""
+class SideRecordSink(Protocol):
+    """Where a batch's late and bad records go before its partials are applied."""
 
-    def __init__(self, bootstrap_servers: str, *, flush_timeout_s: float = 60.0) -> None:
-        self._producer = Producer(
+    def publish(
+        self,
+        spec: TaskSpec,
+        *,
+        source: str,
+        bad: Sequence[RejectedRecord],
+        late: Sequence[RejectedRecord],
+    ) -> None: ...
+
+
+def source_label(source: str, record: RejectedRecord) -> str:
+    return f"{source}/{record.partition}/{record.offset}"
+
+
+class SideTopicProducer:
+    """Produces side records with an idempotent producer and waits for every acknowledgement."""
+
+    def __init__(self, producer: Producer, *, flush_timeout_s: float = 30.0) -> None:
+        self._producer = producer
+        self._flush_timeout_s = flush_timeout_s
+        self._errors: list[str] = []
+
+    @classmethod
+    def connect(cls, bootstrap_servers: str) -> SideTopicProducer:
+        producer = Producer(
             {
                 "bootstrap.servers": bootstrap_servers,
                 "enable.idempotence": True,
@@ -37,8 +66,7 @@ class SideRecordPublisher:
                 "compression.type": "lz4",
             }
         )
-        self._flush_timeout_s = flush_timeout_s
-        self._errors: list[str] = []
+        return cls(producer)
 
     def publish(
         self,
@@ -54,11 +82,12 @@ class SideRecordPublisher:
         self._errors.clear()
         for topic, records in ((spec.dead_letter_topic, bad), (spec.late_topic, late)):
             for record in records:
-                self._produce(topic, f"{source}/{record.partition}/{record.offset}", record)
+                label = source_label(source, record)
+                self._produce(topic, label, record)
         remaining = self._producer.flush(self._flush_timeout_s)
         if remaining or self._errors:
             detail = self._errors[0] if self._errors else f"{remaining} records not acknowledged"
-            raise SideRecordError(f"task {spec.id}: side records not delivered: {detail}")
+            raise SideTopicError(f"task {spec.id}: side records not delivered: {detail}")
 
     def _produce(self, topic: str, label: str, record: RejectedRecord) -> None:
         headers: list[tuple[str, str | bytes | None]] = [
@@ -75,29 +104,33 @@ class SideRecordPublisher:
                     on_delivery=self._on_delivery,
                 )
                 return
-            except BufferError:  # local queue full: let deliveries drain
+            except BufferError:  # local queue full: let deliveries drain, then go on
                 self._producer.poll(0.1)
 
     def _on_delivery(self, error: KafkaError | None, _message: Message) -> None:
         if error is not None:
             self._errors.append(str(error))
 
+    def close(self) -> None:
+        self._producer.flush(self._flush_timeout_s)
+
 
 def ensure_side_topics(
-    bootstrap_servers: str, spec: TaskSpec, *, partitions: int, replication_factor: int
+    admin: AdminClient, spec: TaskSpec, *, partitions: int, replication_factor: int
 ) -> None:
-    """Create the task's dead-letter and late topics if they do not exist yet."""
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-    wanted = [spec.dead_letter_topic, spec.late_topic]
+    """Create the task's late and dead-letter topics if they do not exist yet."""
+    wanted = [spec.late_topic, spec.dead_letter_topic]
     futures = admin.create_topics(
         [
             NewTopic(t, num_partitions=partitions, replication_factor=replication_factor)
             for t in wanted
         ]
     )
-    for future in futures.values():
+    for topic, future in futures.items():
         try:
             future.result(timeout=30)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
+        else:
+            log.info("created side topic %s", topic)
