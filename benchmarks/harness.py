@@ -68,7 +68,7 @@ class Run:
     def start_mappers(self, count: int) -> list[ProcessHandle]:
         new = [start_role(self.bench.cluster, "mapper", extra_env=self.env) for _ in range(count)]
         self.mappers += new
-        self.bench.wait_members(ZkPaths(root=self.root).mappers, len(self.mappers))
+        self.bench.wait_members(ZkPaths(root=self.root).mappers, _running(self.mappers))
         return new
 
     def start_profiled_mapper(self, profile: Path) -> ProcessHandle:
@@ -93,13 +93,13 @@ class Run:
             )
         )
         self.mappers.append(handle)
-        self.bench.wait_members(ZkPaths(root=self.root).mappers, len(self.mappers))
+        self.bench.wait_members(ZkPaths(root=self.root).mappers, _running(self.mappers))
         return handle
 
     def start_reducers(self, count: int) -> list[ProcessHandle]:
         new = [start_role(self.bench.cluster, "reducer", extra_env=self.env) for _ in range(count)]
         self.reducers += new
-        self.bench.wait_members(ZkPaths(root=self.root).reducers, len(self.reducers))
+        self.bench.wait_members(ZkPaths(root=self.root).reducers, _running(self.reducers))
         return new
 
     def register(self, sql: str, *, task_id: str | None = None) -> TaskSpec:
@@ -161,6 +161,10 @@ class Run:
             handle.stop(timeout_s=10)
         if self.spec is not None:
             self.bench.store.delete_task(self.spec.id)
+
+
+def _running(handles: list[ProcessHandle]) -> int:
+    return sum(1 for handle in handles if handle.is_running())
 
 
 def _minus(value: float | None, start: float) -> float | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,25 @@ def ram_gib() -> float:
 
 def load_average() -> tuple[float, float, float]:
     return os.getloadavg()
+
+
+def code_version(root: Path) -> dict[str, Any]:
+    """The commit measured, and the files under the measured packages that differ from it."""
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return done.stdout.strip()
+
+    dirty = git("status", "--porcelain", "--", "mars", "mapper", "reducer")
+    return {
+        "commit": git("rev-parse", "--short", "HEAD") or "unknown",
+        "uncommitted": [line[3:] for line in dirty.splitlines()],
+    }
 
 
 def machine_info() -> dict[str, Any]:

@@ -52,10 +52,8 @@ class ResultReader:
                 "fetch.wait.max.ms": 10,
             }
         )
-        metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
-        consumer.assign(
-            [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(metadata.partitions)]
-        )
+        partitions = _ready_partitions(consumer, self.topic)
+        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
         self._thread = threading.Thread(target=self._loop, args=(consumer,), daemon=True)
         self._thread.start()
         return self
@@ -128,3 +126,21 @@ class ResultReader:
                 ),
                 default=float("nan"),
             )
+
+
+def _ready_partitions(consumer: Consumer, topic: str, *, timeout_s: float = 30.0) -> list[int]:
+    """The topic's partitions once every one has a leader (a just-created topic's metadata
+    can list none yet, and assigning none would read nothing forever)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        described = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if (
+            described is not None
+            and described.error is None
+            and described.partitions
+            and all(p.leader >= 0 for p in described.partitions.values())
+        ):
+            return sorted(described.partitions)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {topic} has no usable partitions after {timeout_s:.0f}s")
+        time.sleep(0.2)

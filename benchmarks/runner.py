@@ -20,14 +20,23 @@ from benchmarks.exp_faults import faults_experiment
 from benchmarks.exp_latency import latency_experiment
 from benchmarks.exp_mapper import batch_size_experiment, process_count_experiment
 from benchmarks.harness import BenchCluster
-from benchmarks.machine import load_average, machine_info
+from benchmarks.machine import code_version, load_average, machine_info
 from benchmarks.plots import plot_all
+from benchmarks.profile_reading import hot_frame_lines
 from benchmarks.report import render_report
 from benchmarks.workload import Dataset, paper_sql, preload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ("batch", "processes", "e2e", "latency", "faults", "profile")
 Log = Callable[[str], None]
+TITLES = {
+    "batch": "experiment 1, mapper throughput vs batch size",
+    "processes": "experiment 2, throughput vs mapper processes",
+    "e2e": "experiments 3 and 5, end to end Mars vs Spark vs ceiling; memory",
+    "latency": "experiment 4, latency at half the measured maximum rate",
+    "faults": "experiment 6, accuracy under faults",
+    "profile": "one mapper under pyinstrument",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +92,7 @@ def run_benchmarks(config: BenchConfig, *, log: Log = print) -> dict[str, Any]:
     """Run the chosen experiments; returns the results (also written to disk)."""
     results: dict[str, Any] = {
         "machine": machine_info(),
+        "code": code_version(PROJECT_ROOT),
         "command": config.command,
         "quick": config.quick,
         "config": {k: v for k, v in asdict(config).items() if not isinstance(v, Path)},
@@ -119,62 +129,63 @@ def _dataset(bench: BenchCluster, config: BenchConfig, log: Log) -> Dataset:
 def _run_experiments(
     bench: BenchCluster, data: Dataset, config: BenchConfig, results: dict[str, Any], log: Log
 ) -> None:
-    chosen = config.experiments
-    if "batch" in chosen:
-        log("experiment 1: mapper throughput vs batch size")
-        results["batch"] = batch_size_experiment(
+    steps: dict[str, Callable[[], Any]] = {
+        "batch": lambda: batch_size_experiment(
             bench,
             data,
             batch_sizes=list(config.batch_sizes),
             runs=config.runs,
             small_batch_cap_s=config.small_batch_cap_s,
             log=log,
-        )
-    if "processes" in chosen:
-        log("experiment 2: throughput vs mapper processes")
-        results["processes"] = process_count_experiment(
+        ),
+        "processes": lambda: process_count_experiment(
             bench,
             data,
             process_counts=list(config.process_counts),
             batch_size=5000,
             runs=config.runs,
             log=log,
-        )
-    if "e2e" in chosen:
-        log("experiment 3+5: end to end, Mars vs Spark vs ceiling; memory")
-        log_dir = config.run_dir / "spark"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        results["e2e"] = end_to_end_experiment(
+        ),
+        "e2e": lambda: end_to_end_experiment(
             bench,
             data,
             runs=config.runs,
             mappers=config.e2e_mappers,
             reducers=config.e2e_reducers,
-            log_dir=log_dir,
+            log_dir=_spark_dir(config),
             timeout_s=config.timeout_s,
             log=log,
-        )
-    if "latency" in chosen:
-        rate = _latency_rate(results)
-        log(f"experiment 4: latency at {rate:,.0f} records/s")
-        results["latency"] = latency_experiment(
+        ),
+        "latency": lambda: latency_experiment(
             bench,
-            rate=rate,
+            rate=_latency_rate(results),
             runs=config.runs,
             duration_s=config.latency_duration_s,
             window_s=config.latency_window_s,
             mappers=config.e2e_mappers,
             reducers=config.e2e_reducers,
             log=log,
-        )
-    if "faults" in chosen:
-        log("experiment 6: accuracy under faults")
-        results["faults"] = faults_experiment(
+        ),
+        "faults": lambda: faults_experiment(
             bench, records=config.fault_records, timeout_s=config.timeout_s, log=log
-        )
-    if "profile" in chosen:
-        log("profile: one mapper under pyinstrument")
-        results["profile"] = profile_mapper(bench, data, config.run_dir / "mapper-profile.txt")
+        ),
+        "profile": lambda: profile_mapper(bench, data, config.run_dir / "mapper-profile.txt"),
+    }
+    for name in EXPERIMENTS:
+        if name not in config.experiments:
+            continue
+        log(f"{name}: {TITLES[name]}")
+        try:
+            results[name] = steps[name]()
+        except Exception as error:  # one failed experiment must not lose the others
+            log(f"  {name} failed: {error!r}")
+            results["notes"].append(f"experiment `{name}` failed: {error!r:.300}")
+
+
+def _spark_dir(config: BenchConfig) -> Path:
+    path = config.run_dir / "spark"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _latency_rate(results: dict[str, Any]) -> float:
@@ -198,7 +209,12 @@ def profile_mapper(bench: BenchCluster, data: Dataset, path: Path) -> dict[str, 
         handle.stop(timeout_s=60)
     text = path.read_text() if path.exists() else ""
     top = [line.rstrip() for line in text.splitlines() if line.strip()][:60]
-    return {"what": f"{data.records:,} records", "top": top, "reading": [], "file": str(path)}
+    return {
+        "what": f"{data.records:,} records",
+        "top": top,
+        "reading": hot_frame_lines(text),
+        "file": str(path),
+    }
 
 
 def write_outputs(results: dict[str, Any], config: BenchConfig, log: Log) -> None:

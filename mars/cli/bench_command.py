@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from types import FrameType
 from typing import Any
 
 EXPERIMENT_NAMES = ("batch", "processes", "e2e", "latency", "faults", "profile")
@@ -42,5 +44,11 @@ def _bench(args: argparse.Namespace) -> int:
         experiments=tuple(args.experiments),
         command=command.strip(),
     )
+    # SIGTERM unwinds like Ctrl-C, so the cluster's processes are stopped on the way out.
+    signal.signal(signal.SIGTERM, _interrupt)
     run_benchmarks(config, log=lambda line: print(line, flush=True))
     return 0
+
+
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.profile_reading import frame_seconds, hot_frame_lines
 from benchmarks.report import render_report
 from benchmarks.stats import (
     ProgressSample,
@@ -176,4 +177,25 @@ def test_report_shows_figures_targets_and_plots() -> None:
     assert "| 5,000 | 50,000 | 7.2 | 400,000 | 1,000 |" in text
     assert "![mapper throughput vs batch size](img/bench_batch_size.png)" in text
     assert "| 10 | 0.300 s | 1.400 s | 1.500 s |" in text
+    assert "| 4.00x | met | 133% |" in text  # the share of the goal
+    assert "| 1.400 s | missed | 71% |" in text
     assert "--quick" in text
+
+
+PROFILE = """
+12.000 MapperLoop.run  mapper/consumer_loop.py:87
+`- 10.000 MapperLoop._process  mapper/consumer_loop.py:130
+   |- 8.000 Preaggregator.run  mars/engine/preaggregate.py:66
+   |  |- 4.000 CsvRecordDecoder.decode  mars/engine/decode.py:106
+   |  `- 3.000 Preaggregator._datasets  mars/engine/preaggregate.py:191
+   `- 1.500 SeqStore.apply_batch  mars/store/seq_store.py:91
+"""
+
+
+def test_profile_reading_gives_shares_of_batch_handling() -> None:
+    assert frame_seconds(PROFILE)["Preaggregator.run"] == 8.0
+    lines = hot_frame_lines(PROFILE)
+    assert lines[0].startswith("`MapperLoop._process`") and "100%" in lines[0]
+    assert any("CsvRecordDecoder.decode" in line and "40%" in line for line in lines)
+    assert any("SeqStore.apply_batch" in line and "15%" in line for line in lines)
+    assert hot_frame_lines("nothing here") == []
