@@ -64,6 +64,10 @@ class ReducerSettings(_Section):
     max_datasets_per_read: int = Field(default=500, ge=1)
     transaction_timeout_ms: int = Field(default=60_000, ge=1000)
     results_kept: int = Field(default=200, ge=0)
+    # A partition counts as idle only while its mapper's caught-up heartbeat is younger than
+    # this: a mapper that died just after reporting "caught up" must not make its partition
+    # look idle for a whole idle_timeout (its unread records would turn late).
+    idle_heartbeat_timeout_ms: int = Field(default=3000, ge=100)
 
 
 class ApiSettings(_Section):

@@ -216,7 +216,12 @@ class UnitOwner:
                 outcome.merged += 1
         if complete:
             marks = [
-                watermark_of(s, idle_timeout_ms=self.spec.options.idle_timeout_ms, now_ms=now)
+                watermark_of(
+                    s,
+                    idle_timeout_ms=self.spec.options.idle_timeout_ms,
+                    heartbeat_timeout_ms=self._settings.idle_heartbeat_timeout_ms,
+                    now_ms=now,
+                )
                 for s in snapshots.values()
             ]
             if all(mark is not None for mark in marks):

@@ -119,6 +119,7 @@ def make_owner(
     *,
     buckets: Sequence[int] | None = None,
     max_datasets_per_read: int = 500,
+    idle_heartbeat_timeout_ms: int = 3000,
 ) -> UnitOwner:
     covered = list(range(spec.options.buckets)) if buckets is None else list(buckets)
     return UnitOwner(
@@ -134,6 +135,9 @@ def make_owner(
             progress_partitions=8,
             clock=clock,
         ),
-        settings=ReducerSettings(max_datasets_per_read=max_datasets_per_read),
+        settings=ReducerSettings(
+            max_datasets_per_read=max_datasets_per_read,
+            idle_heartbeat_timeout_ms=idle_heartbeat_timeout_ms,
+        ),
         member_id="test-member",
     )

@@ -181,3 +181,20 @@ def test_a_backfill_hold_keeps_windows_open_until_released(store: SeqStore, task
     holds.release(task_id, "history")
     owner.step()
     assert counts(output, spec) == [(0, "a", 1)]
+
+
+def test_a_dead_mappers_stale_heartbeat_does_not_make_its_partition_idle(
+    store: SeqStore, task_id: str
+) -> None:
+    spec = count_spec(task_id)
+    clock, output = FakeClock(), MemoryOutput()
+    mapper = ScriptedMapper(spec, store, clock)
+    owner = make_owner(spec, store, clock, output, idle_heartbeat_timeout_ms=500)
+    mapper.send(0, [{"k": "a", "t": 5}])
+    mapper.heartbeat(caught_up=True)  # ... and then the mapper dies: no more heartbeats
+    clock.advance(IDLE_MS)
+    owner.step()
+    assert counts(output, spec) == []  # no data for idle_timeout, but nobody vouches for it
+    mapper.heartbeat(caught_up=True)  # a live mapper owns the partition again, caught up
+    owner.step()
+    assert counts(output, spec) == [(4, "a", 1)]
