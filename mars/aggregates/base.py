@@ -57,6 +57,10 @@ class Aggregate(ABC, Generic[S]):
     def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[S]:
         """Turn the columns made by `partial_exprs` into one state per row of `frame`."""
 
+    def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
+        """`to_wire` of each state of `states_from_frame` (overridden where it can skip work)."""
+        return [self.to_wire(state) for state in self.states_from_frame(frame, prefix)]
+
     def to_wire(self, state: S) -> Any:
         """A msgpack-encodable form of `state` (identity for scalar states)."""
         return state

@@ -75,6 +75,9 @@ class ApproxCountDistinct(Aggregate[bytes]):
     def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[bytes]:
         return [sketch_of(values) for values in frame.get_column(f"{prefix}set").to_list()]
 
+    def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
+        return list(self.states_from_frame(frame, prefix))  # sketch bytes are the wire form
+
     def to_wire(self, state: bytes) -> Any:
         return state
 

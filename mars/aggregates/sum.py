@@ -44,3 +44,6 @@ class Sum(Aggregate[Number | None]):
         sums = frame.get_column(f"{prefix}sum").to_list()
         counts = frame.get_column(f"{prefix}n").to_list()
         return [s if n else None for s, n in zip(sums, counts, strict=True)]
+
+    def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
+        return self.states_from_frame(frame, prefix)  # the state is its own wire form

@@ -22,8 +22,9 @@ from typing import Any
 
 import polars as pl
 
+from mars.engine.bucketed_datasets import encode_bucketed_datasets
 from mars.engine.compiled import CompiledTask, argument_column, key_column
-from mars.engine.dataset import Groups, encode_dataset, encode_key
+from mars.engine.dataset import encode_key
 from mars.engine.decode import ROW
 from mars.engine.event_time import event_time_ms
 from mars.engine.isolate import with_columns_isolating_failures
@@ -204,23 +205,14 @@ class Preaggregator:
             argument = pl.col(argument_column(i)) if task.arguments[i] is not None else None
             partial_exprs.extend(agg.partial_exprs(argument, f"__s{i}_"))
         grouped = frame.group_by([_WINDOW, *key_names]).agg(partial_exprs)
-
-        starts = grouped.get_column(_WINDOW).to_list()
-        key_columns = [grouped.get_column(name).to_list() for name in key_names]
-        keys = list(zip(*key_columns, strict=True)) if key_columns else [()] * len(starts)
-        states = [
-            agg.states_from_frame(grouped, f"__s{i}_") for i, agg in enumerate(task.aggregates)
-        ]
-        by_bucket: dict[int, dict[int, Groups]] = {}
-        buckets = task.spec.options.buckets
-        for row, (start, key) in enumerate(zip(starts, keys, strict=True)):
-            bucket = bucket_of(key, buckets)
-            windows = by_bucket.setdefault(bucket, {})
-            windows.setdefault(start, {})[key] = [column[row] for column in states]
-        return {
-            bucket: encode_dataset(task.aggregates, windows)
-            for bucket, windows in sorted(by_bucket.items())
-        }
+        return encode_bucketed_datasets(
+            grouped=grouped,
+            window_column=_WINDOW,
+            key_columns=key_names,
+            aggregates=task.aggregates,
+            state_prefixes=[f"__s{i}_" for i in range(len(task.aggregates))],
+            buckets=task.spec.options.buckets,
+        )
 
 
 def _rejected(record: SourceRecord, reason: str) -> RejectedRecord:
