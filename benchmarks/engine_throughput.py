@@ -5,8 +5,7 @@ For each query, in batches of `--batch` records (one partition, offsets in order
 - `decode`: the decode-only ceiling, the task's decoder turning record bytes into its frame;
 - `pre-aggregate`: the whole `Preaggregator.run` (decode, event time, lateness, group by,
   buckets, encoded data sets) from the mapper's `SourceRecord`s;
-- `columns`: the same from plain parallel lists (`Preaggregator.run_columns`, the mapper's
-  path).
+- `columns`: the same from parallel lists (a `SourceBatch`, the mapper's path).
 
 Figures are records and MB of record bytes per CPU-second of this process
 (`time.process_time()`), honest on a shared, loaded machine; the wall-clock rate is printed
@@ -24,7 +23,7 @@ from collections.abc import Callable
 
 from mars.engine.compiled import CompiledTask
 from mars.engine.preaggregate import Preaggregator
-from mars.engine.records import SourceRecord
+from mars.engine.records import SourceBatch, SourceRecord
 from mars.gen import FIELD_NAMES, Encoding, GeneratorConfig, generate
 from mars.sql import parse_task
 
@@ -92,18 +91,18 @@ def main() -> None:
             stream_times: dict[int, int | None] = {}
             for start in batches:
                 end = start + args.batch
-                partials = preaggregator.run_columns(
+                batch = SourceBatch(
                     values=values[start:end],
                     partitions=partitions[start:end],
                     offsets=offsets[start:end],
-                    stream_times=stream_times,
-                    now_ms=0,
                 )
-                stream_times = dict(partials.stream_times)
+                stream_times = dict(preaggregator.run(batch, stream_times, now_ms=0).stream_times)
 
-        steps = (("decode", decode_all), ("pre-aggregate", preaggregate_all))
-        if hasattr(preaggregator, "run_columns"):
-            steps += (("columns", columns_all),)
+        steps = (
+            ("decode", decode_all),
+            ("pre-aggregate", preaggregate_all),
+            ("columns", columns_all),
+        )
         for step, run in steps:
             wall, cpu = timed(run, repeat=args.repeat)
             print(

@@ -16,15 +16,15 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 
 from mapper.progress import TaskView
 from mapper.task_router import ActiveTask
-from mars.engine.records import BatchPartials, SourceRecord
+from mars.engine.records import BatchPartials, PartitionBatch, SourceBatch, SourceRecord
 from mars.side_topics import SideRecordSink
 from mars.store import SeqStore, SourceState
 
-PartitionRecords = Mapping[int, Sequence[SourceRecord]]  # partition -> records in offset order
+# partition -> records in offset order (the mapper passes `PartitionBatch`es)
+PartitionRecords = Mapping[int, Sequence[SourceRecord]]
 
 _MAX_ATTEMPTS = 50
 
@@ -44,6 +44,8 @@ class WriteOutcome:
 
 def unapplied(records: Sequence[SourceRecord], applied_offset: int) -> Sequence[SourceRecord]:
     """The records above `applied_offset` (records are in offset order: a bisect, no scan)."""
+    if isinstance(records, PartitionBatch):
+        return records.after(applied_offset)
     if not records or records[0].offset > applied_offset:
         return records
     cut = bisect.bisect_right(records, applied_offset, key=lambda r: r.offset)
@@ -79,7 +81,7 @@ class TaskBatchWriter:
             if not pending:
                 return WriteOutcome(rejected=rejected, rewind=rewind)
             now_ms = self._clock_ms()
-            batch = list(chain.from_iterable(pending.values()))
+            batch = SourceBatch.of_partitions(pending)
             stream_times = {p: view[p].stream_time_ms for p in pending}
             partials = task.preaggregator.run(batch, stream_times, now_ms=now_ms)
             self._side.publish(task.spec, source=task.topic, bad=partials.bad, late=partials.late)

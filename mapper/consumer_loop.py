@@ -30,7 +30,7 @@ from mapper.metrics import MapperMetrics
 from mapper.progress import ProgressBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.config import Settings
-from mars.engine.records import SourceRecord
+from mars.engine.records import PartitionBatch
 from mars.side_topics import SideRecordSink, ensure_side_topics
 from mars.store import SeqStore
 
@@ -159,14 +159,15 @@ class MapperLoop:
                 for partition, offset in outcome.rewind.items():
                     self._assignment.rewind(topic, partition, offset)
             for partition, records in live.items():
-                self._assignment.consumed(topic, partition, records[-1].offset)
+                last = records.offsets[-1]
+                self._assignment.consumed(topic, partition, last)
                 if not self._assignment.seeking(topic, partition):
-                    self._uncommitted[(topic, partition)] = records[-1].offset + 1
+                    self._uncommitted[(topic, partition)] = last + 1
         self._commit(asynchronous=True)
         self._sync_pauses()
 
     def _write_with_retry(
-        self, task: ActiveTask, records: dict[int, list[SourceRecord]]
+        self, task: ActiveTask, records: dict[int, PartitionBatch]
     ) -> WriteOutcome:
         view = self._progress.view(task.id, records)
         extra = self.metrics.take_unflushed_paused(task.id)
@@ -310,24 +311,28 @@ class MapperLoop:
         return high >= 0 and next_offset >= high
 
 
-def _group_by_partition(messages: list[Message]) -> dict[str, dict[int, list[SourceRecord]]]:
-    """topic -> partition -> records in offset order (the hot path: one pass, no checks)."""
-    by_topic: dict[str, dict[int, list[SourceRecord]]] = {}
+def _group_by_partition(messages: list[Message]) -> dict[str, dict[int, PartitionBatch]]:
+    """topic -> partition -> records in offset order (the hot path: one pass, no checks, no
+    object per record; a consume batch comes in runs of one partition, so the lookup of the
+    partition's lists happens once per run)."""
+    by_topic: dict[str, dict[int, PartitionBatch]] = {}
+    current: PartitionBatch | None = None
+    current_topic: str | None = None
     for message in messages:
         error = message.error()
         if error is not None:
             if error.code() != KafkaError._PARTITION_EOF:
                 log.warning("consumer error: %s", error)
             continue
-        topic, partition, offset = message.topic(), message.partition(), message.offset()
-        by_partition = by_topic.get(topic)  # type: ignore[arg-type]
-        if by_partition is None:
-            by_partition = by_topic[topic] = {}  # type: ignore[index]
-        records = by_partition.get(partition)  # type: ignore[arg-type]
-        if records is None:
-            records = by_partition[partition] = []  # type: ignore[index]
-        value = message.value() or b""
-        records.append(SourceRecord(partition=partition, offset=offset, value=value))  # type: ignore[arg-type]
+        topic, partition = message.topic(), message.partition()
+        if current is None or partition != current.partition or topic != current_topic:
+            by_partition = by_topic.setdefault(topic, {})  # type: ignore[arg-type]
+            current = by_partition.get(partition)  # type: ignore[arg-type]
+            if current is None:
+                current = by_partition[partition] = PartitionBatch(partition)  # type: ignore[index,arg-type]
+            current_topic = topic
+        current.offsets.append(message.offset())  # type: ignore[arg-type]
+        current.values.append(message.value() or b"")
     return by_topic
 
 

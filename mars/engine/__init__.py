@@ -11,7 +11,13 @@ from mars.engine.dataset import (
 from mars.engine.errors import DataSetFormatError, EngineError
 from mars.engine.finalize import finalize_window, iso_utc, select_top_k
 from mars.engine.preaggregate import Preaggregator, bucket_of, preaggregate
-from mars.engine.records import BatchPartials, RejectedRecord, SourceRecord
+from mars.engine.records import (
+    BatchPartials,
+    PartitionBatch,
+    RejectedRecord,
+    SourceBatch,
+    SourceRecord,
+)
 
 __all__ = [
     "BatchPartials",
@@ -20,8 +26,10 @@ __all__ = [
     "DataSetFormatError",
     "EngineError",
     "OpenWindows",
+    "PartitionBatch",
     "Preaggregator",
     "RejectedRecord",
+    "SourceBatch",
     "SourceRecord",
     "bucket_of",
     "decode_dataset",

@@ -63,6 +63,8 @@ class JsonRecordDecoder:
             "MarsRecord",
             [(attr, Any, None) for attr in attrs],
             rename=dict(zip(attrs, plan.fields, strict=True)),
+            # Scalars only: no cycles, so the GC need not track (and scan) every record.
+            gc=False,
         )
         self._getters = [attrgetter(attr) for attr in attrs]
         self._one = msgspec.json.Decoder(record_type)
@@ -70,20 +72,21 @@ class JsonRecordDecoder:
 
     def decode(self, values: Sequence[bytes]) -> DecodedBatch:
         bad: dict[int, str] = {}
-        rows: list[int]
+        rows: Sequence[int]
         try:
             decoded = self._many.decode(b"[" + b",".join(values) + b"]")
             if len(decoded) != len(values):
                 raise ValueError("record boundaries do not match")
-            rows = list(range(len(values)))
+            rows = range(len(values))
         except (msgspec.DecodeError, ValueError):
-            decoded, rows = [], []
+            decoded, good = [], []
             for row, value in enumerate(values):
                 try:
                     decoded.append(self._one.decode(value))
-                    rows.append(row)
+                    good.append(row)
                 except msgspec.DecodeError as exc:
                     bad[row] = f"not a decodable JSON object: {exc}"
+            rows = good
         columns = {
             name: list(map(getter, decoded))
             for name, getter in zip(self._plan.fields, self._getters, strict=True)
@@ -143,7 +146,7 @@ def _parse_number(text: str | None) -> int | float | str | None:
 
 
 def _frame_from_columns(
-    rows: list[int], columns: dict[str, list[Any]], plan: FieldPlan, bad: dict[int, str]
+    rows: Sequence[int], columns: dict[str, list[Any]], plan: FieldPlan, bad: dict[int, str]
 ) -> DecodedBatch:
     """Check each field's values, drop the rows with bad ones, build typed Polars columns."""
     bad_positions: dict[int, str] = {}

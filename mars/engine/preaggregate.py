@@ -28,7 +28,7 @@ from mars.engine.dataset import encode_key
 from mars.engine.decode import ROW
 from mars.engine.event_time import event_time_ms
 from mars.engine.isolate import with_columns_isolating_failures
-from mars.engine.records import BatchPartials, RejectedRecord, SourceRecord
+from mars.engine.records import BatchPartials, RejectedRecord, SourceBatch, SourceRecord
 from mars.tasks.spec import TaskSpec, TimeFormat
 
 _PARTITION = "__p"
@@ -36,6 +36,7 @@ _TIME = "__t"
 _BEFORE = "__before"
 _WINDOW = "__w"
 _KEEP = "__keep"
+_LATE = "__late"
 
 
 def bucket_of(key: tuple[Any, ...], buckets: int) -> int:
@@ -45,7 +46,7 @@ def bucket_of(key: tuple[Any, ...], buckets: int) -> int:
 
 def preaggregate(
     spec: TaskSpec,
-    records: Sequence[SourceRecord],
+    records: Sequence[SourceRecord] | SourceBatch,
     stream_times: Mapping[int, int | None],
     now_ms: int,
 ) -> BatchPartials:
@@ -66,16 +67,20 @@ class Preaggregator:
 
     def run(
         self,
-        records: Sequence[SourceRecord],
+        records: Sequence[SourceRecord] | SourceBatch,
         stream_times: Mapping[int, int | None],
         *,
         now_ms: int,
     ) -> BatchPartials:
+        """Pre-aggregate one batch, given as records or (faster) as a `SourceBatch`."""
         task = self._task
-        decoded = task.decoder.decode([record.value for record in records])
+        batch = records if isinstance(records, SourceBatch) else SourceBatch.of(records)
+        decoded = task.decoder.decode(batch.values)
         bad = dict(decoded.bad)
-        partitions = pl.Series(_PARTITION, [r.partition for r in records], dtype=pl.Int64)
-        frame = decoded.frame.with_columns(partitions.gather(decoded.frame.get_column(ROW)))
+        partitions = pl.Series(_PARTITION, batch.partitions, dtype=pl.Int64)
+        if decoded.frame.height < len(batch):  # bad records are not in the frame
+            partitions = partitions.gather(decoded.frame.get_column(ROW))
+        frame = decoded.frame.with_columns(partitions)
 
         filtered = 0
         if task.where is not None:
@@ -99,7 +104,7 @@ class Preaggregator:
         if frame.height:
             frame, late_rows = self._split_late(frame, stream_times)
             late = [
-                _rejected(records[row], self._late_reason(t, before))
+                batch.rejected(row, self._late_reason(t, before))
                 for row, t, before in late_rows.select(ROW, _TIME, _BEFORE).iter_rows()
             ]
             if frame.height:
@@ -110,19 +115,14 @@ class Preaggregator:
                 previous = new_stream_times.get(partition)
                 new_stream_times[partition] = latest if previous is None else max(previous, latest)
 
-        last_offsets: dict[int, int] = {}
-        for record in records:
-            if record.offset > last_offsets.get(record.partition, -1):
-                last_offsets[record.partition] = record.offset
-
         return BatchPartials(
             datasets=datasets,
             late=late,
-            bad=[_rejected(records[row], bad[row]) for row in sorted(bad)],
+            bad=[batch.rejected(row, bad[row]) for row in sorted(bad)],
             stream_times=new_stream_times,
-            last_offsets=last_offsets,
-            records_in=len(records),
-            accepted=len(records) - len(bad) - len(late),
+            last_offsets=batch.last_offsets(),
+            records_in=len(batch),
+            accepted=len(batch) - len(bad) - len(late),
             filtered=filtered,
         )
 
@@ -135,6 +135,8 @@ class Preaggregator:
         raw = frame.get_column(event_time.field)
         times = event_time_ms(raw, time_format=event_time.format, now_ms=now_ms).alias(_TIME)
         frame = frame.with_columns(times)
+        if not times.null_count():
+            return frame
         missing = frame.filter(pl.col(_TIME).is_null())
         for row, value in missing.select(ROW, event_time.field).iter_rows():
             bad[row] = (
@@ -176,10 +178,15 @@ class Preaggregator:
             pl.col(_TIME).cum_max().shift(1).over(_PARTITION),
             pl.col(_PARTITION).replace_strict(initial, default=None, return_dtype=pl.Int64),
         ).alias(_BEFORE)
-        frame = frame.with_columns(before)
         last_close = window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
-        is_late = (last_close <= pl.col(_BEFORE)).fill_null(False)
-        return frame.filter(~is_late), frame.filter(is_late)
+        is_late = (last_close <= pl.col(_BEFORE)).fill_null(False).alias(_LATE)
+        frame = frame.with_columns(before).with_columns(is_late)
+        if not frame.get_column(_LATE).any():  # the usual case: no copies
+            return frame.drop(_LATE), frame.clear().drop(_LATE)
+        return (
+            frame.filter(~pl.col(_LATE)).drop(_LATE),
+            frame.filter(pl.col(_LATE)).drop(_LATE),
+        )
 
     def _late_reason(self, event_time: int, stream_time: int) -> str:
         window = self._task.window
@@ -213,9 +220,3 @@ class Preaggregator:
             state_prefixes=[f"__s{i}_" for i in range(len(task.aggregates))],
             buckets=task.spec.options.buckets,
         )
-
-
-def _rejected(record: SourceRecord, reason: str) -> RejectedRecord:
-    return RejectedRecord(
-        partition=record.partition, offset=record.offset, value=record.value, reason=reason
-    )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -12,6 +15,98 @@ class SourceRecord:
     partition: int
     offset: int
     value: bytes
+
+
+class PartitionBatch(Sequence[SourceRecord]):
+    """One partition's share of a batch, in offset order, as two parallel lists.
+
+    The mapper's hot path appends Kafka messages here without building one object per record;
+    it still reads as a sequence of `SourceRecord`s (made on access) where that is convenient.
+    """
+
+    __slots__ = ("offsets", "partition", "values")
+
+    def __init__(
+        self, partition: int, offsets: list[int] | None = None, values: list[bytes] | None = None
+    ) -> None:
+        self.partition = partition
+        self.offsets: list[int] = [] if offsets is None else offsets
+        self.values: list[bytes] = [] if values is None else values
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> SourceRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> PartitionBatch: ...
+
+    def __getitem__(self, index: int | slice) -> SourceRecord | PartitionBatch:
+        if isinstance(index, slice):
+            return PartitionBatch(self.partition, self.offsets[index], self.values[index])
+        return SourceRecord(
+            partition=self.partition, offset=self.offsets[index], value=self.values[index]
+        )
+
+    def after(self, offset: int) -> PartitionBatch:
+        """The records above `offset` (a bisect on the offsets, no copy when all are)."""
+        if not self.offsets or self.offsets[0] > offset:
+            return self
+        return self[bisect.bisect_right(self.offsets, offset) :]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceBatch:
+    """A batch as parallel columns (one entry per record, in partition order): the engine's
+    input, built without one object per record. Row `i` is record
+    (`partitions[i]`, `offsets[i]`, `values[i]`)."""
+
+    values: Sequence[bytes]
+    partitions: Sequence[int]
+    offsets: Sequence[int]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @classmethod
+    def of(cls, records: Iterable[SourceRecord]) -> SourceBatch:
+        records = list(records)
+        return cls(
+            values=[r.value for r in records],
+            partitions=[r.partition for r in records],
+            offsets=[r.offset for r in records],
+        )
+
+    @classmethod
+    def of_partitions(cls, parts: Mapping[int, Sequence[SourceRecord]]) -> SourceBatch:
+        """The records of each partition, partition after partition."""
+        values: list[bytes] = []
+        partitions: list[int] = []
+        offsets: list[int] = []
+        for partition, records in parts.items():
+            if isinstance(records, PartitionBatch):
+                values += records.values
+                offsets += records.offsets
+                partitions += [partition] * len(records)
+            else:
+                values += [r.value for r in records]
+                offsets += [r.offset for r in records]
+                partitions += [r.partition for r in records]
+        return cls(values=values, partitions=partitions, offsets=offsets)
+
+    def rejected(self, row: int, reason: str) -> RejectedRecord:
+        """Row `row` as a bad or late record."""
+        return RejectedRecord(
+            partition=self.partitions[row],
+            offset=self.offsets[row],
+            value=self.values[row],
+            reason=reason,
+        )
+
+    def last_offsets(self) -> dict[int, int]:
+        """partition -> its last (largest) offset in the batch."""
+        return dict(zip(self.partitions, self.offsets, strict=True))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
