@@ -46,6 +46,9 @@ def code_version(root: Path) -> dict[str, Any]:
             return ""
         return done.stdout.strip()
 
+    pinned = os.environ.get("MARS_BENCH_COMMIT")  # a snapshot (git archive) outside the repo
+    if pinned:
+        return {"commit": pinned, "uncommitted": []}
     dirty = git("status", "--porcelain", "--", "mars", "mapper", "reducer")
     return {
         "commit": git("rev-parse", "--short", "HEAD") or "unknown",
