@@ -2,12 +2,12 @@
 
 The bytes are exactly those of `mars.engine.dataset.encode_dataset` over the same partials, and
 the bucket of a group is exactly `bucket_of(key)` (crc32 of the key's msgpack bytes): only the
-way of getting there is faster. Per group, msgspec encodes the key and the state list straight
-from the grouped frame's columns (C loops over `zip`), crc32 runs over the encoded keys, and
-Polars splits the rows into (bucket, window) cells. Within a cell each group's entry
-`[key, [state, ...]]` is its bytes `0x92 + key + states`, and sorting the entry bytes sorts the
-groups by encoded key: msgpack values are prefix-free, so two distinct keys differ before
-either ends. The cell's group array is then joined as raw msgpack.
+way of getting there is faster. Per group, msgspec encodes the key and the entry
+`[key, [state, ...]]` straight from the grouped frame's columns (C loops over `zip`), crc32
+runs over the encoded keys, and numpy splits the rows into (bucket, window) cells. An entry's
+bytes are `0x92 + key + states`, so sorting the entries sorts the groups by encoded key:
+msgpack values are prefix-free, two distinct keys differ before either ends. A cell's sorted
+entries are joined as one raw msgpack array.
 """
 
 from __future__ import annotations
@@ -18,13 +18,11 @@ from operator import itemgetter
 from typing import Any
 
 import msgspec
+import numpy as np
 import polars as pl
 
 from mars.aggregates import Aggregate, wire_name
 from mars.engine.dataset import VERSION
-
-_PAIR = b"\x92"  # msgpack fixarray header of length 2: one group's [key, states]
-_EMPTY_ARRAY = b"\x90"
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -38,11 +36,8 @@ def array_header(length: int) -> bytes:
     return b"\xdd" + length.to_bytes(4, "big")
 
 
-def encoded_rows(columns: Sequence[Sequence[Any]], height: int) -> list[bytes]:
-    """The msgpack array of each row's values across `columns` (`height` rows)."""
-    if not columns:
-        return [_EMPTY_ARRAY] * height
-    return list(map(_encoder.encode, zip(*columns, strict=True)))
+def _rows(columns: Sequence[Sequence[Any]], height: int) -> list[tuple[Any, ...]]:
+    return list(zip(*columns, strict=True)) if columns else [()] * height
 
 
 def encode_bucketed_datasets(
@@ -62,27 +57,30 @@ def encode_bucketed_datasets(
     height = grouped.height
     if height == 0:
         return {}
-    keys = encoded_rows([grouped.get_column(name).to_list() for name in key_columns], height)
+    key_rows = _rows([grouped.get_column(name).to_list() for name in key_columns], height)
     wires = [
         agg.wires_from_frame(grouped, prefix)
         for agg, prefix in zip(aggregates, state_prefixes, strict=True)
     ]
-    entries = list(map(bytes.__add__, keys, encoded_rows(wires, height)))
-    crcs = pl.Series(list(map(zlib.crc32, keys)), dtype=pl.Int64)
-    cells = (
-        pl.DataFrame({"bucket": crcs % buckets, "window": grouped.get_column(window_column)})
-        .with_row_index("row")
-        .group_by("bucket", "window")
-        .agg("row")
-        .sort("bucket", "window")
-    )
+    keys = list(map(_encoder.encode, key_rows))
+    # Each group's `[key, [state, ...]]`: 0x92, then the key's bytes, then the states'.
+    entries = list(map(_encoder.encode, zip(key_rows, _rows(wires, height), strict=True)))
+    bucket = np.fromiter(map(zlib.crc32, keys), dtype=np.int64, count=height) % buckets
+    starts, window = np.unique(grouped.get_column(window_column).to_numpy(), return_inverse=True)
+    # Cells ordered by (bucket, window start); rows of one cell are contiguous in `order`.
+    cell = bucket * len(starts) + window.reshape(-1)
+    order = np.argsort(cell, kind="stable")
+    cells, firsts = np.unique(cell[order], return_index=True)
+    ends = [*firsts[1:].tolist(), height]
     names = [wire_name(agg) for agg in aggregates]
     bodies: dict[int, list[list[Any]]] = {}
-    for bucket, start, rows in cells.iter_rows():
+    for code, first, end in zip(cells.tolist(), firsts.tolist(), ends, strict=True):
+        rows = order[first:end].tolist()
         picked = [entries[rows[0]]] if len(rows) == 1 else list(itemgetter(*rows)(entries))
         picked.sort()
-        groups = array_header(len(picked)) + _PAIR + _PAIR.join(picked)
-        bodies.setdefault(bucket, []).append([start, msgspec.Raw(groups)])
+        groups = array_header(len(picked)) + b"".join(picked)
+        start = int(starts[code % len(starts)])
+        bodies.setdefault(code // len(starts), []).append([start, msgspec.Raw(groups)])
     return {
         bucket: _encoder.encode([VERSION, names, body]) for bucket, body in sorted(bodies.items())
     }

@@ -36,7 +36,6 @@ _TIME = "__t"
 _BEFORE = "__before"
 _WINDOW = "__w"
 _KEEP = "__keep"
-_LATE = "__late"
 
 
 def bucket_of(key: tuple[Any, ...], buckets: int) -> int:
@@ -110,8 +109,7 @@ class Preaggregator:
             if frame.height:
                 datasets = self._datasets(frame)
             # Late records cannot raise stream time (they are below it): on-time rows suffice.
-            maxima = frame.group_by(_PARTITION).agg(pl.col(_TIME).max())
-            for partition, latest in maxima.iter_rows():
+            for partition, latest in self._latest_times(frame):
                 previous = new_stream_times.get(partition)
                 new_stream_times[partition] = latest if previous is None else max(previous, latest)
 
@@ -173,20 +171,34 @@ class Preaggregator:
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(on-time rows, late rows), both with `_BEFORE`: stream time before each record."""
         window = self._task.window
-        initial = {p: t for p, t in stream_times.items() if t is not None}
-        before = pl.max_horizontal(
-            pl.col(_TIME).cum_max().shift(1).over(_PARTITION),
-            pl.col(_PARTITION).replace_strict(initial, default=None, return_dtype=pl.Int64),
-        ).alias(_BEFORE)
+        present = frame.get_column(_PARTITION).unique().to_list()
+        running = pl.col(_TIME).cum_max().shift(1)
+        if len(present) > 1:
+            running = running.over(_PARTITION)
+        initial: pl.Expr = pl.lit(None, dtype=pl.Int64)
+        for partition in present:  # a few partitions: cheaper than a mapping lookup
+            if stream_times.get(partition) is not None:
+                time = pl.lit(stream_times[partition], dtype=pl.Int64)
+                initial = (
+                    time
+                    if len(present) == 1
+                    else pl.when(pl.col(_PARTITION) == partition).then(time).otherwise(initial)
+                )
+        frame = frame.with_columns(pl.max_horizontal(running, initial).alias(_BEFORE))
         last_close = window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
-        is_late = (last_close <= pl.col(_BEFORE)).fill_null(False).alias(_LATE)
-        frame = frame.with_columns(before).with_columns(is_late)
-        if not frame.get_column(_LATE).any():  # the usual case: no copies
-            return frame.drop(_LATE), frame.clear().drop(_LATE)
-        return (
-            frame.filter(~pl.col(_LATE)).drop(_LATE),
-            frame.filter(pl.col(_LATE)).drop(_LATE),
-        )
+        is_late = frame.select((last_close <= pl.col(_BEFORE)).fill_null(False)).to_series()
+        if not is_late.any():  # the usual case: no copies
+            return frame, frame.clear()
+        return frame.filter(~is_late), frame.filter(is_late)
+
+    @staticmethod
+    def _latest_times(frame: pl.DataFrame) -> list[tuple[int, int]]:
+        """(partition, largest event time) of every partition in `frame`."""
+        partitions = frame.get_column(_PARTITION)
+        if partitions.n_unique() == 1:
+            return [(partitions[0], frame.get_column(_TIME).max())]  # type: ignore[list-item]
+        maxima = frame.group_by(_PARTITION).agg(pl.col(_TIME).max())
+        return list(maxima.iter_rows())
 
     def _late_reason(self, event_time: int, stream_time: int) -> str:
         window = self._task.window
