@@ -171,7 +171,7 @@ class Preaggregator:
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(on-time rows, late rows), both with `_BEFORE`: stream time before each record."""
         window = self._task.window
-        present = frame.get_column(_PARTITION).unique().to_list()
+        present = _partitions_in(frame)
         running = pl.col(_TIME).cum_max().shift(1)
         if len(present) > 1:
             running = running.over(_PARTITION)
@@ -194,8 +194,8 @@ class Preaggregator:
     @staticmethod
     def _latest_times(frame: pl.DataFrame) -> list[tuple[int, int]]:
         """(partition, largest event time) of every partition in `frame`."""
-        partitions = frame.get_column(_PARTITION)
-        if partitions.n_unique() == 1:
+        partitions = _partitions_in(frame)
+        if len(partitions) == 1:
             return [(partitions[0], frame.get_column(_TIME).max())]  # type: ignore[list-item]
         maxima = frame.group_by(_PARTITION).agg(pl.col(_TIME).max())
         return list(maxima.iter_rows())
@@ -232,3 +232,14 @@ class Preaggregator:
             state_prefixes=[f"__s{i}_" for i in range(len(task.aggregates))],
             buckets=task.spec.options.buckets,
         )
+
+
+def _partitions_in(frame: pl.DataFrame) -> list[int]:
+    """The distinct partitions of `frame` (min == max is the cheap usual case)."""
+    if not frame.height:
+        return []
+    column = frame.get_column(_PARTITION)
+    lowest, highest = column.min(), column.max()
+    if lowest == highest:
+        return [lowest]  # type: ignore[list-item]
+    return column.unique().to_list()
