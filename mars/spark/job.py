@@ -9,7 +9,8 @@ Order of the steps (docs/spark.md explains why each is needed):
    partition (recorded once; the live source is seeded so live mappers start there); the range
    of partition p becomes `[start, min(end, handover[p]))`;
 3. run the executors (`mars.spark.partition_writer`) over one Spark partition per source
-   partition; they write through `SeqStore.apply_batch` under `backfill:<job>:<p>`;
+   partition (Kafka records reach them as Arrow batches, `mars.spark.arrow_executor`); they
+   write through `SeqStore.apply_batch` under `backfill:<job>:<p>`;
 4. Kafka: pass each partition's final stream time on to the live source if the live mappers have
    not started yet (so their lateness decisions continue from the history, as one mapper's);
 5. release the hold. A failed job keeps its hold: re-run it (idempotent) or release it by hand.
@@ -30,6 +31,7 @@ from confluent_kafka.admin import AdminClient
 
 from mars.config import Settings
 from mars.side_topics import ensure_side_topics
+from mars.spark.arrow_executor import SUMMARY_SCHEMA, run_arrow_partition, summaries_from_rows
 from mars.spark.offsets import OffsetRange, parse_offsets_spec, resolve_ranges
 from mars.spark.partition_writer import WriterConfig, backfill_source_id, run_partition
 from mars.spark.sources import (
@@ -38,7 +40,7 @@ from mars.spark.sources import (
     KafkaSource,
     file_format,
     file_rows,
-    kafka_rows,
+    kafka_frame,
 )
 from mars.spark.summary import BackfillSummary, PartitionSummary
 from mars.store import SeqStore, SourceState
@@ -116,7 +118,7 @@ def run_backfill(
             job_id = job.job_id()
             coordination.hold(spec.id, job_id, now_ms=int(time.time() * 1000))
             ranges = _kafka_ranges(settings, spec, job.source, coordination)
-            rows = kafka_rows(
+            rows = kafka_frame(
                 spark,
                 bootstrap_servers=settings.kafka.bootstrap_servers,
                 topic=spec.source_topic,
@@ -153,9 +155,7 @@ def run_backfill(
             on_progress=on_progress,
             interval_s=progress_interval_s,
         ):
-            parts: list[PartitionSummary] = rows.mapPartitions(
-                lambda it: run_partition(config, it)
-            ).collect()
+            parts = _run_executors(rows, config, kafka=isinstance(job.source, KafkaSource))
         if isinstance(job.source, KafkaSource):
             _continue_stream_times(SeqStore(client), spec.id, coordination, parts)
         coordination.release(spec.id, job_id)
@@ -164,6 +164,20 @@ def run_backfill(
         )
     finally:
         client.close()
+
+
+def _run_executors(rows: Any, config: WriterConfig, *, kafka: bool) -> list[PartitionSummary]:
+    """Run the writers over `rows`: Kafka's DataFrame through Arrow (`mapInArrow`), the files'
+    RDD (read by the Python workers themselves, nothing to transfer) with `mapPartitions`."""
+    if rows is None:
+        return []
+    if kafka:
+        done = rows.mapInArrow(lambda batches: run_arrow_partition(config, batches), SUMMARY_SCHEMA)
+        return summaries_from_rows(done.collect())
+    parts: list[PartitionSummary] = rows.mapPartitions(
+        lambda it: run_partition(config, it)
+    ).collect()
+    return parts
 
 
 def _kafka_ranges(

@@ -15,6 +15,7 @@ chunks or retries cut the partition.
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -25,11 +26,16 @@ import redis
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import BatchPartials, SourceRecord
 from mars.side_topics import SideRecordSink, SideTopicProducer
+from mars.spark.record_columns import (
+    RawRecord,
+    RecordColumns,
+    as_columns,
+    check_increasing,
+    partition_runs,
+)
 from mars.spark.summary import PartitionSummary
 from mars.store import SeqStore, SourceState
 from mars.tasks.spec import TaskSpec
-
-RawRecord = tuple[int, int, bytes]  # (partition, offset, value)
 
 
 def backfill_source_id(job: str, partition: int) -> str:
@@ -110,26 +116,45 @@ class PartitionBackfillWriter:
     def write(self, records: Iterable[RawRecord]) -> Iterator[PartitionSummary]:
         """Apply `records` (grouped by partition, each in offset order); one summary per
         partition seen."""
+        yield from self.write_columns(as_columns(records, self._config.chunk_size))
+
+    def write_columns(self, batches: Iterable[RecordColumns]) -> Iterator[PartitionSummary]:
+        """Apply column batches (grouped by partition, each in offset order, as an Arrow
+        stream delivers them); one summary per partition seen. Python work per record is one
+        `SourceRecord`; order checks and skips are done per run of a batch."""
         run: _PartitionRun | None = None
         chunk: list[SourceRecord] = []
         last_seen = -1
-        for partition, offset, value in records:
-            if run is None or partition != run.partition:
-                if run is not None:
-                    yield self._finish(run, chunk)
-                    chunk = []
-                run, last_seen = self._start(partition), -1
-            if offset <= last_seen:
-                raise ValueError(f"partition {partition}: offset {offset} after {last_seen}")
-            last_seen = offset
-            run.records_read += 1
-            if offset <= run.applied:
-                run.skipped += 1
-                continue
-            chunk.append(SourceRecord(partition=partition, offset=offset, value=value))
-            if len(chunk) >= self._config.chunk_size:
-                self._apply(run, chunk)
-                chunk = []
+        size = self._config.chunk_size
+        for batch in batches:
+            for partition, lo, hi in partition_runs(batch.partitions):
+                if run is None or partition != run.partition:
+                    if run is not None:
+                        yield self._finish(run, chunk)
+                        chunk = []
+                    run, last_seen = self._start(partition), -1
+                offsets = batch.offsets[lo:hi]
+                values = batch.values[lo:hi]
+                check_increasing(partition, offsets, after=last_seen)
+                last_seen = offsets[-1]
+                run.records_read += len(offsets)
+                position = 0
+                while position < len(offsets):
+                    # Skip what is applied; `run.applied` may jump after a chunk another
+                    # attempt of this task had applied already.
+                    first = bisect.bisect_right(offsets, run.applied, lo=position)
+                    run.skipped += first - position
+                    stop = min(len(offsets), first + size - len(chunk))
+                    chunk.extend(
+                        SourceRecord(partition=partition, offset=offset, value=value or b"")
+                        for offset, value in zip(
+                            offsets[first:stop], values[first:stop], strict=True
+                        )
+                    )
+                    position = stop
+                    if len(chunk) >= size:
+                        self._apply(run, chunk)
+                        chunk = []
         if run is not None:
             yield self._finish(run, chunk)
 

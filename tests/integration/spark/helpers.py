@@ -1,9 +1,11 @@
-"""Helpers of the Spark backfill tests: a live-like mapper, reading Redis back, topics."""
+"""Helpers of the Spark backfill tests: a live-like mapper, reading Redis back, topics, the
+oracle over history and live streams."""
 
 from __future__ import annotations
 
+import multiprocessing
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import redis
@@ -14,8 +16,11 @@ from mars.engine.dataset import OpenWindows, decode_dataset, merge_into
 from mars.engine.finalize import finalize_window
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
+from mars.gen import GeneratorConfig
+from mars.gen.tuples import iter_chunks
 from mars.store import SeqStore, SourceState, TaskKeys
 from mars.tasks.spec import TaskSpec
+from tests.oracle import ExpectedResults, expected_results
 
 
 def create_topic(admin: AdminClient, name: str, *, partitions: int) -> None:
@@ -147,3 +152,29 @@ def task_state(client: redis.Redis, task: str) -> dict[bytes, Any]:
 
 def values_of(records: Iterable[tuple[int, bytes]]) -> list[bytes]:
     return [value for _, value in records]
+
+
+def stream_values(configs: Sequence[GeneratorConfig]) -> list[bytes]:
+    """The records of the generated streams `configs`, in order, as produced."""
+    return [v for config in configs for chunk in iter_chunks(config) for v in chunk.values]
+
+
+def _oracle_job(configs: Sequence[GeneratorConfig], oracle_args: Mapping[str, Any]) -> Any:
+    return expected_results(stream_values(configs), **oracle_args)
+
+
+class StreamsOracle:
+    """The DuckDB oracle over several generated streams together (history + live), computed in
+    a spawned process while the pipeline runs."""
+
+    def __init__(self, configs: Sequence[GeneratorConfig], **oracle_args: Any) -> None:
+        self._pool = multiprocessing.get_context("spawn").Pool(1)
+        self._result = self._pool.apply_async(_oracle_job, (list(configs), oracle_args))
+
+    def result(self, timeout_s: float) -> ExpectedResults:
+        result: ExpectedResults = self._result.get(timeout=timeout_s)
+        return result
+
+    def close(self) -> None:
+        self._pool.terminate()
+        self._pool.join()

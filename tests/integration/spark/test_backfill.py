@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from mars.gen.produce import produce
 from mars.gen.tuples import iter_chunks
 from mars.side_topics import REASON_HEADER, SOURCE_HEADER
 from mars.spark.job import BackfillJob, run_backfill, topic_watermarks
-from mars.spark.session import build_spark_session
 from mars.spark.sources import FileSource, KafkaSource
 from mars.spark.summary import BackfillSummary
 from mars.sql import parse_task
@@ -45,8 +43,10 @@ from tests.integration.spark.helpers import (
 )
 from tests.oracle import expected_results
 
-HISTORY = 200_000  # the largest history that keeps this module under ~4 min on 2 busy cores
-LIVE = 20_000
+pytestmark = pytest.mark.integration
+
+HISTORY = 100_000  # the 1,000,000-record run with the real pipeline: test_backfill_pipeline.py
+LIVE = 10_000
 START_S = 1_700_000_000
 HISTORY_SPAN_S = 4 * 3600
 
@@ -59,13 +59,6 @@ ORACLE: dict[str, Any] = {
     "window_ms": 60_000,
     "aggregates": {"cnt": "count(*)", "total": "sum(bytes)"},
 }
-
-
-@pytest.fixture(scope="module")
-def spark(settings: Settings) -> Iterator[Any]:
-    session = build_spark_session(master="local[2]", jars_dir=settings.local.jars_dir)
-    yield session
-    session.stop()
 
 
 def _name() -> str:

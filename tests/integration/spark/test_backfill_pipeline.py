@@ -1,0 +1,265 @@
+"""Acceptance of the Spark backfill with the real pipeline: history by Spark, live traffic by
+`mars mapper` processes, results by `mars reducer` processes, exactly once.
+
+A 4-partition topic holds HISTORY generated records (four hours of event time) when the task is
+registered. In the order docs/spark.md prescribes:
+
+1. the task is registered in ZooKeeper;
+2. the backfill starts (Spark, local[2]): it holds the task's watermark and claims the hand-over
+   point of every partition (the topic's end at that moment);
+3. two `mars mapper` and two `mars reducer` processes start; the mappers begin at the hand-over
+   points; LIVE newer records are produced meanwhile at a bounded rate;
+4. the backfill writes the history's partials and releases its hold;
+5. the reducers close the windows (watermark, then idle close) and emit them transactionally.
+
+Read with isolation.level=read_committed, every (window, sip, type) of history + live appears
+exactly once and equals the DuckDB oracle over all records; nothing is late or bad, and the
+counters account for every record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+
+from mars.config import Settings
+from mars.gen import GeneratorConfig
+from mars.gen.partitioning import PartitionStrategy
+from mars.gen.produce import produce
+from mars.local import ClusterState, LocalCluster
+from mars.registry import TaskRegistry
+from mars.spark.job import BackfillJob, run_backfill
+from mars.spark.sources import KafkaSource
+from mars.spark.summary import BackfillSummary
+from mars.sql import parse_task
+from mars.store import SeqStore
+from mars.store.backfill import BackfillCoordination
+from mars.tasks.spec import TaskSpec
+from tests.integration.pipeline import (
+    BackgroundProducer,
+    PipelineProcesses,
+    ReducerCluster,
+    TopicReader,
+    wait_for,
+)
+from tests.integration.spark.helpers import StreamsOracle
+
+pytestmark = pytest.mark.integration
+
+HISTORY = int(os.environ.get("MARS_TEST_SPARK_HISTORY", "1000000"))
+LIVE = int(os.environ.get("MARS_TEST_SPARK_LIVE", "100000"))
+LIVE_PRODUCE_S = 20.0
+PARTITIONS = 4
+START_S = 1_700_000_000
+HISTORY_SPAN_S = 4 * 3600
+HISTORY_STREAM = GeneratorConfig(
+    count=HISTORY, seed=11, start_s=START_S, span_s=HISTORY_SPAN_S, disorder_s=5
+)
+LIVE_STREAM = GeneratorConfig(
+    count=LIVE, seed=12, start_s=START_S + HISTORY_SPAN_S, span_s=600, disorder_s=5
+)
+WINDOW_MS = 60_000
+SQL = (
+    "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
+    "GROUP BY sip, type WINDOWING 60 s GRACE 10 s"
+)
+ORACLE_ARGS: dict[str, Any] = {
+    "group_by": ["sip", "type"],
+    "window_ms": WINDOW_MS,
+    "aggregates": {"cnt": "count(*)", "total": "sum(bytes)"},
+}
+PROCESS_ENV = {
+    "MARS_ZOOKEEPER__SESSION_TIMEOUT_S": "6",
+    "MARS_REDUCER__TRANSACTION_TIMEOUT_MS": "10000",
+    "MARS_REDUCER__POLL_INTERVAL_MS": "50",
+}
+ResultKey = tuple[int, str, str]  # (window_start, sip, type)
+
+
+@pytest.fixture
+def zk_root(zk_client: KazooClient, unique_name: str) -> Iterator[str]:
+    root = f"/{unique_name}"
+    zk_client.ensure_path(root)
+    yield root
+    zk_client.delete(root, recursive=True)
+
+
+def _create_topics(admin: AdminClient, spec: TaskSpec) -> None:
+    """Source and the task's topics; the result topic is not compacted (it would hide a
+    duplicate from the exactly-once check)."""
+    topics = [
+        NewTopic(spec.source_topic, num_partitions=PARTITIONS, replication_factor=1),
+        NewTopic(spec.output_topic, num_partitions=4, replication_factor=1),
+        NewTopic(spec.late_topic, num_partitions=1, replication_factor=1),
+        NewTopic(spec.dead_letter_topic, num_partitions=1, replication_factor=1),
+    ]
+    for future in admin.create_topics(topics).values():
+        future.result(timeout=30)
+
+
+def _delete_topics(admin: AdminClient, spec: TaskSpec) -> None:
+    names = [spec.source_topic, spec.output_topic, spec.late_topic, spec.dead_letter_topic]
+    for future in admin.delete_topics(names).values():
+        with contextlib.suppress(Exception):  # cleanup only
+            future.result(timeout=30)
+
+
+class BackfillThread:
+    """`run_backfill` on a thread; `join` returns its summary or raises its error."""
+
+    def __init__(self, spark: Any, settings: Settings, spec: TaskSpec) -> None:
+        self.summary: BackfillSummary | None = None
+        self.error: BaseException | None = None
+        self.elapsed_s = 0.0
+        job = BackfillJob(spec=spec, source=KafkaSource(), job="history")
+
+        def run() -> None:
+            started = time.monotonic()
+            try:
+                self.summary = run_backfill(spark, settings=settings, job=job)
+            except BaseException as error:  # surfaced by join
+                self.error = error
+            self.elapsed_s = time.monotonic() - started
+
+        self._thread = threading.Thread(target=run, name="backfill", daemon=True)
+        self._thread.start()
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def join(self) -> BackfillSummary:
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        assert self.summary is not None
+        return self.summary
+
+
+@pytest.mark.timeout(600)
+def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
+    spark: Any,
+    settings: Settings,
+    local_cluster: LocalCluster,
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    zk_client: KazooClient,
+    zk_root: str,
+    redis_client: redis.Redis,
+    unique_name: str,
+) -> None:
+    phases: dict[str, float] = {}
+    started = time.monotonic()
+    spec = parse_task(
+        SQL.format(topic=f"{unique_name}_src"),
+        task_id=unique_name,
+        options={"idle_timeout": "2 s", "buckets": 8},
+    )
+    _create_topics(kafka_admin, spec)
+    bootstrap = cluster.kafka_bootstrap
+    oracle = StreamsOracle([HISTORY_STREAM, LIVE_STREAM], **ORACLE_ARGS)
+    procs = PipelineProcesses(
+        cluster=local_cluster,
+        name=unique_name,
+        env={
+            **PROCESS_ENV,
+            "MARS_ZOOKEEPER__ROOT": zk_root,
+            "MARS_MAPPER__GROUP_ID": f"mappers-{unique_name}",
+        },
+    )
+    reader = TopicReader(bootstrap, [spec.output_topic, spec.late_topic, spec.dead_letter_topic])
+    store = SeqStore(redis_client)
+    coordination = BackfillCoordination(redis_client)
+    try:
+        produce(
+            bootstrap, spec.source_topic, HISTORY_STREAM, strategy=PartitionStrategy.ROUND_ROBIN
+        )
+        phases["history produced"] = time.monotonic() - started
+
+        TaskRegistry(zk_client, root=zk_root).create(spec)  # 1. register
+        backfill = BackfillThread(spark, settings, spec)  # 2. hold + hand-over, then Spark
+        wait_for(
+            lambda: len(coordination.handovers(spec.id)) == PARTITIONS or backfill.done(),
+            timeout_s=60,
+            what="the backfill to claim the hand-over points",
+        )
+        assert backfill.error is None, backfill.error
+        assert sum(coordination.handovers(spec.id).values()) == HISTORY
+        assert "history" in coordination.holds(spec.id)
+
+        for role in ("reducer", "reducer", "mapper", "mapper"):  # 3. live processes
+            procs.start(role)
+        units = {f"{spec.id}/{bucket}" for bucket in range(spec.options.buckets)}
+        wait_for(
+            lambda: ReducerCluster.read(zk_client, root=zk_root).settled(members=2, units=units),
+            timeout_s=60,
+            what="2 reducers owning every unit",
+            logs=procs.logs,
+        )
+        live = BackgroundProducer(
+            bootstrap=bootstrap,
+            topic=spec.source_topic,
+            config=LIVE_STREAM,
+            rate=LIVE / LIVE_PRODUCE_S,
+        )
+        live.start()
+
+        summary = backfill.join()  # 4. history written, hold released
+        phases["backfill done"] = time.monotonic() - started
+        assert summary.records_in == HISTORY and summary.accepted == HISTORY
+        assert summary.skipped == summary.bad == summary.late == 0
+        assert coordination.holds(spec.id) == {}
+        assert live.join(timeout_s=300).produced == LIVE
+
+        wait_for(  # 5. the reducers close every window
+            lambda: _counted(reader, spec) == HISTORY + LIVE,
+            timeout_s=240,
+            what="the results to count every record",
+            logs=procs.logs,
+            every=lambda: reader.poll_for(1.0),
+        )
+        phases["all results emitted"] = time.monotonic() - started
+        reader.poll_for(3.0)  # a duplicate would show up now
+        expected = oracle.result(timeout_s=300)
+
+        emitted: Counter[ResultKey] = Counter()
+        results: dict[ResultKey, dict[str, Any]] = {}
+        for row in reader.values(spec.output_topic):
+            key = (row["window_start"], row["sip"], row["type"])
+            emitted[key] += 1
+            results[key] = {"cnt": row["cnt"], "total": row["total"]}
+        duplicates = {key: n for key, n in emitted.items() if n > 1}
+        assert not duplicates, f"{len(duplicates)} emitted more than once: {list(duplicates)[:5]}"
+        assert expected.skipped == 0
+        assert results == expected
+        assert not reader.records[spec.late_topic] and not reader.records[spec.dead_letter_topic]
+        stats = store.stats(spec.id)
+        assert stats["records_in"] == stats["accepted"] == HISTORY + LIVE
+        assert stats.get("late", 0) == stats.get("bad", 0) == 0
+        print(
+            f"\nspark backfill + live pipeline: {HISTORY:,} history (Spark, "
+            f"{summary.records_read / max(backfill.elapsed_s, 1e-9):,.0f} records/s incl. job "
+            f"start) + {LIVE:,} live (mappers), {len(results):,} results in "
+            f"{len({key[0] for key in results})} windows; "
+            + ", ".join(f"{name} at {t:.0f} s" for name, t in phases.items())
+        )
+    finally:
+        procs.stop_all()
+        reader.close()
+        oracle.close()
+        store.delete_task(spec.id)
+        _delete_topics(kafka_admin, spec)
+
+
+def _counted(reader: TopicReader, spec: TaskSpec) -> int:
+    """Records counted by the results read so far."""
+    return sum(int(row["cnt"]) for row in reader.values(spec.output_topic))
