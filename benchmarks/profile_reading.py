@@ -43,3 +43,12 @@ def hot_frame_lines(text: str) -> list[str]:
                 f"`{name}` ({meaning}): {value:.2f} s, {value / busy:.0%} of batch handling"
             )
     return lines
+
+
+def hot_frame_shares(text: str) -> dict[str, float]:
+    """Hot frame -> its share of the busy time (batch handling)."""
+    seconds = frame_seconds(text)
+    busy = seconds.get("MapperLoop._process")
+    if not busy:
+        return {}
+    return {name: seconds[name] / busy for name, _ in HOT_FRAMES if name in seconds}

@@ -231,24 +231,38 @@ def _faults_section(faults: dict[str, Any] | None) -> list[str]:
     ]
 
 
-LIMITS = [
-    "CSV decode runs `csv.reader` once per record in Python (`mars/engine/decode.py`): "
-    "several microseconds per ~144-byte line, so decode alone stays far below 100 MB/s per "
-    "core. A vectorised decode of the whole batch (one `str.split` over a Polars Series, "
-    "falling back to the per-record path only for a batch holding a bad line) is the "
-    "obvious next step.",
-    "The paper's query groups by (sip, type) per 60 s window: 1,000 x 8 = 8,000 groups per "
-    "window, so a batch of 5,000 records has almost as many groups as records, and the "
-    "data-set step (bucket hash + msgpack per group, in Python) costs about as much as the "
-    "decode. Pre-aggregation only pays off when groups per batch << records per batch; "
-    "building each bucket's data set from Polars columns in one call would remove most of "
-    "this Python work.",
-    "The mapper's own per-message loop (`_group_by_partition` in `mapper/consumer_loop.py`: "
-    "topic/partition/offset/value calls and a `SourceRecord` per message) is the next cost; "
-    "the consume+decode ceiling pays it too.",
-    "Redis and Kafka are not the limit for throughput: the apply script and the consume "
-    "are a small share of a batch (see the profile).",
-]
+def limits(shares: dict[str, float]) -> list[str]:
+    """What the profile says limits a mapper; `shares` = frame -> share of batch handling."""
+    lines = []
+    decode = shares.get("CsvRecordDecoder.decode", 0.0)
+    lines.append(
+        f"CSV decode is {decode:.0%} of a batch: `csv.reader` runs once per record in Python "
+        "(`mars/engine/decode.py`), several microseconds per ~144-byte line, so decode alone "
+        "stays far below 100 MB/s per core. A vectorised decode of the whole batch (one "
+        "`str.split` over a Polars Series, falling back to the per-record path only for a "
+        "batch holding a bad line) is the next step."
+    )
+    grouping = shares.get("_group_by_partition", 0.0)
+    lines.append(
+        f"The mapper's per-message loop (`_group_by_partition` in `mapper/consumer_loop.py`: "
+        f"topic/partition/offset/value calls and a `SourceRecord` per message) is {grouping:.0%}; "
+        "the consume+decode ceiling pays it too, which is why the mapper is close to the "
+        "ceiling: both are bound by per-record Python work, not by aggregation."
+    )
+    datasets = shares.get("Preaggregator._datasets", 0.0)
+    if datasets >= 0.15:
+        lines.append(
+            f"Data sets are {datasets:.0%}: the paper's query has 8,000 (sip, type) groups per "
+            "window, so a 5,000-record batch has almost as many groups as records and per-group "
+            "Python work costs as much as per-record work."
+        )
+    redis_share = shares.get("SeqStore.apply_batch", 0.0)
+    consume = shares.get("Consumer.consume", 0.0)
+    lines.append(
+        f"Redis ({redis_share:.0%}, the apply script) and Kafka ({consume:.0%}, consume) are not "
+        "the limit."
+    )
+    return lines
 
 
 def _profile_section(profile: dict[str, Any] | None) -> list[str]:
@@ -261,7 +275,7 @@ def _profile_section(profile: dict[str, Any] | None) -> list[str]:
         "",
         "What this means for the targets:",
         "",
-        *[f"- {line}" for line in LIMITS],
+        *[f"- {line}" for line in limits(profile.get("shares", {}))],
         "",
         f"pyinstrument on one mapper reading the whole topic (batch 5,000), "
         f"{profile.get('what', '')}:",

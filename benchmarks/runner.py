@@ -22,7 +22,7 @@ from benchmarks.exp_mapper import batch_size_experiment, process_count_experimen
 from benchmarks.harness import BenchCluster
 from benchmarks.machine import code_version, load_average, machine_info
 from benchmarks.plots import plot_all
-from benchmarks.profile_reading import hot_frame_lines
+from benchmarks.profile_reading import hot_frame_lines, hot_frame_shares
 from benchmarks.report import render_report
 from benchmarks.workload import Dataset, paper_sql, preload
 
@@ -213,6 +213,7 @@ def profile_mapper(bench: BenchCluster, data: Dataset, path: Path) -> dict[str, 
         "what": f"{data.records:,} records",
         "top": top,
         "reading": hot_frame_lines(text),
+        "shares": hot_frame_shares(text),
         "file": str(path),
     }
 
@@ -228,3 +229,18 @@ def write_outputs(results: dict[str, Any], config: BenchConfig, log: Log) -> Non
     relative = {name: os.path.relpath(path, docs_dir) for name, path in images.items()}
     config.docs_path.write_text(render_report(results, images=relative))
     log(f"wrote {config.results_dir / 'latest.json'}, {config.docs_path} and {len(images)} plots")
+
+
+def rewrite_report(results_file: Path, config: BenchConfig, log: Log = print) -> None:
+    """Plots and report again from a saved results file (no measurement)."""
+    results = json.loads(results_file.read_text())
+    profile = results.get("profile")
+    if profile and "file" in profile and Path(profile["file"]).exists():
+        text = Path(profile["file"]).read_text()
+        profile["reading"] = hot_frame_lines(text)
+        profile["shares"] = hot_frame_shares(text)
+    images = plot_all(results, config.img_dir)
+    docs_dir = config.docs_path.parent
+    relative = {name: os.path.relpath(path, docs_dir) for name, path in images.items()}
+    config.docs_path.write_text(render_report(results, images=relative))
+    log(f"wrote {config.docs_path} and {len(images)} plots from {results_file}")

@@ -26,6 +26,11 @@ def register(subparsers: Any) -> None:
         help="which experiments (default: all)",
     )
     bench.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
+    bench.add_argument(
+        "--report-from",
+        metavar="RESULTS_JSON",
+        help="only rewrite docs/benchmarks.md and the plots from a saved results file",
+    )
     bench.set_defaults(handler=_bench)
 
 
@@ -35,7 +40,9 @@ def _bench(args: argparse.Namespace) -> int:
 
     if str(PROJECT_ROOT) not in sys.path:
         sys.path.insert(0, str(PROJECT_ROOT))
-    from benchmarks.runner import BenchConfig, run_benchmarks
+    from pathlib import Path
+
+    from benchmarks.runner import BenchConfig, rewrite_report, run_benchmarks
 
     command = "mars bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "mars bench"
     config = BenchConfig.build(
@@ -44,6 +51,9 @@ def _bench(args: argparse.Namespace) -> int:
         experiments=tuple(args.experiments),
         command=command.strip(),
     )
+    if args.report_from:
+        rewrite_report(Path(args.report_from), config)
+        return 0
     # SIGTERM unwinds like Ctrl-C, so the cluster's processes are stopped on the way out.
     signal.signal(signal.SIGTERM, _interrupt)
     run_benchmarks(config, log=lambda line: print(line, flush=True))

@@ -155,6 +155,8 @@ def test_targets_compare_medians_of_the_same_invocation() -> None:
     assert speedup.measured == "4.00x" and speedup.met is True
     ceiling = rows["mapper throughput vs consume+decode ceiling"]
     assert ceiling.measured == "80%" and ceiling.met is True
+    per_cpu_ceiling = rows["mapper vs ceiling, records per CPU-second"]
+    assert per_cpu_ceiling.measured == "60%" and per_cpu_ceiling.met is False  # 300k / 500k
     per_core = rows["mapper MB/s per core"]
     assert per_core.measured == "7.2 MB/s" and per_core.met is False
     per_cpu = rows["mapper MB per CPU-second"]
