@@ -45,8 +45,8 @@ from tests.oracle import expected_results
 
 pytestmark = pytest.mark.integration
 
-HISTORY = 100_000  # the 1,000,000-record run with the real pipeline: test_backfill_pipeline.py
-LIVE = 10_000
+HISTORY = 50_000  # the 1,000,000-record run with the real pipeline: test_backfill_pipeline.py
+LIVE = 5_000
 START_S = 1_700_000_000
 HISTORY_SPAN_S = 4 * 3600
 

@@ -62,11 +62,22 @@ LIVE_PRODUCE_S = 20.0
 PARTITIONS = 4
 START_S = 1_700_000_000
 HISTORY_SPAN_S = 4 * 3600
+# 100 sip values keep the output at ~100k results (the reducers' emission is not under test).
 HISTORY_STREAM = GeneratorConfig(
-    count=HISTORY, seed=11, start_s=START_S, span_s=HISTORY_SPAN_S, disorder_s=5
+    count=HISTORY,
+    seed=11,
+    start_s=START_S,
+    span_s=HISTORY_SPAN_S,
+    disorder_s=5,
+    sip_cardinality=100,
 )
 LIVE_STREAM = GeneratorConfig(
-    count=LIVE, seed=12, start_s=START_S + HISTORY_SPAN_S, span_s=600, disorder_s=5
+    count=LIVE,
+    seed=12,
+    start_s=START_S + HISTORY_SPAN_S,
+    span_s=600,
+    disorder_s=5,
+    sip_cardinality=100,
 )
 WINDOW_MS = 60_000
 SQL = (

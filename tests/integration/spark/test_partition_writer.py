@@ -25,6 +25,7 @@ from mars.spark.partition_writer import (
     WriterConfig,
     backfill_source_id,
 )
+from mars.spark.record_columns import RecordColumns, RecordOrderError, as_columns, partition_runs
 from mars.sql import parse_task
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
@@ -137,4 +138,38 @@ def test_offset_specs_resolve_against_watermarks() -> None:
         OffsetRange(partition=0, start=2, end=7),
         OffsetRange(partition=1, start=5, end=20),
         OffsetRange(partition=2, start=30, end=30),
+    ]
+
+
+def test_columns_keep_partition_order_and_refuse_reordering(redis_client: redis.Redis) -> None:
+    records = _records()
+    by_rows = _spec()
+    list(_writer(redis_client, by_rows, CollectingSink(), chunk=4).write(records))
+    # The same records as column batches that cut partitions mid-batch, plus a tombstone.
+    by_columns = _spec()
+    sink = CollectingSink()
+    tombstone = (1, len(records) // 2 + 1, None)
+    batches = [
+        RecordColumns(
+            partitions=[r[0] for r in part],
+            offsets=[r[1] for r in part],
+            values=[r[2] for r in part],
+        )
+        for part in (records[:10], records[10:25], [*records[25:], tombstone])
+    ]
+    summaries = list(_writer(redis_client, by_columns, sink, chunk=4).write_columns(batches))
+    assert [s.records_in for s in summaries] == [17, 18]
+    assert [r.value for r in sink.bad].count(b"") == 1  # the tombstone is a bad record
+    store = SeqStore(redis_client)
+    assert merged_windows(store, redis_client, by_columns) == merged_windows(
+        store, redis_client, by_rows
+    )
+
+    swapped = [records[1], records[0], *records[2:]]
+    with pytest.raises(RecordOrderError):
+        list(_writer(redis_client, _spec(), CollectingSink(), chunk=4).write(swapped))
+    assert list(partition_runs([3, 3, 1, 1, 1, 3])) == [(3, 0, 2), (1, 2, 5), (3, 5, 6)]
+    assert list(as_columns([(0, 1, b"a"), (0, 2, b"b"), (0, 3, b"c")], 2)) == [
+        RecordColumns(partitions=(0, 0), offsets=(1, 2), values=(b"a", b"b")),
+        RecordColumns(partitions=(0,), offsets=(3,), values=(b"c",)),
     ]
