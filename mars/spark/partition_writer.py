@@ -222,7 +222,8 @@ def _counters(partials: BatchPartials) -> dict[str, int]:
 
 
 def run_partition(config: WriterConfig, rows: Iterable[Any]) -> Iterator[PartitionSummary]:
-    """The function Spark runs per partition: rows with `partition`, `offset`, `value`."""
+    """The function Spark runs per partition of a file source (`mapPartitions`): row tuples
+    `(partition, offset, value)`. Kafka sources go through `mars.spark.arrow_executor`."""
     client = redis.Redis.from_url(config.redis_url)
     try:
         writer = PartitionBackfillWriter(
