@@ -83,7 +83,7 @@ def start_kafka(
     log4j.write_text(_LOG4J2)
     classpath = jar_classpath(jars_dir, "kafka")
     java = [java_binary(), f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = new_cluster_id()
     formatted = subprocess.run(
         [*java, "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id,
          "-c", str(config)],
@@ -114,6 +114,15 @@ def start_kafka(
         handle.stop()
         raise ServiceError(f"kafka: produce/consume round trip failed: {error}") from error
     return handle
+
+
+def new_cluster_id() -> str:
+    """A random KRaft cluster id (22 base64url characters), never starting with '-': the
+    storage tool would read such an id as an option and refuse to format."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def probe_kafka(bootstrap: str) -> bool:
