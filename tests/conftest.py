@@ -53,6 +53,15 @@ def zk_client(cluster: ClusterState) -> Iterator[KazooClient]:
     client.close()
 
 
+@pytest.fixture
+def zk_root(zk_client: KazooClient, unique_name: str) -> Iterator[str]:
+    """A fresh ZooKeeper root for one test's Mars processes (`MARS_ZOOKEEPER__ROOT`)."""
+    root = f"/{unique_name}"
+    zk_client.ensure_path(root)
+    yield root
+    zk_client.delete(root, recursive=True)
+
+
 @pytest.fixture(scope="session")
 def kafka_admin(cluster: ClusterState) -> Iterator[AdminClient]:
     admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError
+from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from mars.gen import GeneratorConfig, generate
@@ -29,6 +30,7 @@ from mars.gen.produce import ProduceReport, produce
 from mars.local import LocalCluster
 from mars.local.process import ProcessHandle, log_tail
 from mars.local.roles import start_role
+from mars.tasks.spec import TaskSpec
 from reducer.coordination.cluster_view import cluster_view
 from tests.oracle import ExpectedResults, expected_results
 
@@ -257,3 +259,23 @@ class OracleInBackground:
     def close(self) -> None:
         self._pool.terminate()
         self._pool.join()
+
+
+def create_task_topics(admin: AdminClient, spec: TaskSpec, *, source_partitions: int) -> None:
+    """The source and the task's topics. The output topic is deliberately NOT compacted here:
+    compaction could hide a duplicate result from an exactly-once check."""
+    topics = [
+        NewTopic(spec.source_topic, num_partitions=source_partitions, replication_factor=1),
+        NewTopic(spec.output_topic, num_partitions=4, replication_factor=1),
+        NewTopic(spec.late_topic, num_partitions=1, replication_factor=1),
+        NewTopic(spec.dead_letter_topic, num_partitions=1, replication_factor=1),
+    ]
+    for future in admin.create_topics(topics).values():
+        future.result(timeout=30)
+
+
+def delete_task_topics(admin: AdminClient, spec: TaskSpec) -> None:
+    names = [spec.source_topic, spec.output_topic, spec.late_topic, spec.dead_letter_topic]
+    for future in admin.delete_topics(names).values():
+        with contextlib.suppress(Exception):  # cleanup only; a missing topic is fine
+            future.result(timeout=30)

@@ -14,18 +14,16 @@ SIGCONT it. Read with isolation.level=read_committed afterwards:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import redis
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from mars.gen import GeneratorConfig
@@ -40,6 +38,8 @@ from tests.integration.pipeline import (
     PipelineProcesses,
     ReducerCluster,
     TopicReader,
+    create_task_topics,
+    delete_task_topics,
     wait_for,
 )
 from tests.oracle import ExpectedResults
@@ -81,34 +81,6 @@ class FaultLog:
         self.entries.append((name, producer.produced / RECORDS))
 
 
-@pytest.fixture
-def zk_root(zk_client: KazooClient, unique_name: str) -> Iterator[str]:
-    root = f"/{unique_name}"
-    zk_client.ensure_path(root)
-    yield root
-    zk_client.delete(root, recursive=True)
-
-
-def create_topics(admin: AdminClient, spec: TaskSpec) -> None:
-    """Source (4 partitions) and the task's topics. The output topic is deliberately NOT
-    compacted here: compaction could hide a duplicate result from the exactly-once check."""
-    topics = [
-        NewTopic(spec.source_topic, num_partitions=PARTITIONS, replication_factor=1),
-        NewTopic(spec.output_topic, num_partitions=4, replication_factor=1),
-        NewTopic(spec.late_topic, num_partitions=1, replication_factor=1),
-        NewTopic(spec.dead_letter_topic, num_partitions=1, replication_factor=1),
-    ]
-    for future in admin.create_topics(topics).values():
-        future.result(timeout=30)
-
-
-def delete_topics(admin: AdminClient, spec: TaskSpec) -> None:
-    names = [spec.source_topic, spec.output_topic, spec.late_topic, spec.dead_letter_topic]
-    for future in admin.delete_topics(names).values():
-        with contextlib.suppress(Exception):  # cleanup only; a missing topic is fine
-            future.result(timeout=30)
-
-
 @pytest.mark.timeout(900)
 def test_paper_accuracy_experiment_under_faults(
     local_cluster: LocalCluster,
@@ -125,7 +97,7 @@ def test_paper_accuracy_experiment_under_faults(
         task_id=unique_name,
         options={"idle_timeout": "2 s", "buckets": 8},
     )
-    create_topics(kafka_admin, spec)
+    create_task_topics(kafka_admin, spec, source_partitions=PARTITIONS)
     store = SeqStore(redis_client)
     memory_before = store.memory_used()
     TaskRegistry(zk_client, root=zk_root).create(spec)
@@ -193,7 +165,7 @@ def test_paper_accuracy_experiment_under_faults(
         reader.close()
         oracle.close()
         store.delete_task(spec.id)
-        delete_topics(kafka_admin, spec)
+        delete_task_topics(kafka_admin, spec)
 
 
 def inject_faults(

@@ -33,14 +33,6 @@ RESULT_TIMEOUT_S = 90
 
 
 @pytest.fixture
-def zk_root(zk_client: KazooClient, unique_name: str) -> Iterator[str]:
-    root = f"/{unique_name}"
-    zk_client.ensure_path(root)
-    yield root
-    zk_client.delete(root, recursive=True)
-
-
-@pytest.fixture
 def reducers(cluster: ClusterState, zk_root: str, tmp_path: Path) -> Iterator[ReducerProcs]:
     procs = ReducerProcs(cluster=cluster, zk_root=zk_root, log_dir=tmp_path)
     yield procs

@@ -19,17 +19,15 @@ counters account for every record.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from mars.config import Settings
@@ -50,6 +48,8 @@ from tests.integration.pipeline import (
     PipelineProcesses,
     ReducerCluster,
     TopicReader,
+    create_task_topics,
+    delete_task_topics,
     wait_for,
 )
 from tests.integration.spark.helpers import StreamsOracle
@@ -95,34 +95,6 @@ PROCESS_ENV = {
     "MARS_REDUCER__POLL_INTERVAL_MS": "50",
 }
 ResultKey = tuple[int, str, str]  # (window_start, sip, type)
-
-
-@pytest.fixture
-def zk_root(zk_client: KazooClient, unique_name: str) -> Iterator[str]:
-    root = f"/{unique_name}"
-    zk_client.ensure_path(root)
-    yield root
-    zk_client.delete(root, recursive=True)
-
-
-def _create_topics(admin: AdminClient, spec: TaskSpec) -> None:
-    """Source and the task's topics; the result topic is not compacted (it would hide a
-    duplicate from the exactly-once check)."""
-    topics = [
-        NewTopic(spec.source_topic, num_partitions=PARTITIONS, replication_factor=1),
-        NewTopic(spec.output_topic, num_partitions=4, replication_factor=1),
-        NewTopic(spec.late_topic, num_partitions=1, replication_factor=1),
-        NewTopic(spec.dead_letter_topic, num_partitions=1, replication_factor=1),
-    ]
-    for future in admin.create_topics(topics).values():
-        future.result(timeout=30)
-
-
-def _delete_topics(admin: AdminClient, spec: TaskSpec) -> None:
-    names = [spec.source_topic, spec.output_topic, spec.late_topic, spec.dead_letter_topic]
-    for future in admin.delete_topics(names).values():
-        with contextlib.suppress(Exception):  # cleanup only
-            future.result(timeout=30)
 
 
 class BackfillThread:
@@ -175,7 +147,7 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
         task_id=unique_name,
         options={"idle_timeout": "2 s", "buckets": 8},
     )
-    _create_topics(kafka_admin, spec)
+    create_task_topics(kafka_admin, spec, source_partitions=PARTITIONS)
     bootstrap = cluster.kafka_bootstrap
     oracle = StreamsOracle([HISTORY_STREAM, LIVE_STREAM], **ORACLE_ARGS)
     procs = PipelineProcesses(
@@ -268,7 +240,7 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
         reader.close()
         oracle.close()
         store.delete_task(spec.id)
-        _delete_topics(kafka_admin, spec)
+        delete_task_topics(kafka_admin, spec)
 
 
 def _counted(reader: TopicReader, spec: TaskSpec) -> int:
