@@ -22,6 +22,33 @@ from mars.store import SeqStore, SourceState, TaskKeys
 from mars.tasks.spec import TaskSpec
 from tests.oracle import ExpectedResults, expected_results
 
+HISTORY_START_S = 1_700_000_000
+HISTORY_SPAN_S = 4 * 3600
+
+
+def history_and_live(
+    *, history: int, live: int, seeds: tuple[int, int]
+) -> tuple[GeneratorConfig, GeneratorConfig]:
+    """A backfill's history (4 h) and the live stream that follows it (10 min), both with
+    5 s disorder and 100 sip values (keeps the output small; emission is not under test)."""
+    common: dict[str, Any] = {"disorder_s": 5, "sip_cardinality": 100}
+    return (
+        GeneratorConfig(
+            count=history,
+            seed=seeds[0],
+            start_s=HISTORY_START_S,
+            span_s=HISTORY_SPAN_S,
+            **common,
+        ),
+        GeneratorConfig(
+            count=live,
+            seed=seeds[1],
+            start_s=HISTORY_START_S + HISTORY_SPAN_S,
+            span_s=600,
+            **common,
+        ),
+    )
+
 
 def create_topic(admin: AdminClient, name: str, *, partitions: int) -> None:
     futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])

@@ -33,9 +33,11 @@ from mars.store import SeqStore
 from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import TaskSpec
 from tests.integration.spark.helpers import (
+    HISTORY_START_S,
     LiveLikeMapper,
     create_topic,
     final_results,
+    history_and_live,
     merged_windows,
     read_partitions,
     task_state,
@@ -47,8 +49,6 @@ pytestmark = pytest.mark.integration
 
 HISTORY = 50_000  # the 1,000,000-record run with the real pipeline: test_backfill_pipeline.py
 LIVE = 5_000
-START_S = 1_700_000_000
-HISTORY_SPAN_S = 4 * 3600
 
 SQL = (
     "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
@@ -79,22 +79,7 @@ def test_backfill_plus_live_equals_oracle_and_rerun_changes_nothing(
     topic, task = _name(), _name()
     create_topic(kafka_admin, topic, partitions=4)
     bootstrap = settings.kafka.bootstrap_servers
-    history = GeneratorConfig(
-        count=HISTORY,
-        seed=1,
-        start_s=START_S,
-        span_s=HISTORY_SPAN_S,
-        disorder_s=5,
-        sip_cardinality=100,
-    )
-    live = GeneratorConfig(
-        count=LIVE,
-        seed=2,
-        start_s=START_S + HISTORY_SPAN_S,
-        span_s=600,
-        disorder_s=5,
-        sip_cardinality=100,
-    )
+    history, live = history_and_live(history=HISTORY, live=LIVE, seeds=(1, 2))
     produce(bootstrap, topic, history)
     spec = _spec(topic, task)
     store = SeqStore(redis_client)
@@ -160,7 +145,7 @@ def test_files_source_equals_kafka_and_bad_records_go_to_dead_letter(
     config = GeneratorConfig(
         count=30_000,
         seed=7,
-        start_s=START_S,
+        start_s=HISTORY_START_S,
         span_s=3600,
         disorder_s=5,
         sip_cardinality=100,

@@ -31,7 +31,6 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from mars.config import Settings
-from mars.gen import GeneratorConfig
 from mars.gen.partitioning import PartitionStrategy
 from mars.gen.produce import produce
 from mars.local import ClusterState, LocalCluster
@@ -52,7 +51,7 @@ from tests.integration.pipeline import (
     delete_task_topics,
     wait_for,
 )
-from tests.integration.spark.helpers import StreamsOracle
+from tests.integration.spark.helpers import StreamsOracle, history_and_live
 
 pytestmark = pytest.mark.integration
 
@@ -60,25 +59,7 @@ HISTORY = int(os.environ.get("MARS_TEST_SPARK_HISTORY", "1000000"))
 LIVE = int(os.environ.get("MARS_TEST_SPARK_LIVE", "100000"))
 LIVE_PRODUCE_S = 20.0
 PARTITIONS = 4
-START_S = 1_700_000_000
-HISTORY_SPAN_S = 4 * 3600
-# 100 sip values keep the output at ~100k results (the reducers' emission is not under test).
-HISTORY_STREAM = GeneratorConfig(
-    count=HISTORY,
-    seed=11,
-    start_s=START_S,
-    span_s=HISTORY_SPAN_S,
-    disorder_s=5,
-    sip_cardinality=100,
-)
-LIVE_STREAM = GeneratorConfig(
-    count=LIVE,
-    seed=12,
-    start_s=START_S + HISTORY_SPAN_S,
-    span_s=600,
-    disorder_s=5,
-    sip_cardinality=100,
-)
+HISTORY_STREAM, LIVE_STREAM = history_and_live(history=HISTORY, live=LIVE, seeds=(11, 12))
 WINDOW_MS = 60_000
 SQL = (
     "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
