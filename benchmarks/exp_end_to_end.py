@@ -34,7 +34,7 @@ def _sentinel_window_ms(data: Dataset) -> int:
 def mars_run(
     bench: BenchCluster, data: Dataset, *, mappers: int, reducers: int, timeout_s: float
 ) -> dict[str, Any]:
-    with bench.run(extra_env={"MARS_REDUCER__POLL_INTERVAL_MS": "50"}) as run:
+    with bench.run() as run:
         run.start_mappers(mappers)
         run.start_reducers(reducers)
         task_id = fresh_id("e2e-")
