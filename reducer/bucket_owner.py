@@ -276,7 +276,8 @@ class UnitOwner:
             if rseq > snapshots[bucket].rseq:
                 store.release(self.spec.id, bucket, rseq)
         if rows and self._settings.results_kept > 0:
-            store.push_results(self.spec.id, rows, keep=self._settings.results_kept)
+            values = [record.value for record in records[: len(rows)]]  # the result records
+            store.push_encoded_results(self.spec.id, values, keep=self._settings.results_kept)
 
     # -- metrics --------------------------------------------------------------------------
 

@@ -4,15 +4,18 @@ Result record value (JSON): `task`, `window_start` / `window_end` (epoch ms),
 `window_start_iso` / `window_end_iso` (ISO-8601 UTC), every output column of the task by name,
 plus every group column and aggregate alias the SELECT list does not already carry.
 Key (JSON): `[task, window_start, [group values...]]`, unique per window and group, so a
-compacted topic keeps one record per window and group.
+compacted topic keeps one record per window and group. JSON is written by msgspec (a window's
+rows are encoded on the critical path of its latency): NaN and infinities become `null`, and
+values JSON has no type for are written as their `str`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
+
+import msgspec
 
 from mars.engine.finalize import finalize_window, iso_utc, select_top_k
 from mars.tasks.spec import OutputColumn, TaskSpec
@@ -23,8 +26,7 @@ from reducer.output import OutRecord
 LATE_REASON = "window already closed by the reducer (its partition was idle)"
 
 
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), default=str).encode()
+_dumps = msgspec.json.Encoder(enc_hook=str).encode
 
 
 def result_spec(spec: TaskSpec) -> TaskSpec:

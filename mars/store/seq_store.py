@@ -252,13 +252,18 @@ class SeqStore:
         return {_text(k): int(v) for k, v in raw.items()}
 
     def push_results(self, task: str, rows: Sequence[Mapping[str, Any]], *, keep: int) -> None:
-        """Prepend `rows` (JSON) to the task's latest-results list, keeping the newest `keep`."""
+        """Prepend `rows` (as JSON) to the task's latest-results list, keeping the newest `keep`."""
+        encoded = [json.dumps(row, separators=(",", ":"), default=str).encode() for row in rows]
+        self.push_encoded_results(task, encoded, keep=keep)
+
+    def push_encoded_results(self, task: str, rows: Sequence[bytes], *, keep: int) -> None:
+        """`push_results` for rows already encoded as JSON objects (the reducer's result values)."""
         if keep < 1:
             raise ValueError("keep must be positive")
         if not rows:
             return
         key = TaskKeys(task).results
-        encoded = [json.dumps(row, separators=(",", ":"), default=str) for row in rows]
+        encoded = list(rows)
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.lpush(key, *encoded)
             pipe.ltrim(key, 0, keep - 1)
