@@ -53,7 +53,7 @@ class ZooKeeperSettings(_Section):
 class MapperSettings(_Section):
     group_id: str = "mars-mappers"
     batch_size: int = Field(default=5000, ge=1)
-    batch_timeout_ms: int = Field(default=200, ge=1)
+    batch_timeout_ms: int = Field(default=100, ge=1)
     heartbeat_interval_ms: int = Field(default=500, ge=10)
     backlog_high_datasets: int = Field(default=20_000, ge=1)
     redis_memory_high_bytes: int = Field(default=512 * 1024 * 1024, ge=1024 * 1024)
