@@ -110,11 +110,13 @@ class CsvRecordDecoder:
         bad: dict[int, str] = {}
         rows: list[int] = []
         parsed: list[list[str]] = []
-        plain = self._split_plain(values)
-        if plain is not None and set(map(len, plain)) == {self._width}:
-            return self._frame(range(len(plain)), plain, bad)  # the usual case
-        if plain is not None:
-            for row, fields in enumerate(plain):
+        joined = self._plain_lines(values)
+        if joined is not None:
+            frame = self._polars_frame(joined)
+            if frame is not None:
+                return DecodedBatch(frame=frame, bad=bad)  # the usual case
+            split = map(methodcaller("split", self._delimiter), joined.decode().split("\n"))
+            for row, fields in enumerate(split):
                 if len(fields) != self._width:
                     bad[row] = f"expected {self._width} CSV columns, got {len(fields)}"
                     continue
@@ -135,8 +137,8 @@ class CsvRecordDecoder:
             parsed.append(fields)
         return self._frame(rows, parsed, bad)
 
-    def _split_plain(self, values: Sequence[bytes]) -> list[list[str]] | None:
-        """Every record split at once, or None when one might need the csv module's rules.
+    def _plain_lines(self, values: Sequence[bytes]) -> bytes | None:
+        """The records joined by newlines, or None when one might need the csv module's rules.
 
         Plain means: valid UTF-8, no quote character, no NUL, no CR or LF inside a line, no
         empty record, no field over the csv module's size limit. Such a line is exactly its
@@ -153,11 +155,47 @@ class CsvRecordDecoder:
             or max(map(len, lines), default=0) > csv.field_size_limit()
         ):
             return None
+        if not joined.isascii():
+            try:
+                joined.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        return joined
+
+    def _polars_frame(self, joined: bytes) -> pl.DataFrame | None:
+        """Plain lines parsed by Polars's CSV reader (Rust, the whole batch in one call), or
+        None when a line has the wrong width or a SUM/AVG field is not all 64-bit integers:
+        the split path then gives those records their exact reasons and types."""
+        if len(self._delimiter.encode()) != 1:
+            return None  # Polars takes a one-byte separator
+        lines = joined.split(b"\n")
+        if set(map(methodcaller("count", self._delimiter.encode()), lines)) != {self._width - 1}:
+            return None  # Polars would pad short lines and cut long ones without a word
+        wanted = sorted(set(self._indexes))
         try:
-            text = joined.decode("utf-8")
-        except UnicodeDecodeError:
+            read = pl.read_csv(
+                joined,
+                has_header=False,
+                separator=self._delimiter,
+                quote_char=None,
+                infer_schema=False,  # every column a string, as csv.reader gives them
+                columns=wanted,
+            )
+        except pl.exceptions.PolarsError:
             return None
-        return list(map(methodcaller("split", self._delimiter), text.split("\n")))
+        by_index = dict(zip(wanted, read.get_columns(), strict=True))
+        series = [pl.Series(ROW, range(len(lines)), dtype=pl.Int64)]
+        for name, index in zip(self._plan.fields, self._indexes, strict=True):
+            column = by_index[index].rename(name)
+            if name in self._plan.numeric_fields:
+                numbers = column.cast(pl.Int64, strict=False)
+                if numbers.null_count() != column.null_count():
+                    return None
+                column = numbers
+            elif column.null_count() == len(column):
+                column = pl.Series(name, [None] * len(column))  # typed as the split path types it
+            series.append(column)
+        return pl.DataFrame(series)
 
     def _frame(
         self, rows: Sequence[int], parsed: list[list[str]], bad: dict[int, str]

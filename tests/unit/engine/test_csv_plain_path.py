@@ -1,7 +1,9 @@
-"""The CSV decoder's whole-batch path gives exactly what the per-record csv module path gives."""
+"""The CSV decoder's whole-batch paths (Polars reader, then plain split) give exactly what the
+per-record csv module path gives."""
 
 from __future__ import annotations
 
+import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,9 +15,16 @@ FORMAT = CsvFormat(columns=("ts", "k", "v"), delimiter=";")
 
 
 class PerRecordOnly(CsvRecordDecoder):
-    """The reference: never takes the whole-batch path."""
+    """The reference: never takes a whole-batch path."""
 
-    def _split_plain(self, values: object) -> None:
+    def _plain_lines(self, values: object) -> None:
+        return None
+
+
+class SplitOnly(CsvRecordDecoder):
+    """Whole-batch split, never the Polars reader."""
+
+    def _polars_frame(self, joined: bytes) -> None:
         return None
 
 
@@ -25,20 +34,47 @@ record = st.one_of(
     st.binary(max_size=12),  # includes invalid UTF-8
     st.sampled_from([b"1;a;2", b"1;a;2\n", b"1;a;2\r\n", b"3;b;", b"4;;x"]),
 )
+# Mostly well-formed lines, so that whole batches reach the Polars reader.
+cell = st.sampled_from(["1", "a", "", "é", " 7 ", "-3", "+4", "007", "2.5", "1e3", "9" * 20])
+plain_record = st.one_of(
+    st.lists(cell, min_size=3, max_size=3).map(lambda cells: ";".join(cells).encode()),
+    st.lists(cell, min_size=2, max_size=4).map(lambda cells: ";".join(cells).encode() + b"\n"),
+)
+
+
+def assert_same(values: list[bytes]) -> None:
+    reference = PerRecordOnly(PLAN, FORMAT).decode(values)
+    for decoder in (CsvRecordDecoder(PLAN, FORMAT), SplitOnly(PLAN, FORMAT)):
+        decoded = decoder.decode(values)
+        assert decoded.bad == reference.bad
+        assert decoded.frame.equals(reference.frame)
+        assert decoded.frame.schema == reference.frame.schema
 
 
 @settings(max_examples=400, deadline=None)
 @given(values=st.lists(record, max_size=12))
-def test_whole_batch_path_equals_per_record_path(values: list[bytes]) -> None:
-    fast = CsvRecordDecoder(PLAN, FORMAT).decode(values)
-    reference = PerRecordOnly(PLAN, FORMAT).decode(values)
-    assert fast.bad == reference.bad
-    assert fast.frame.equals(reference.frame)
-    assert fast.frame.schema == reference.frame.schema
+def test_whole_batch_paths_equal_the_per_record_path(values: list[bytes]) -> None:
+    assert_same(values)
 
 
-def test_plain_batch_takes_the_whole_batch_path() -> None:
+@settings(max_examples=400, deadline=None)
+@given(values=st.lists(plain_record, max_size=12))
+def test_whole_batch_paths_equal_the_per_record_path_on_plain_lines(values: list[bytes]) -> None:
+    assert_same(values)
+
+
+def test_plain_batch_takes_the_polars_path() -> None:
     decoder = CsvRecordDecoder(PLAN, FORMAT)
-    assert decoder._split_plain([b"1;a;2\n", b"2;b;3"]) == [["1", "a", "2"], ["2", "b", "3"]]
-    assert decoder._split_plain([b'1;"a";2']) is None
-    assert decoder._split_plain([b"1;a;2", b""]) is None
+    joined = decoder._plain_lines([b"1;a;2\n", b"2;b;3"])
+    assert joined == b"1;a;2\n2;b;3"
+    frame = decoder._polars_frame(joined)
+    assert frame is not None
+    assert frame.to_dicts() == [
+        {"__row": 0, "ts": "1", "k": "a", "v": 2},
+        {"__row": 1, "ts": "2", "k": "b", "v": 3},
+    ]
+    assert frame.schema["v"] == pl.Int64
+    assert decoder._plain_lines([b'1;"a";2']) is None
+    assert decoder._plain_lines([b"1;a;2", b""]) is None
+    assert decoder._polars_frame(b"1;a;2\n1;a") is None  # a short line: the split path
+    assert decoder._polars_frame(b"1;a;2.5") is None  # a non-integer SUM field: the split path
