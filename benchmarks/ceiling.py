@@ -3,8 +3,9 @@
     python -m benchmarks.ceiling --bootstrap H:P --topic S --partitions 0,2 --batch 5000
 
 Each worker assigns its partitions from the beginning, `consume`s batches of `--batch`
-records, builds the mapper's `SourceRecord`s and decodes them with the paper task's decoder
-(the mapper's decode path), until it reaches the partitions' end. Prints one JSON line:
+records, splits them by partition with the mapper's own loop (`group_by_partition`) and
+decodes each partition's values with the paper task's decoder (the mapper's decode path),
+until it reaches the partitions' end. Prints one JSON line:
 records, bytes, first/last record wall time, CPU seconds.
 """
 
@@ -19,8 +20,8 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from benchmarks.workload import paper_sql
+from mapper.consumer_loop import group_by_partition
 from mars.engine.compiled import CompiledTask
-from mars.engine.records import SourceRecord
 from mars.sql import parse_task
 
 
@@ -56,18 +57,12 @@ def main(argv: list[str] | None = None) -> int:
         if first is None and messages:
             first = time.time()
             cpu_start = time.process_time()
-        batch = []
-        for message in messages:
-            if message.error() is not None:
-                continue
-            value = message.value() or b""
-            partition, offset = message.partition(), message.offset()
-            batch.append(SourceRecord(partition=partition, offset=offset, value=value))  # type: ignore[arg-type]
-            size += len(value)
-            if offset is not None and partition is not None and offset + 1 >= ends[partition]:
-                pending.discard(partition)
-        decoder.decode([r.value for r in batch])
-        records += len(batch)
+        for batch in group_by_partition(messages).get(args.topic, {}).values():
+            decoder.decode(batch.values)
+            records += len(batch)
+            size += sum(map(len, batch.values))
+            if batch.offsets[-1] + 1 >= ends[batch.partition]:
+                pending.discard(batch.partition)
     consumer.close()
     print(
         json.dumps(

@@ -11,7 +11,7 @@ HOT_FRAMES = (
     ("Preaggregator.run", "pre-aggregation of a batch"),
     ("CsvRecordDecoder.decode", "CSV decode (csv.reader per record)"),
     ("Preaggregator._datasets", "data sets: bucket + msgpack encode per group"),
-    ("_group_by_partition", "per-message Python loop building SourceRecords"),
+    ("group_by_partition", "per-message Python loop: offsets and values per partition"),
     ("SeqStore.apply_batch", "Redis apply script"),
     ("SideTopicProducer.publish", "side topics"),
     ("Consumer.consume", "Kafka consume"),

@@ -146,7 +146,7 @@ class MapperLoop:
     # -- one batch -----------------------------------------------------------------------------
 
     def _process(self, messages: list[Message]) -> None:
-        by_topic = _group_by_partition(messages)
+        by_topic = group_by_partition(messages)
         for topic, partitions in by_topic.items():
             # Records behind a pending seek were fetched before it: the seek re-reads them.
             live = {
@@ -311,7 +311,7 @@ class MapperLoop:
         return high >= 0 and next_offset >= high
 
 
-def _group_by_partition(messages: list[Message]) -> dict[str, dict[int, PartitionBatch]]:
+def group_by_partition(messages: list[Message]) -> dict[str, dict[int, PartitionBatch]]:
     """topic -> partition -> records in offset order (the hot path: one pass, no checks, no
     object per record; a consume batch comes in runs of one partition, so the lookup of the
     partition's lists happens once per run)."""
