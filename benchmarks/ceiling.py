@@ -20,7 +20,7 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from benchmarks.workload import paper_sql
-from mapper.consumer_loop import group_by_partition
+from mapper.partition_batches import group_by_partition
 from mars.engine.compiled import CompiledTask
 from mars.sql import parse_task
 

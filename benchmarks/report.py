@@ -244,7 +244,7 @@ def limits(shares: dict[str, float]) -> list[str]:
     )
     grouping = shares.get("group_by_partition", 0.0)
     lines.append(
-        f"The mapper's per-message loop (`group_by_partition` in `mapper/consumer_loop.py`: "
+        f"The mapper's per-message loop (`group_by_partition` in `mapper/partition_batches.py`: "
         f"topic/partition/offset/value calls and a `SourceRecord` per message) is {grouping:.0%}; "
         "the consume+decode ceiling pays it too, which is why the mapper is close to the "
         "ceiling: both are bound by per-record Python work, not by aggregation."

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mapper.assignment import Assignment
@@ -27,6 +27,7 @@ from mapper.batch_writer import TaskBatchWriter, WriteOutcome
 from mapper.errors import SideTopicError
 from mapper.liveness import LivenessReporter
 from mapper.metrics import MapperMetrics
+from mapper.partition_batches import group_by_partition
 from mapper.progress import ProgressBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.config import Settings
@@ -309,31 +310,6 @@ class MapperLoop:
             return False
         next_offset = max(self._assignment.next_offset.get(key, -1), position)
         return high >= 0 and next_offset >= high
-
-
-def group_by_partition(messages: list[Message]) -> dict[str, dict[int, PartitionBatch]]:
-    """topic -> partition -> records in offset order (the hot path: one pass, no checks, no
-    object per record; a consume batch comes in runs of one partition, so the lookup of the
-    partition's lists happens once per run)."""
-    by_topic: dict[str, dict[int, PartitionBatch]] = {}
-    current: PartitionBatch | None = None
-    current_topic: str | None = None
-    for message in messages:
-        error = message.error()
-        if error is not None:
-            if error.code() != KafkaError._PARTITION_EOF:
-                log.warning("consumer error: %s", error)
-            continue
-        topic, partition = message.topic(), message.partition()
-        if current is None or partition != current.partition or topic != current_topic:
-            by_partition = by_topic.setdefault(topic, {})  # type: ignore[arg-type]
-            current = by_partition.get(partition)  # type: ignore[arg-type]
-            if current is None:
-                current = by_partition[partition] = PartitionBatch(partition)  # type: ignore[index,arg-type]
-            current_topic = topic
-        current.offsets.append(message.offset())  # type: ignore[arg-type]
-        current.values.append(message.value() or b"")
-    return by_topic
 
 
 def wall_clock_ms() -> int:
