@@ -8,8 +8,6 @@ same preloaded topic from the beginning.
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 import threading
 import time
 import uuid
@@ -27,8 +25,7 @@ from benchmarks.procstat import cpu_seconds, peak_rss_mb
 from benchmarks.stats import ProgressSample
 from mars.config import Settings, load_settings
 from mars.local import LocalCluster
-from mars.local.cluster import ProcessRecord
-from mars.local.process import ProcessHandle, spawn
+from mars.local.process import ProcessHandle
 from mars.local.roles import start_role
 from mars.registry import TaskRegistry
 from mars.registry.paths import ZkPaths
@@ -70,31 +67,6 @@ class Run:
         self.mappers += new
         self.bench.wait_members(ZkPaths(root=self.root).mappers, _running(self.mappers))
         return new
-
-    def start_profiled_mapper(self, profile: Path) -> ProcessHandle:
-        """`mars mapper --profile FILE` (pyinstrument; the report is written when it stops)."""
-        state = self.bench.cluster.state
-        assert state is not None
-        argv = [sys.executable, "-m", "mars.cli.main", "mapper", "--profile", str(profile)]
-        handle = spawn(
-            "mapper-profiled",
-            argv,
-            log=Path(state.run_dir) / "logs" / "mapper-profiled.log",
-            env={**os.environ, **state.env(), **self.env},
-        )
-        self.bench.cluster.add_process(
-            ProcessRecord(
-                name=handle.name,
-                role="mapper",
-                pid=handle.pid,
-                started=handle.started,
-                argv=argv,
-                log=str(handle.log),
-            )
-        )
-        self.mappers.append(handle)
-        self.bench.wait_members(ZkPaths(root=self.root).mappers, _running(self.mappers))
-        return handle
 
     def start_reducers(self, count: int) -> list[ProcessHandle]:
         new = [start_role(self.bench.cluster, "reducer", extra_env=self.env) for _ in range(count)]

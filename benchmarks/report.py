@@ -232,57 +232,48 @@ def _faults_section(faults: dict[str, Any] | None) -> list[str]:
 
 
 def limits(shares: dict[str, float]) -> list[str]:
-    """What the profile says limits a mapper; `shares` = frame -> share of batch handling."""
-    lines = []
-    decode = shares.get("CsvRecordDecoder.decode", 0.0)
-    lines.append(
-        f"CSV decode is {decode:.0%} of a batch: `csv.reader` runs once per record in Python "
-        "(`mars/engine/decode.py`), several microseconds per ~144-byte line, so decode alone "
-        "stays far below 100 MB/s per core. A vectorised decode of the whole batch (one "
-        "`str.split` over a Polars Series, falling back to the per-record path only for a "
-        "batch holding a bad line) is the next step."
-    )
-    grouping = shares.get("group_by_partition", 0.0)
-    lines.append(
-        f"The mapper's per-message loop (`group_by_partition` in `mapper/partition_batches.py`: "
-        f"topic/partition/offset/value calls and a `SourceRecord` per message) is {grouping:.0%}; "
-        "the consume+decode ceiling pays it too, which is why the mapper is close to the "
-        "ceiling: both are bound by per-record Python work, not by aggregation."
-    )
-    datasets = shares.get("Preaggregator._datasets", 0.0)
-    if datasets >= 0.15:
-        lines.append(
-            f"Data sets are {datasets:.0%}: the paper's query has 8,000 (sip, type) groups per "
-            "window, so a 5,000-record batch has almost as many groups as records and per-group "
-            "Python work costs as much as per-record work."
-        )
-    redis_share = shares.get("SeqStore.apply_batch", 0.0)
-    consume = shares.get("Consumer.consume", 0.0)
-    lines.append(
-        f"Redis ({redis_share:.0%}, the apply script) and Kafka ({consume:.0%}, consume) are not "
-        "the limit."
-    )
-    return lines
+    """What the profile says limits a mapper; `shares` = frame -> share of the mapper loop."""
+
+    def share(name: str) -> str:
+        return f"{shares.get(name, 0.0):.0%}"
+
+    return [
+        f"Kafka consume is {share('Consumer.consume')} of the loop: librdkafka hands every "
+        "record to Python as its own `Message` object, and the per-message loop that splits "
+        f"a batch by partition (`group_by_partition`) adds {share('group_by_partition')}; the "
+        "consume+decode ceiling pays both as well.",
+        f"CSV decode is {share('CsvRecordDecoder.decode')}: Polars's CSV reader parses the "
+        "whole batch in one call; joining the records and checking each line's width is the "
+        "Python part.",
+        f"Data sets are {share('Preaggregator._datasets')}: the paper's query has 8,000 "
+        "(sip, type) groups per window, so a 5,000-record batch has almost as many groups as "
+        "records, and each group is bucketed and encoded in Python.",
+        f"Redis (the apply script) is {share('SeqStore.apply_batch')}: not the limit.",
+    ]
 
 
 def _profile_section(profile: dict[str, Any] | None) -> list[str]:
     lines = ["## Where a mapper spends its time, and what limits it", ""]
     if not profile:
         return [*lines, "Not profiled in this run.", ""]
+    top = profile.get("top", [])
     return [
         *lines,
+        f"One mapper reading the whole topic (batch 5,000, {profile.get('what', '')}), sampled "
+        "by py-spy from outside at 200 Hz; shares of the CPU samples of its loop "
+        "(`MapperLoop.run_once`):",
+        "",
         *[f"- {line}" for line in profile.get("reading", [])],
         "",
         "What this means for the targets:",
         "",
         *[f"- {line}" for line in limits(profile.get("shares", {}))],
         "",
-        f"pyinstrument on one mapper reading the whole topic (batch 5,000), "
-        f"{profile.get('what', '')}:",
+        "The functions with the largest shares (inclusive):",
         "",
-        "```",
-        *profile.get("top", []),
-        "```",
+        "| function | share of the loop |",
+        "|---|---:|",
+        *[f"| `{name}` | {value:.0%} |" for name, value in top],
         "",
     ]
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -22,7 +25,7 @@ from benchmarks.exp_mapper import batch_size_experiment, process_count_experimen
 from benchmarks.harness import BenchCluster
 from benchmarks.machine import code_version, load_average, machine_info
 from benchmarks.plots import plot_all
-from benchmarks.profile_reading import hot_frame_lines, hot_frame_shares
+from benchmarks.profile_reading import hot_frame_lines, hot_frame_shares, top_functions
 from benchmarks.report import render_report
 from benchmarks.workload import Dataset, paper_sql, preload
 
@@ -35,7 +38,7 @@ TITLES = {
     "e2e": "experiments 3 and 5, end to end Mars vs Spark vs ceiling; memory",
     "latency": "experiment 4, latency at half the measured maximum rate",
     "faults": "experiment 6, accuracy under faults",
-    "profile": "one mapper under pyinstrument",
+    "profile": "one mapper sampled by py-spy",
 }
 
 
@@ -201,20 +204,29 @@ def _latency_rate(results: dict[str, Any]) -> float:
 
 
 def profile_mapper(bench: BenchCluster, data: Dataset, path: Path) -> dict[str, Any]:
-    """One mapper under pyinstrument over the whole topic; the report's first lines."""
+    """One mapper over the whole topic, sampled from outside by py-spy; its loop's shares."""
+    py_spy = Path(sys.executable).parent / "py-spy"
     with bench.run(batch_size=5000) as run:
-        handle = run.start_profiled_mapper(path)
+        (handle,) = run.start_mappers(1)
+        argv = [str(py_spy), "record", "--pid", str(handle.pid), "--rate", "200"]
+        spy = subprocess.Popen(
+            [*argv, "--format", "raw", "--output", str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         run.register(paper_sql(data.topic))
         run.wait_records_in(data.records, timeout_s=600)
-        handle.stop(timeout_s=60)
+        spy.send_signal(signal.SIGINT)  # py-spy writes its file when interrupted
+        spy.wait(timeout=60)
+    return {"what": f"{data.records:,} records", "file": str(path), **read_profile(path)}
+
+
+def read_profile(path: Path) -> dict[str, Any]:
     text = path.read_text() if path.exists() else ""
-    top = [line.rstrip() for line in text.splitlines() if line.strip()][:60]
     return {
-        "what": f"{data.records:,} records",
-        "top": top,
         "reading": hot_frame_lines(text),
         "shares": hot_frame_shares(text),
-        "file": str(path),
+        "top": top_functions(text),
     }
 
 
@@ -236,9 +248,7 @@ def rewrite_report(results_file: Path, config: BenchConfig, log: Log = print) ->
     results = json.loads(results_file.read_text())
     profile = results.get("profile")
     if profile and "file" in profile and Path(profile["file"]).exists():
-        text = Path(profile["file"]).read_text()
-        profile["reading"] = hot_frame_lines(text)
-        profile["shares"] = hot_frame_shares(text)
+        profile.update(read_profile(Path(profile["file"])))
     images = plot_all(results, config.img_dir)
     docs_dir = config.docs_path.parent
     relative = {name: os.path.relpath(path, docs_dir) for name, path in images.items()}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.profile_reading import frame_seconds, hot_frame_lines
+from benchmarks.profile_reading import hot_frame_lines, inclusive_samples, top_functions
 from benchmarks.report import render_report
 from benchmarks.stats import (
     ProgressSample,
@@ -184,20 +184,30 @@ def test_report_shows_figures_targets_and_plots() -> None:
     assert "--quick" in text
 
 
-PROFILE = """
-12.000 MapperLoop.run  mapper/consumer_loop.py:87
-`- 10.000 MapperLoop._process  mapper/consumer_loop.py:130
-   |- 8.000 Preaggregator.run  mars/engine/preaggregate.py:66
-   |  |- 4.000 CsvRecordDecoder.decode  mars/engine/decode.py:106
-   |  `- 3.000 Preaggregator._datasets  mars/engine/preaggregate.py:191
-   `- 1.500 SeqStore.apply_batch  mars/store/seq_store.py:91
+RUN = "MapperLoop.run (mapper/consumer_loop.py:87);MapperLoop.run_once (mapper/consumer_loop.py:1"
+PROFILE = f"""
+{RUN}25) 20
+{RUN}50);MapperLoop._process (mapper/consumer_loop.py:130) 10
+{RUN}50);MapperLoop._process (m.py:1);Preaggregator.run (p.py:6);CsvRecordDecoder.decode (d.py:1) 40
+{RUN}50);MapperLoop._process (m.py:1);Preaggregator.run (p.py:6);Preaggregator._datasets (p.py:9) 15
+{RUN}50);MapperLoop._process (m.py:1);SeqStore.apply_batch (s.py:91);Script.__call__ (r.py:1) 15
+no stack here
 """
 
 
-def test_profile_reading_gives_shares_of_batch_handling() -> None:
-    assert frame_seconds(PROFILE)["Preaggregator.run"] == 8.0
+def test_profile_reading_gives_shares_of_the_mapper_loop() -> None:
+    samples = inclusive_samples(PROFILE)
+    assert samples["MapperLoop.run_once"] == 100
+    assert samples["Preaggregator.run"] == 55
+    assert samples["Consumer.consume"] == 20  # the loop's own samples: the native consume call
     lines = hot_frame_lines(PROFILE)
-    assert lines[0].startswith("`MapperLoop._process`") and "100%" in lines[0]
+    assert lines[0].startswith("`MapperLoop._process`") and "80%" in lines[0]
     assert any("CsvRecordDecoder.decode" in line and "40%" in line for line in lines)
     assert any("SeqStore.apply_batch" in line and "15%" in line for line in lines)
+    assert any("Consumer.consume" in line and "20%" in line for line in lines)
+    assert top_functions(PROFILE, count=3) == [
+        ("MapperLoop._process", 0.8),
+        ("Preaggregator.run", 0.55),
+        ("CsvRecordDecoder.decode", 0.4),
+    ]
     assert hot_frame_lines("nothing here") == []
