@@ -19,7 +19,7 @@ from typing import Any
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.procstat import tree_cpu_seconds, tree_peak_rss_mb
 from benchmarks.results_reader import ResultReader
-from benchmarks.stats import summarize
+from benchmarks.stats import merged_progress, steady_rate, summarize
 from benchmarks.subprocesses import spawn_module, stop_group
 from benchmarks.workload import Dataset, paper_sql
 
@@ -134,11 +134,11 @@ def ceiling_run(bench: BenchCluster, data: Dataset, *, workers: int, batch: int)
         out, _ = process.communicate(timeout=600)
         reports.append(json.loads(out.strip().splitlines()[-1]))
     records = sum(r["records"] for r in reports)
-    elapsed = max(r["last_s"] for r in reports) - min(r["first_s"] for r in reports)
     cpu = sum(r["cpu_s"] for r in reports)
+    rate = steady_rate(merged_progress([r["progress"] for r in reports]))
     return {
-        "records_per_s": records / elapsed,
-        "mb_per_s": sum(r["bytes"] for r in reports) / elapsed / 1e6,
+        "records_per_s": rate,
+        "mb_per_s": rate * data.mean_bytes / 1e6,
         "records_per_cpu_s": records / cpu if cpu > 0 else math.nan,
         "records": records,
     }

@@ -64,6 +64,21 @@ def steady_rate(samples: Sequence[ProgressSample], *, low: float = 0.1, high: fl
     return (last.done - first.done) / elapsed if elapsed > 0 else math.nan
 
 
+def merged_progress(workers: Sequence[Sequence[tuple[float, int]]]) -> list[ProgressSample]:
+    """Several workers' cumulative `(t, done)` progress as one cumulative progress (pure)."""
+    steps: list[tuple[float, int]] = []
+    for progress in workers:
+        previous = 0
+        for t, done in progress:
+            steps.append((t, done - previous))
+            previous = done
+    merged, total = [], 0
+    for t, delta in sorted(steps):
+        total += delta
+        merged.append(ProgressSample(t=t, done=total))
+    return merged
+
+
 def first_to_last_rate(samples: Sequence[ProgressSample]) -> float:
     """Records per second from the last sample with nothing done to the final sample."""
     if not samples or samples[-1].done <= 0:

@@ -13,6 +13,7 @@ from benchmarks.stats import (
     ProgressSample,
     first_to_last_rate,
     median,
+    merged_progress,
     percentile,
     ratio,
     steady_rate,
@@ -59,6 +60,17 @@ def test_steady_rate_leaves_out_start_up_and_tail() -> None:
     assert steady_rate(samples) == pytest.approx(1000.0)
     # first-to-last counts the tail: 10,000 records from t=4 to t=30
     assert first_to_last_rate(samples) == pytest.approx(10_000 / 26)
+
+
+def test_merged_progress_adds_the_workers_up_in_time_order() -> None:
+    merged = merged_progress([[(1.0, 0), (3.0, 10), (5.0, 30)], [(2.0, 0), (4.0, 5)]])
+    assert [(s.t, s.done) for s in merged] == [
+        (1.0, 0),
+        (2.0, 0),
+        (3.0, 10),
+        (4.0, 15),
+        (5.0, 35),
+    ]
 
 
 def test_steady_rate_of_a_capped_run_uses_first_progress() -> None:
