@@ -21,6 +21,7 @@ from operator import attrgetter, methodcaller
 from typing import Any, Protocol
 
 import msgspec
+import numpy as np
 import polars as pl
 
 from mars.engine.errors import EngineError
@@ -142,17 +143,21 @@ class CsvRecordDecoder:
 
         Plain means: valid UTF-8, no quote character, no NUL, no CR or LF inside a line, no
         empty record, no field over the csv module's size limit. Such a line is exactly its
-        text split at the delimiter, which is what `csv.reader` returns for it.
+        text split at the delimiter, which is what `csv.reader` returns for it. The checks
+        run over the joined bytes (NumPy), not record by record.
         """
-        lines = list(map(methodcaller("rstrip", b"\r\n"), values))
-        joined = b"\n".join(lines)
+        joined = b"\n".join(values)
+        if b"\r" in joined or joined.count(b"\n") != len(values) - 1:
+            # Some record carries its own line break: strip the trailing ones and look again.
+            joined = b"\n".join(map(methodcaller("rstrip", b"\r\n"), values))
+        if not values or b'"' in joined or b"\r" in joined or b"\x00" in joined:
+            return None
+        newlines = np.flatnonzero(np.frombuffer(joined, dtype=np.uint8) == ord("\n"))
+        lengths = np.diff(newlines, prepend=-1, append=len(joined)) - 1
         if (
-            not all(lines)
-            or b'"' in joined
-            or b"\r" in joined
-            or b"\x00" in joined
-            or joined.count(b"\n") != len(lines) - 1
-            or max(map(len, lines), default=0) > csv.field_size_limit()
+            len(newlines) != len(values) - 1
+            or lengths.min() == 0
+            or lengths.max() > csv.field_size_limit()
         ):
             return None
         if not joined.isascii():
@@ -166,10 +171,14 @@ class CsvRecordDecoder:
         """Plain lines parsed by Polars's CSV reader (Rust, the whole batch in one call), or
         None when a line has the wrong width or a SUM/AVG field is not all 64-bit integers:
         the split path then gives those records their exact reasons and types."""
-        if len(self._delimiter.encode()) != 1:
+        delimiter = self._delimiter.encode()
+        if len(delimiter) != 1:
             return None  # Polars takes a one-byte separator
-        lines = joined.split(b"\n")
-        if set(map(methodcaller("count", self._delimiter.encode()), lines)) != {self._width - 1}:
+        data = np.frombuffer(joined, dtype=np.uint8)
+        line_ends = np.append(np.flatnonzero(data == ord("\n")), len(joined))
+        delimiters = np.flatnonzero(data == delimiter[0])
+        widths = np.diff(np.searchsorted(delimiters, line_ends), prepend=0) + 1
+        if widths.min() != self._width or widths.max() != self._width:
             return None  # Polars would pad short lines and cut long ones without a word
         wanted = sorted(set(self._indexes))
         try:
@@ -184,7 +193,7 @@ class CsvRecordDecoder:
         except pl.exceptions.PolarsError:
             return None
         by_index = dict(zip(wanted, read.get_columns(), strict=True))
-        series = [pl.Series(ROW, range(len(lines)), dtype=pl.Int64)]
+        series = [pl.Series(ROW, range(len(line_ends)), dtype=pl.Int64)]
         for name, index in zip(self._plan.fields, self._indexes, strict=True):
             column = by_index[index].rename(name)
             if name in self._plan.numeric_fields:
