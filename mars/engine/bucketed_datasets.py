@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -63,8 +64,10 @@ def encode_bucketed_datasets(
         for agg, prefix in zip(aggregates, state_prefixes, strict=True)
     ]
     keys = list(map(_encoder.encode, key_rows))
-    # Each group's `[key, [state, ...]]`: 0x92, then the key's bytes, then the states'.
-    entries = list(map(_encoder.encode, zip(key_rows, _rows(wires, height), strict=True)))
+    # Each group's `[key, [state, ...]]`: 0x92 (an array of two), then the key's bytes, then
+    # the states' (joined, not encoded again: the key is encoded once).
+    states = map(_encoder.encode, _rows(wires, height))
+    entries = list(map(b"".join, zip(repeat(b"\x92"), keys, states)))
     bucket = np.fromiter(map(zlib.crc32, keys), dtype=np.int64, count=height) % buckets
     starts, window = np.unique(grouped.get_column(window_column).to_numpy(), return_inverse=True)
     # Cells ordered by (bucket, window start); rows of one cell are contiguous in `order`.
