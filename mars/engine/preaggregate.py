@@ -169,9 +169,21 @@ class Preaggregator:
     def _split_late(
         self, frame: pl.DataFrame, stream_times: Mapping[int, int | None]
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """(on-time rows, late rows), both with `_BEFORE`: stream time before each record."""
+        """(on-time rows, late rows), both with `_BEFORE`: stream time before each record
+        (tumbling windows: on-time rows may lack it when nothing in the batch can be late)."""
         window = self._task.window
         present = _partitions_in(frame)
+        last_close = window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
+        if window.tumbling:
+            # A record is late when its window closed at or before the stream time before it,
+            # which is at most the largest time known before or in the batch: when even the
+            # earliest close is after that, nothing is late and no running max is needed.
+            known = [t for p in present if (t := stream_times.get(p)) is not None]
+            earliest, latest = frame.select(
+                last_close.min().alias("close"), pl.col(_TIME).max().alias("time")
+            ).row(0)
+            if earliest is not None and earliest > max([*known, latest]):
+                return frame, frame.clear().with_columns(pl.lit(None, pl.Int64).alias(_BEFORE))
         running = pl.col(_TIME).cum_max().shift(1)
         if len(present) > 1:
             running = running.over(_PARTITION)
@@ -185,7 +197,6 @@ class Preaggregator:
                     else pl.when(pl.col(_PARTITION) == partition).then(time).otherwise(initial)
                 )
         frame = frame.with_columns(pl.max_horizontal(running, initial).alias(_BEFORE))
-        last_close = window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
         is_late = frame.select((last_close <= pl.col(_BEFORE)).fill_null(False)).to_series()
         if not is_late.any():  # the usual case: no copies
             return frame, frame.clear()
