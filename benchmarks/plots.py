@@ -66,11 +66,15 @@ def plot_all(results: dict[str, Any], img_dir: Path) -> dict[str, Path]:
         ax.set_ylabel("records/s (median)")
         ax.set_title("End to end, paper's query")
         written["e2e"] = _save(fig, img_dir / "bench_end_to_end.png")
-    latencies = (results.get("latency") or {}).get("latencies_s")
-    if latencies:
-        ordered = sorted(latencies)
+    latency = results.get("latency") or {}
+    if latency.get("latencies_s"):
         fig, ax = plt.subplots(figsize=(5.5, 3.4))
-        ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], marker=".")
+        for point in (latency, latency.get("lighter") or {}):
+            ordered = sorted(point.get("latencies_s") or [])
+            if ordered:
+                shares = [(i + 1) / len(ordered) for i in range(len(ordered))]
+                label = f"{point['rate']:,.0f} records/s"
+                ax.plot(ordered, shares, marker=".", label=label)
         ax.axvline(1.0, color="tab:red", linestyle="--", label="target p99 <= 1 s")
         ax.set_xlabel("seconds after the watermark passed end + grace")
         ax.set_ylabel("share of windows")

@@ -157,6 +157,14 @@ def _fake_results() -> dict[str, Any]:
             "p99_s": 1.4,
             "max_s": 1.5,
             "latencies_s": [0.3] * 10,
+            "lighter": {
+                "rate": 15_000,
+                "windows": 10,
+                "p50_s": 0.2,
+                "p99_s": 0.5,
+                "max_s": 0.6,
+                "latencies_s": [0.2] * 10,
+            },
         },
     }
 
@@ -190,7 +198,8 @@ def test_report_shows_figures_targets_and_plots() -> None:
     assert "| end-to-end throughput vs PySpark Structured Streaming | >= 3x | 4.00x | met |" in text
     assert "| 5,000 | 50,000 | 7.2 | 400,000 | 1,000 |" in text
     assert "![mapper throughput vs batch size](img/bench_batch_size.png)" in text
-    assert "| 10 | 0.300 s | 1.400 s | 1.500 s |" in text
+    assert "| half the maximum (target) | 30,000 | 10 | 0.300 s | 1.400 s | 1.500 s |" in text
+    assert "| a quarter of the maximum | 15,000 | 10 | 0.200 s | 0.500 s | 0.600 s |" in text
     assert "| 4.00x | met | 133% |" in text  # the share of the goal
     assert "| 1.400 s | missed | 71% |" in text
     assert "--quick" in text
