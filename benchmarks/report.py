@@ -49,8 +49,9 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
         f"{machine.get('ram_gib', '?')} GiB RAM, Linux {machine.get('kernel', '?')}, "
         f"Python {machine.get('python', '?')}",
         f"- load average at start: {machine.get('load_average', '?')}, at the end: "
-        f"{results.get('load_average_end', '?')} — **the machine was shared and loaded**: "
-        "wall-clock rates are what this process got, CPU-second rates are less load-dependent",
+        f"{results.get('load_average_end', '?')} (the benchmark's own cluster, processes and "
+        "load generator count in it): wall-clock rates are what the measured processes got, "
+        "CPU-second rates depend less on what else ran",
         f"- runs per measurement: {results.get('config', {}).get('runs', '?')}"
         + (" (`--quick`: a smoke check, not a measurement)" if results.get("quick") else ""),
         f"- data: {fmt(data.get('records'))} of the paper's 20-field tuples as CSV lines "
@@ -199,10 +200,10 @@ def _latency_section(latency: dict[str, Any] | None, images: dict[str, str]) -> 
             for label, point in _latency_points(latency)
         ],
         "",
-        "The first row is the target's measurement. The second is the same experiment at half "
-        "that rate: the paced load generator (a Python process) and the Kafka broker share the "
-        "machine's two cores with the pipeline, so the first row runs closer to saturation "
-        "than its share of the preloaded-topic maximum suggests.",
+        "The first row is the target's measurement; the second is the same experiment at half "
+        "that rate, to tell a latency floor from the cost of load (the paced load generator, "
+        "a Python process, and the Kafka broker share the machine's two cores with the "
+        "pipeline).",
         "",
     ]
     return [*lines, *_image(images, "latency", "latency distribution")]

@@ -185,9 +185,9 @@ def _spark_dir(config: BenchConfig) -> Path:
 def _latency_at_two_rates(
     bench: BenchCluster, config: BenchConfig, rate: float, log: Log
 ) -> dict[str, Any]:
-    """The target's measurement at `rate`, then the same at half of it (`lighter`): on one
-    small machine the load generator and Kafka take cores from the pipeline, and the second
-    point shows what latency is when the machine is not near saturation."""
+    """The target's measurement at `rate`, then the same at half of it (`lighter`), which
+    tells the latency floor from the cost of load on a machine the load generator and Kafka
+    share with the pipeline."""
 
     def at(rate: float) -> dict[str, Any]:
         return latency_experiment(
