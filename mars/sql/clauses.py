@@ -52,7 +52,7 @@ def tokenize(sql: str) -> list[Token]:
     except TokenError as err:
         raise TaskError(
             "cannot read the SQL here (unterminated string or quoted name?)",
-            position=token_error_position(err),
+            position=token_error_position(err, sql),
         ) from None
 
 

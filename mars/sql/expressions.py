@@ -30,7 +30,7 @@ def parse_expression(sql: str) -> exp.Expr:
     except TokenError as err:
         raise TaskError(
             "cannot read the expression (unterminated string or quoted name?)",
-            position=token_error_position(err),
+            position=token_error_position(err, sql),
             sql=sql,
         ) from None
     if node is None:

@@ -91,7 +91,11 @@ def _literal(node: exp.Expr) -> pl.Expr:
     try:
         return pl.lit(int(text))
     except ValueError:
+        pass
+    try:
         return pl.lit(float(text))
+    except ValueError:  # sqlglot reads e.g. `0E` as a number
+        raise TaskError(f"'{text}' is not a number", position=node_position(node)) from None
 
 
 def _binary(op: Callable[[pl.Expr, pl.Expr], pl.Expr]) -> Callable[[exp.Expr], pl.Expr]:

@@ -39,12 +39,14 @@ def parse_error_position(sql: str, error: ParseError) -> int | None:
     return max(0, end - len(highlight) + 1) if highlight else end
 
 
-def token_error_position(error: TokenError) -> int | None:
-    """Offset of a tokenizer failure: where the unterminated string or quote begins."""
+def token_error_position(error: TokenError, sql: str) -> int | None:
+    """Offset of a tokenizer failure in `sql`: where the unterminated string or quote begins
+    (at most the end of `sql`)."""
     cause = error.__cause__
     match = _MISSING_DELIMITER.search(str(cause)) if cause is not None else None
     if match is not None:
-        return int(match.group(1))
+        return min(int(match.group(1)), len(sql))
     if error.start is not None and error.start > 0:
-        return error.start + 50  # sqlglot quotes 50 characters either side of the failure
+        # sqlglot quotes 50 characters either side of the failure
+        return min(error.start + 50, len(sql))
     return None

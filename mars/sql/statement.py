@@ -77,7 +77,8 @@ def _parse_single_select(sql: str) -> exp.Select:
             syntax_error_message(err), position=parse_error_position(sql, err)
         ) from None
     except TokenError as err:
-        raise TaskError("cannot read the SQL here", position=token_error_position(err)) from None
+        position = token_error_position(err, sql)
+        raise TaskError("cannot read the SQL here", position=position) from None
     if not statements:
         raise TaskError("empty task: expected SELECT ... FROM <topic> ... WINDOWING <n> <unit>")
     if len(statements) > 1:

@@ -100,6 +100,7 @@ BAD_QUERIES: list[tuple[str, str, str]] = [
         "date",
     ),
     ("SELECT count(*) FROM S GROUP BY ROLLUP(a) WINDOWING 1 s", "ROLLUP", "a)"),
+    ("SELECT count(*) FROM S WHERE a = 0E GROUP BY a WINDOWING 1 s", "is not a number", "0E"),
     ("", "empty task", ""),
 ]
 
