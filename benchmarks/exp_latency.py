@@ -67,7 +67,7 @@ def latency_run(
         reader.stop()
     passage = watermark_passage(
         {
-            p: crossing_times(records, _ends(start_s, duration_s, window_s))
+            p: crossing_times(records, window_ends(start_s, duration_s, window_s))
             for p, records in read_event_times(bench.bootstrap, topic).items()
         }
     )
@@ -79,7 +79,7 @@ def latency_run(
     return latencies
 
 
-def _ends(start_s: int, duration_s: int, window_s: int) -> list[int]:
+def window_ends(start_s: int, duration_s: int, window_s: int) -> list[int]:
     first = (start_s // window_s + 1) * window_s
     return [s * 1000 for s in range(first, start_s + duration_s + window_s, window_s)]
 
