@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.harness import BenchCluster, fresh_id
@@ -22,6 +25,75 @@ from benchmarks.watermark_times import crossing_times, read_event_times, waterma
 from benchmarks.workload import paper_sql
 from mars.gen import Encoding, GeneratorConfig
 from mars.gen.produce import produce
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LiveTask:
+    """The paper's task over a fresh live topic, its processes running, a reader on its
+    result topic."""
+
+    bench: BenchCluster
+    topic: str
+    task_id: str
+    window_s: int
+    reader: ResultReader
+
+    def send(self, *, rate: float, duration_s: int) -> int:
+        """Paced traffic (event time = wall clock) from a separate process, until sent; the
+        first event time (epoch s)."""
+        start_s = int(time.time())
+        config = GeneratorConfig(
+            count=int(rate * duration_s),
+            seed=start_s,
+            start_s=start_s,
+            span_s=duration_s,
+            encoding=Encoding.CSV,
+        )
+        generator = multiprocessing.get_context("spawn").Process(
+            target=produce,
+            args=(self.bench.bootstrap, self.topic, config),
+            kwargs={"rate": rate, "chunk_size": max(1000, int(rate))},
+        )
+        generator.start()
+        generator.join()
+        if generator.exitcode != 0:
+            raise RuntimeError(f"the load generator failed (exit code {generator.exitcode})")
+        return start_s
+
+    def passages(self, *, start_s: int, duration_s: int) -> dict[int, int]:
+        """Window end (ms) -> when the watermark passed it (ms), from the source data."""
+        ends = window_ends(start_s, duration_s, self.window_s)
+        return watermark_passage(
+            {
+                p: crossing_times(records, ends)
+                for p, records in read_event_times(self.bench.bootstrap, self.topic).items()
+            }
+        )
+
+
+@contextmanager
+def live_task(
+    bench: BenchCluster, *, window_s: int, mappers: int, reducers: int, prefix: str = "lat"
+) -> Iterator[LiveTask]:
+    """Mappers and reducers with default settings (the latency a user gets), the task
+    registered on a fresh 4-partition topic; the reader stops and the processes with it."""
+    topic = fresh_id(f"{prefix}_")
+    bench.create_topic(topic, 4)
+    with bench.run() as run:
+        run.start_mappers(mappers)
+        run.start_reducers(reducers)
+        task_id = fresh_id(f"{prefix}-")
+        output = f"mars.results.{task_id}"
+        bench.create_topic(output, bench.settings.kafka.result_partitions)
+        reader = ResultReader(bootstrap=bench.bootstrap, topic=output, count_field="count_star")
+        reader.start()
+        run.register(paper_sql(topic, window=f"{window_s} s", idle="60 s"), task_id=task_id)
+        try:
+            yield LiveTask(
+                bench=bench, topic=topic, task_id=task_id, window_s=window_s, reader=reader
+            )
+        finally:
+            reader.stop()
 
 
 def latency_run(
@@ -35,44 +107,12 @@ def latency_run(
     warmup_s: float = 10.0,
 ) -> list[float]:
     """Latencies (seconds) of the windows of one run."""
-    topic = fresh_id("live_")
-    bench.create_topic(topic, 4)
-    with bench.run() as run:  # default settings: the latency a user gets
-        run.start_mappers(mappers)
-        run.start_reducers(reducers)
-        task_id = fresh_id("lat-")
-        output = f"mars.results.{task_id}"
-        bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(bootstrap=bench.bootstrap, topic=output, count_field="count_star")
-        reader.start()
-        run.register(paper_sql(topic, window=f"{window_s} s", idle="60 s"), task_id=task_id)
-        start_s = int(time.time())
-        config = GeneratorConfig(
-            count=int(rate * duration_s),
-            seed=start_s,
-            start_s=start_s,
-            span_s=duration_s,
-            encoding=Encoding.CSV,
-        )
-        generator = multiprocessing.get_context("spawn").Process(
-            target=produce,
-            args=(bench.bootstrap, topic, config),
-            kwargs={"rate": rate, "chunk_size": max(1000, int(rate))},
-        )
-        generator.start()
-        generator.join()
-        if generator.exitcode != 0:
-            raise RuntimeError(f"the load generator failed (exit code {generator.exitcode})")
+    with live_task(bench, window_s=window_s, mappers=mappers, reducers=reducers) as live:
+        start_s = live.send(rate=rate, duration_s=duration_s)
         time.sleep(window_s + 5)
-        reader.stop()
-    passage = watermark_passage(
-        {
-            p: crossing_times(records, window_ends(start_s, duration_s, window_s))
-            for p, records in read_event_times(bench.bootstrap, topic).items()
-        }
-    )
+    passage = live.passages(start_s=start_s, duration_s=duration_s)
     latencies = []
-    for window_start, seen in reader.snapshot().items():
+    for window_start, seen in live.reader.snapshot().items():
         end = window_start + window_s * 1000
         if end in passage and end >= (start_s + warmup_s) * 1000:
             latencies.append(seen.last_arrival_s - passage[end] / 1000)

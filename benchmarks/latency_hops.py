@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import statistics
 import threading
 import time
@@ -32,13 +31,8 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from benchmarks.exp_latency import window_ends
-from benchmarks.harness import BenchCluster, fresh_id
-from benchmarks.results_reader import ResultReader
-from benchmarks.watermark_times import crossing_times, read_event_times, watermark_passage
-from benchmarks.workload import paper_sql
-from mars.gen import Encoding, GeneratorConfig
-from mars.gen.produce import produce
+from benchmarks.exp_latency import live_task
+from benchmarks.harness import BenchCluster
 from mars.store import SeqStore, watermark_of
 from reducer.progress import PROGRESS_TOPIC
 
@@ -113,45 +107,17 @@ def commit_times(bootstrap: str, task_id: str, window_ms: int) -> dict[int, list
 
 
 def hops_run(bench: BenchCluster, *, rate: float, duration_s: int, window_s: int) -> list[dict]:
-    topic = fresh_id("hops_")
-    bench.create_topic(topic, 4)
     window_ms = window_s * 1000
-    with bench.run() as run:
-        run.start_mappers(2)
-        run.start_reducers(1)
-        task_id = fresh_id("hops-")
-        output = f"mars.results.{task_id}"
-        bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(bootstrap=bench.bootstrap, topic=output, count_field="count_star")
-        reader.start()
-        run.register(paper_sql(topic, window=f"{window_s} s", idle="60 s"), task_id=task_id)
-        start_s = int(time.time())
-        config = GeneratorConfig(
-            count=int(rate * duration_s),
-            seed=start_s,
-            start_s=start_s,
-            span_s=duration_s,
-            encoding=Encoding.CSV,
-        )
-        with WatermarkWatcher(SeqStore(bench.redis), task_id) as watcher:
-            generator = multiprocessing.get_context("spawn").Process(
-                target=produce,
-                args=(bench.bootstrap, topic, config),
-                kwargs={"rate": rate, "chunk_size": max(1000, int(rate))},
-            )
-            generator.start()
-            generator.join()
-            time.sleep(window_s + 5)
-        reader.stop()
-    passage = watermark_passage(
-        {
-            p: crossing_times(records, window_ends(start_s, duration_s, window_s))
-            for p, records in read_event_times(bench.bootstrap, topic).items()
-        }
-    )
-    commits = commit_times(bench.bootstrap, task_id, window_ms)
+    with (
+        live_task(bench, window_s=window_s, mappers=2, reducers=1, prefix="hops") as live,
+        WatermarkWatcher(SeqStore(bench.redis), live.task_id) as watcher,
+    ):
+        start_s = live.send(rate=rate, duration_s=duration_s)
+        time.sleep(window_s + 5)
+    passage = live.passages(start_s=start_s, duration_s=duration_s)
+    commits = commit_times(bench.bootstrap, live.task_id, window_ms)
     rows = []
-    for window_start, seen in sorted(reader.snapshot().items()):
+    for window_start, seen in sorted(live.reader.snapshot().items()):
         end = window_start + window_ms
         if end not in passage or end < (start_s + 10) * 1000 or not commits.get(end):
             continue
