@@ -15,7 +15,7 @@ numbers become their string form for that batch, so give each field one type per
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter, methodcaller
 from typing import Any, Protocol
@@ -109,34 +109,25 @@ class CsvRecordDecoder:
 
     def decode(self, values: Sequence[bytes]) -> DecodedBatch:
         bad: dict[int, str] = {}
-        rows: list[int] = []
-        parsed: list[list[str]] = []
         joined = self._plain_lines(values)
-        if joined is not None:
-            frame = self._polars_frame(joined)
-            if frame is not None:
-                return DecodedBatch(frame=frame, bad=bad)  # the usual case
-            split = map(methodcaller("split", self._delimiter), joined.decode().split("\n"))
-            for row, fields in enumerate(split):
-                if len(fields) != self._width:
-                    bad[row] = f"expected {self._width} CSV columns, got {len(fields)}"
-                    continue
-                rows.append(row)
-                parsed.append(fields)
-            return self._frame(rows, parsed, bad)
+        if joined is None:
+            return self._frame(self._read_one_by_one(values, bad), bad)
+        frame = self._polars_frame(joined)
+        if frame is not None:
+            return DecodedBatch(frame=frame, bad=bad)  # the usual case
+        split = map(methodcaller("split", self._delimiter), joined.decode().split("\n"))
+        return self._frame(enumerate(split), bad)
+
+    def _read_one_by_one(
+        self, values: Sequence[bytes], bad: dict[int, str]
+    ) -> Iterator[tuple[int, list[str]]]:
+        """(row, fields) of each record the csv module can read; the others go to `bad`."""
         for row, value in enumerate(values):
             try:
                 text = value.decode("utf-8").rstrip("\r\n")
-                fields = next(csv.reader([text], delimiter=self._delimiter, strict=True))
+                yield row, next(csv.reader([text], delimiter=self._delimiter, strict=True))
             except (UnicodeDecodeError, csv.Error, StopIteration) as exc:
                 bad[row] = f"not a decodable CSV line: {exc or 'empty record'}"
-                continue
-            if len(fields) != self._width:
-                bad[row] = f"expected {self._width} CSV columns, got {len(fields)}"
-                continue
-            rows.append(row)
-            parsed.append(fields)
-        return self._frame(rows, parsed, bad)
 
     def _plain_lines(self, values: Sequence[bytes]) -> bytes | None:
         """The records joined by newlines, or None when one might need the csv module's rules.
@@ -206,9 +197,16 @@ class CsvRecordDecoder:
             series.append(column)
         return pl.DataFrame(series)
 
-    def _frame(
-        self, rows: Sequence[int], parsed: list[list[str]], bad: dict[int, str]
-    ) -> DecodedBatch:
+    def _frame(self, lines: Iterable[tuple[int, list[str]]], bad: dict[int, str]) -> DecodedBatch:
+        """The frame of the `(row, fields)` lines of the header's width; the others are bad."""
+        rows: list[int] = []
+        parsed: list[list[str]] = []
+        for row, fields in lines:
+            if len(fields) != self._width:
+                bad[row] = f"expected {self._width} CSV columns, got {len(fields)}"
+                continue
+            rows.append(row)
+            parsed.append(fields)
         columns: dict[str, list[Any]] = {
             name: [fields[index] or None for fields in parsed]
             for name, index in zip(self._plan.fields, self._indexes, strict=True)
