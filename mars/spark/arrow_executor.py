@@ -15,13 +15,9 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import redis
-
-from mars.side_topics import SideTopicProducer
-from mars.spark.partition_writer import PartitionBackfillWriter, WriterConfig
+from mars.spark.partition_writer import WriterConfig, connected_writer
 from mars.spark.record_columns import RecordColumns
 from mars.spark.summary import PartitionSummary
-from mars.store import SeqStore
 
 _SUMMARY_FIELDS = [f.name for f in dataclasses.fields(PartitionSummary)]
 # Spark DDL of the rows `run_arrow_partition` returns: one per source partition, all integers.
@@ -33,16 +29,8 @@ def run_arrow_partition(config: WriterConfig, batches: Iterable[Any]) -> Iterato
     `offset`, `value` in, Arrow batches of partition summaries out."""
     import pyarrow as pa
 
-    client = redis.Redis.from_url(config.redis_url)
-    try:
-        writer = PartitionBackfillWriter(
-            config,
-            store=SeqStore(client),
-            side_records=SideTopicProducer.connect(config.bootstrap_servers),
-        )
+    with connected_writer(config) as writer:
         summaries = list(writer.write_columns(_columns(batches)))
-    finally:
-        client.close()
     rows = {name: [getattr(s, name) for s in summaries] for name in _SUMMARY_FIELDS}
     yield pa.RecordBatch.from_pydict(
         {name: pa.array(values, type=pa.int64()) for name, values in rows.items()}

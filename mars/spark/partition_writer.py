@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,17 +222,22 @@ def _counters(partials: BatchPartials) -> dict[str, int]:
     }
 
 
-def run_partition(config: WriterConfig, rows: Iterable[Any]) -> Iterator[PartitionSummary]:
-    """The function Spark runs per partition of a file source (`mapPartitions`): row tuples
-    `(partition, offset, value)`. Kafka sources go through `mars.spark.arrow_executor`."""
+@contextmanager
+def connected_writer(config: WriterConfig) -> Iterator[PartitionBackfillWriter]:
+    """A writer on its own Redis connection and side-topic producer (one per Spark task)."""
     client = redis.Redis.from_url(config.redis_url)
     try:
-        writer = PartitionBackfillWriter(
+        yield PartitionBackfillWriter(
             config,
             store=SeqStore(client),
             side_records=SideTopicProducer.connect(config.bootstrap_servers),
         )
-        records = ((int(r[0]), int(r[1]), bytes(r[2])) for r in rows)
-        yield from writer.write(records)
     finally:
         client.close()
+
+
+def run_partition(config: WriterConfig, rows: Iterable[Any]) -> Iterator[PartitionSummary]:
+    """The function Spark runs per partition of a file source (`mapPartitions`): row tuples
+    `(partition, offset, value)`. Kafka sources go through `mars.spark.arrow_executor`."""
+    with connected_writer(config) as writer:
+        yield from writer.write((int(r[0]), int(r[1]), bytes(r[2])) for r in rows)
