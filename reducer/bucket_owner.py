@@ -257,26 +257,24 @@ class UnitOwner:
             owner=self._member_id,
             committed_ms=now,
         )
-        records = [result_record(self._result_spec, row) for row in rows]
-        records += [late_record(self.spec, late) for late in outcome.late]
-        records.append(
-            OutRecord(
-                topic=self._wiring.progress_topic,
-                key=self._key.encode(),
-                value=progress.to_bytes(),
-                partition=partition_for(self._key, self._wiring.progress_partitions),
-            )
+        results = [result_record(self._result_spec, row) for row in rows]
+        progress_record = OutRecord(
+            topic=self._wiring.progress_topic,
+            key=self._key.encode(),
+            value=progress.to_bytes(),
+            partition=partition_for(self._key, self._wiring.progress_partitions),
         )
+        late = [late_record(self.spec, late) for late in outcome.late]
         started = time.monotonic()
-        output.commit(records)
+        output.commit([*results, *late, progress_record])
         self._commit_latency_ms = (time.monotonic() - started) * 1000
         self._committed = progress
         store = self._wiring.store
         for bucket, rseq in progress.rseqs.items():
             if rseq > snapshots[bucket].rseq:
                 store.release(self.spec.id, bucket, rseq)
-        if rows and self._settings.results_kept > 0:
-            values = [record.value for record in records[: len(rows)]]  # the result records
+        if results and self._settings.results_kept > 0:
+            values = [record.value for record in results]
             store.push_encoded_results(self.spec.id, values, keep=self._settings.results_kept)
 
     # -- metrics --------------------------------------------------------------------------

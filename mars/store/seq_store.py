@@ -263,9 +263,8 @@ class SeqStore:
         if not rows:
             return
         key = TaskKeys(task).results
-        encoded = list(rows)
         with self._redis.pipeline(transaction=True) as pipe:
-            pipe.lpush(key, *encoded)
+            pipe.lpush(key, *rows)
             pipe.ltrim(key, 0, keep - 1)
             pipe.execute()
 
