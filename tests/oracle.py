@@ -33,6 +33,14 @@ ResultKey = tuple[Any, ...]  # (window_start_ms, *group values in group_by order
 
 _TS_COLUMN = "__oracle_ts_ms"
 
+# `expected_results` arguments of the tests' usual task: count and sum(bytes) per (sip, type)
+# over 60 s tumbling windows.
+SIP_TYPE_COUNT_SUM: dict[str, Any] = {
+    "group_by": ["sip", "type"],
+    "window_ms": 60_000,
+    "aggregates": {"cnt": "count(*)", "total": "sum(bytes)"},
+}
+
 
 @dataclass(frozen=True, eq=False)  # eq=False keeps Mapping's dict-like equality
 class ExpectedResults(Mapping[ResultKey, dict[str, Any]]):

@@ -28,16 +28,13 @@ from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
+from tests.oracle import SIP_TYPE_COUNT_SUM
 
 PAPER_SQL = (
     "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
     "GROUP BY sip, type WINDOWING 60 s"
 )
-PAPER_ORACLE: dict[str, Any] = {
-    "group_by": ["sip", "type"],
-    "window_ms": 60_000,
-    "aggregates": {"cnt": "count(*)", "total": "sum(bytes)"},
-}
+PAPER_ORACLE = SIP_TYPE_COUNT_SUM
 
 
 def create_topic(admin: AdminClient, name: str, *, partitions: int) -> None:

@@ -4,7 +4,7 @@ batch overlapping what another writer applied changes nothing twice."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -13,33 +13,14 @@ from mapper.batch_writer import TaskBatchWriter
 from mapper.progress import TaskView
 from mapper.task_router import ActiveTask
 from mars.engine.preaggregate import Preaggregator
-from mars.engine.records import RejectedRecord, SourceRecord
+from mars.engine.records import SourceRecord
 from mars.gen import GeneratorConfig, generate
 from mars.sql import parse_task
 from mars.store import SeqStore, SourceState, TaskKeys
-from mars.tasks.spec import TaskSpec
 from tests.integration.mapper.mapper_harness import PAPER_SQL, merge_all, results_of
+from tests.recording_sink import RecordingSink
 
 pytestmark = pytest.mark.integration
-
-
-class RecordingSink:
-    """Side records in memory (the side topics themselves are tested end to end)."""
-
-    def __init__(self) -> None:
-        self.bad: list[RejectedRecord] = []
-        self.late: list[RejectedRecord] = []
-
-    def publish(
-        self,
-        spec: TaskSpec,
-        *,
-        source: str,
-        bad: Sequence[RejectedRecord],
-        late: Sequence[RejectedRecord],
-    ) -> None:
-        self.bad += bad
-        self.late += late
 
 
 @pytest.fixture

@@ -20,10 +20,17 @@ from mars.gen import GeneratorConfig
 from mars.gen.tuples import iter_chunks
 from mars.store import SeqStore, SourceState, TaskKeys
 from mars.tasks.spec import TaskSpec
-from tests.oracle import ExpectedResults, expected_results
+from tests.oracle import SIP_TYPE_COUNT_SUM, ExpectedResults, expected_results
 
 HISTORY_START_S = 1_700_000_000
 HISTORY_SPAN_S = 4 * 3600
+
+# The backfill tests' task and the oracle arguments that compute the same results.
+BACKFILL_SQL = (
+    "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
+    "GROUP BY sip, type WINDOWING 60 s GRACE 10 s"
+)
+BACKFILL_ORACLE = SIP_TYPE_COUNT_SUM  # grace does not change final results
 
 
 def history_and_live(

@@ -33,6 +33,8 @@ from mars.store import SeqStore
 from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import TaskSpec
 from tests.integration.spark.helpers import (
+    BACKFILL_ORACLE,
+    BACKFILL_SQL,
     HISTORY_START_S,
     LiveLikeMapper,
     create_topic,
@@ -50,15 +52,7 @@ pytestmark = pytest.mark.integration
 HISTORY = 50_000  # the 1,000,000-record run with the real pipeline: test_backfill_pipeline.py
 LIVE = 5_000
 
-SQL = (
-    "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
-    "GROUP BY sip, type WINDOWING 60 s GRACE 10 s WITH (buckets=8)"
-)
-ORACLE: dict[str, Any] = {
-    "group_by": ["sip", "type"],
-    "window_ms": 60_000,
-    "aggregates": {"cnt": "count(*)", "total": "sum(bytes)"},
-}
+SQL = BACKFILL_SQL + " WITH (buckets=8)"
 
 
 def _name() -> str:
@@ -118,7 +112,7 @@ def test_backfill_plus_live_equals_oracle_and_rerun_changes_nothing(
     assert summary.skipped == 0 and summary.bad == 0 and summary.late == 0
     assert coordination.holds(task) == {}
 
-    expected = expected_results(_values(history) + _values(live), **ORACLE)
+    expected = expected_results(_values(history) + _values(live), **BACKFILL_ORACLE)
     assert expected.skipped == 0
     assert final_results(spec, merged_windows(store, redis_client, spec)) == expected
     stats = store.stats(task)
@@ -176,7 +170,7 @@ def test_files_source_equals_kafka_and_bad_records_go_to_dead_letter(
     kafka_windows = merged_windows(store, redis_client, kafka_spec)
     assert kafka_windows == merged_windows(store, redis_client, file_spec)
     all_values = [v for records in by_partition.values() for v in values_of(records)]
-    expected = expected_results(all_values, **ORACLE)
+    expected = expected_results(all_values, **BACKFILL_ORACLE)
     assert expected.skipped == report.malformed
     assert final_results(kafka_spec, kafka_windows) == expected
 

@@ -51,7 +51,12 @@ from tests.integration.pipeline import (
     delete_task_topics,
     wait_for,
 )
-from tests.integration.spark.helpers import StreamsOracle, history_and_live
+from tests.integration.spark.helpers import (
+    BACKFILL_ORACLE,
+    BACKFILL_SQL,
+    StreamsOracle,
+    history_and_live,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -60,16 +65,6 @@ LIVE = int(os.environ.get("MARS_TEST_SPARK_LIVE", "100000"))
 LIVE_PRODUCE_S = 20.0
 PARTITIONS = 4
 HISTORY_STREAM, LIVE_STREAM = history_and_live(history=HISTORY, live=LIVE, seeds=(11, 12))
-WINDOW_MS = 60_000
-SQL = (
-    "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
-    "GROUP BY sip, type WINDOWING 60 s GRACE 10 s"
-)
-ORACLE_ARGS: dict[str, Any] = {
-    "group_by": ["sip", "type"],
-    "window_ms": WINDOW_MS,
-    "aggregates": {"cnt": "count(*)", "total": "sum(bytes)"},
-}
 PROCESS_ENV = {
     "MARS_ZOOKEEPER__SESSION_TIMEOUT_S": "6",
     "MARS_REDUCER__TRANSACTION_TIMEOUT_MS": "10000",
@@ -124,13 +119,13 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
     phases: dict[str, float] = {}
     started = time.monotonic()
     spec = parse_task(
-        SQL.format(topic=f"{unique_name}_src"),
+        BACKFILL_SQL.format(topic=f"{unique_name}_src"),
         task_id=unique_name,
         options={"idle_timeout": "2 s", "buckets": 8},
     )
     create_task_topics(kafka_admin, spec, source_partitions=PARTITIONS)
     bootstrap = cluster.kafka_bootstrap
-    oracle = StreamsOracle([HISTORY_STREAM, LIVE_STREAM], **ORACLE_ARGS)
+    oracle = StreamsOracle([HISTORY_STREAM, LIVE_STREAM], **BACKFILL_ORACLE)
     procs = PipelineProcesses(
         cluster=local_cluster,
         name=unique_name,

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 import redis
 
-from mars.engine.records import RejectedRecord
 from mars.spark.offsets import (
     ALL_PARTITIONS,
     EARLIEST,
@@ -30,35 +28,12 @@ from mars.sql import parse_task
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
 from tests.integration.spark.helpers import merged_windows
+from tests.recording_sink import RecordingSink
 
 SQL = (
     "SELECT k, count(*) AS c FROM S GROUP BY k WINDOWING 10 ms GRACE 5 ms "
     "WITH (event_time='t', event_time_format='epoch_ms', buckets=4)"
 )
-
-
-class CollectingSink:
-    """Side records in memory; fails on call number `fail_on` (a crash mid-partition)."""
-
-    def __init__(self, fail_on: int | None = None) -> None:
-        self.bad: list[RejectedRecord] = []
-        self.late: list[RejectedRecord] = []
-        self.calls = 0
-        self._fail_on = fail_on
-
-    def publish(
-        self,
-        spec: TaskSpec,
-        *,
-        source: str,
-        bad: Sequence[RejectedRecord],
-        late: Sequence[RejectedRecord],
-    ) -> None:
-        self.calls += 1
-        if self.calls == self._fail_on:
-            raise RuntimeError("executor lost")
-        self.bad.extend(bad)
-        self.late.extend(late)
 
 
 def _records() -> list[tuple[int, int, bytes]]:
@@ -73,7 +48,7 @@ def _records() -> list[tuple[int, int, bytes]]:
     return out
 
 
-def _writer(client: redis.Redis, spec: TaskSpec, sink: CollectingSink, chunk: int) -> Any:
+def _writer(client: redis.Redis, spec: TaskSpec, sink: RecordingSink, chunk: int) -> Any:
     config = WriterConfig(
         spec=spec.to_json_dict(),
         job="j",
@@ -94,19 +69,19 @@ def _spec() -> TaskSpec:
 def test_result_does_not_depend_on_chunks_crashes_or_reruns(redis_client: redis.Redis) -> None:
     store = SeqStore(redis_client)
     whole = _spec()
-    sink = CollectingSink()
+    sink = RecordingSink()
     summaries = list(_writer(redis_client, whole, sink, chunk=1000).write(_records()))
     assert [s.records_in for s in summaries] == [17, 17]
     assert sum(s.late for s in summaries) == len(sink.late) > 0
     assert sum(s.bad for s in summaries) == len(sink.bad) == 2
 
     crashed = _spec()
-    failing = CollectingSink(fail_on=4)
+    failing = RecordingSink(fail_on=4)
     with pytest.raises(RuntimeError):
         list(_writer(redis_client, crashed, failing, chunk=3).write(_records()))
-    retry = CollectingSink()
+    retry = RecordingSink()
     list(_writer(redis_client, crashed, retry, chunk=5).write(_records()))
-    rerun = list(_writer(redis_client, crashed, CollectingSink(), chunk=2).write(_records()))
+    rerun = list(_writer(redis_client, crashed, RecordingSink(), chunk=2).write(_records()))
     assert [s.skipped for s in rerun] == [17, 17] and all(s.records_in == 0 for s in rerun)
 
     assert merged_windows(store, redis_client, crashed) == merged_windows(
@@ -144,10 +119,10 @@ def test_offset_specs_resolve_against_watermarks() -> None:
 def test_columns_keep_partition_order_and_refuse_reordering(redis_client: redis.Redis) -> None:
     records = _records()
     by_rows = _spec()
-    list(_writer(redis_client, by_rows, CollectingSink(), chunk=4).write(records))
+    list(_writer(redis_client, by_rows, RecordingSink(), chunk=4).write(records))
     # The same records as column batches that cut partitions mid-batch, plus a tombstone.
     by_columns = _spec()
-    sink = CollectingSink()
+    sink = RecordingSink()
     tombstone = (1, len(records) // 2 + 1, None)
     batches = [
         RecordColumns(
@@ -167,7 +142,7 @@ def test_columns_keep_partition_order_and_refuse_reordering(redis_client: redis.
 
     swapped = [records[1], records[0], *records[2:]]
     with pytest.raises(RecordOrderError):
-        list(_writer(redis_client, _spec(), CollectingSink(), chunk=4).write(swapped))
+        list(_writer(redis_client, _spec(), RecordingSink(), chunk=4).write(swapped))
     assert list(partition_runs([3, 3, 1, 1, 1, 3])) == [(3, 0, 2), (1, 2, 5), (3, 5, 6)]
     assert list(as_columns([(0, 1, b"a"), (0, 2, b"b"), (0, 3, b"c")], 2)) == [
         RecordColumns(partitions=(0, 0), offsets=(1, 2), values=(b"a", b"b")),
