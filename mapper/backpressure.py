@@ -1,8 +1,18 @@
 """Backpressure: pause a task's source partitions before Redis holds too much (seed 001).
 
-A task is *pressured* when its un-reduced backlog (data sets written, not yet released) or the
-Redis memory passes its high mark; it stops being pressured when both are below half of their
-mark. Redis is read at most every `check_interval_ms` (one MGET per task plus one INFO); in
+Two reasons to pause a task, each with hysteresis (pause at the mark, resume below half):
+
+- its **unmerged backlog** (data sets written that no reducer has merged yet) passes
+  `backlog_high_datasets`. Merging never waits for a window to close, so this pause always
+  ends while reducers run: it cannot hold back the windows whose closing it waits for.
+- Redis `used_memory` passes `redis_memory_high_bytes` **and** the task still has data sets in
+  Redis (merged or not). Reducers release merged data sets at their next checkpoint, whatever
+  the watermark, so this pause ends too; a task with nothing left to release is not paused for
+  memory (pausing it would only freeze its watermark, and with it the windows whose closing
+  frees their state). Memory held by open-window state itself is not backlog: if it passes
+  Redis's `maxmemory`, writes fail with Redis's OOM error and the mapper retries, loudly.
+
+Redis is read at most every `check_interval_ms` (one MGET per task plus one INFO); in
 between, the data sets this mapper writes are added to the last reading, and a task is
 pressured as soon as one more batch (up to one data set per bucket) could pass the mark. So
 with one mapper the backlog levels off below the mark; with N mappers it can pass it by what
@@ -13,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from mars.store.state import Backlog
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,7 +39,7 @@ class BackpressureGate:
 
     def __init__(self, marks: PressureMarks) -> None:
         self._marks = marks
-        self._backlog: dict[str, int] = {}  # last reading + data sets written since
+        self._backlog: dict[str, Backlog] = {}  # last reading + data sets written since
         self._pressured: set[str] = set()
         self._memory_pressured = False
         self._last_check_ms: int | None = None
@@ -36,8 +48,8 @@ class BackpressureGate:
         last = self._last_check_ms
         return last is None or now_ms - last >= self._marks.check_interval_ms
 
-    def update(self, *, now_ms: int, backlogs: Mapping[str, int], memory_used: int) -> None:
-        """A fresh reading: backlog per task (and its bucket count via `note`), Redis memory."""
+    def update(self, *, now_ms: int, backlogs: Mapping[str, Backlog], memory_used: int) -> None:
+        """A fresh reading: the backlog of each task, Redis memory."""
         self._last_check_ms = now_ms
         high_memory = self._marks.redis_memory_high_bytes
         if memory_used >= high_memory:
@@ -51,23 +63,31 @@ class BackpressureGate:
 
     def note_written(self, task: str, datasets: int, *, buckets: int) -> None:
         """This mapper wrote `datasets` for `task`: pressured now if one more batch could pass."""
-        self._backlog[task] = self._backlog.get(task, 0) + datasets
+        before = self._backlog.get(task, Backlog(unmerged=0, unreleased=0))
+        self._backlog[task] = Backlog(
+            unmerged=before.unmerged + datasets, unreleased=before.unreleased + datasets
+        )
         self.evaluate(task, buckets=buckets)
 
     def evaluate(self, task: str, *, buckets: int) -> None:
         high = self._marks.backlog_high_datasets
-        backlog = self._backlog.get(task, 0)
-        if backlog + buckets > high:
+        unmerged = self.backlog(task)
+        if unmerged + buckets > high:
             self._pressured.add(task)
-        elif backlog < high // 2:
+        elif unmerged < high // 2:
             self._pressured.discard(task)
 
     def pressured(self, task: str) -> bool:
-        return self._memory_pressured or task in self._pressured
+        if task in self._pressured:
+            return True
+        backlog = self._backlog.get(task)
+        return self._memory_pressured and backlog is not None and backlog.unreleased > 0
 
     @property
     def memory_pressured(self) -> bool:
         return self._memory_pressured
 
     def backlog(self, task: str) -> int:
-        return self._backlog.get(task, 0)
+        """The task's unmerged data sets, as last read plus what this mapper wrote since."""
+        backlog = self._backlog.get(task)
+        return 0 if backlog is None else backlog.unmerged

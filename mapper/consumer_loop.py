@@ -283,7 +283,7 @@ class MapperLoop:
         self._gate.update(now_ms=now, backlogs=backlogs, memory_used=memory)
         for task_id, task in tasks.items():
             self._gate.evaluate(task_id, buckets=task.spec.options.buckets)
-            self.metrics.task(task_id).backlog = backlogs[task_id]
+            self.metrics.task(task_id).backlog = backlogs[task_id].unmerged
         self._sync_pauses()
 
     def _sync_pauses(self) -> None:

@@ -68,6 +68,9 @@ class ReducerSettings(_Section):
     # this: a mapper that died just after reporting "caught up" must not make its partition
     # look idle for a whole idle_timeout (its unread records would turn late).
     idle_heartbeat_timeout_ms: int = Field(default=3000, ge=100)
+    # How often an owner checkpoints its open windows into Redis, which lets it release every
+    # data set it merged (docs/reducer.md). 0: at every step that merged something.
+    checkpoint_interval_ms: int = Field(default=2000, ge=0)
 
 
 class ApiSettings(_Section):

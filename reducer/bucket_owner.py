@@ -8,12 +8,16 @@ One `step`:
    `watermark_of(snapshot)` (each snapshot guarantees its own bucket's data sets up to its seq
    hold every non-late record of the windows it closes, so the min is safe for all);
 4. close windows with `end + grace <= watermark`;
-5. if something closed, arrived late, or rseq can move: ONE Kafka transaction with the result
-   records, the late records and the progress record; then release data sets below rseq in
-   Redis (GC), push the rows to the REST list and publish metrics.
+5. every `checkpoint_interval_ms`, if open windows hold contributions merged since the last
+   checkpoint: write the open windows to a new checkpoint in Redis (rseq := merged + 1);
+6. if something closed, arrived late, was checkpointed, or rseq can move: ONE Kafka transaction
+   with the result records, the late records and the progress record (which names the
+   checkpoint); then release data sets below rseq in Redis (GC), drop older checkpoints, push
+   the rows to the REST list and publish metrics.
 
 `recover` (on start and after any failure): init_transactions (fences a zombie, aborts its open
-transaction), read the unit's committed progress, replay from its rseq. See docs/reducer.md.
+transaction), read the unit's committed progress, load the checkpoint it names, replay from its
+rseq. See docs/reducer.md.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from mars.aggregates import aggregates_for
+from mars.aggregates import aggregates_for, wire_name
 from mars.config import ReducerSettings
-from mars.engine.dataset import decode_dataset
+from mars.engine.dataset import OpenWindows, decode_dataset, encode_dataset
 from mars.store import MissingDataSetError, SeqStore, Snapshot, watermark_of
 from mars.store.backfill import read_backfill_holds
 from mars.store.watermark import watermark_held_by_backfills
@@ -36,7 +41,7 @@ from mars.windows import WindowAssigner
 from reducer.metrics import ReducerMetrics, UnitGauges
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState
 from reducer.output import FencedError, OutputError, OutRecord
-from reducer.progress import COUNTER_NAMES, Progress, progress_key
+from reducer.progress import COUNTER_NAMES, CheckpointRef, Progress, progress_key
 from reducer.results import late_record, result_record, result_spec, rows_of
 from reducer.topics import partition_for
 
@@ -55,8 +60,8 @@ class Output(Protocol):
 
 
 class RedisDataLostError(RuntimeError):
-    """Redis's seq is below what this unit already merged: acknowledged writes were lost.
-    The unit stops rather than guess (docs/protocol.md, failure analysis)."""
+    """Redis's seq is below what this unit already merged, or the committed checkpoint is gone:
+    acknowledged writes were lost. The unit stops rather than guess (docs/protocol.md)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +113,7 @@ class UnitOwner:
         self._output: Output | None = None
         self._state: OpenWindowState | None = None
         self._committed: Progress | None = None
+        self._last_checkpoint_ms: int | None = None
         self._merged_total = 0
         self._rate_mark = (time.monotonic(), 0)
         self._merge_rate = 0.0
@@ -139,13 +145,29 @@ class UnitOwner:
             rseqs=progress.rseqs,
             replayed_through=progress.merged,
             closed_watermark=progress.closed_watermark,
+            checkpoint=self._load_checkpoint(progress.checkpoint),
         )
+        self._last_checkpoint_ms = self._wiring.clock()
         log.info(
-            "unit %s: recovered (closed watermark %s, rseq %s)",
+            "unit %s: recovered (closed watermark %s, rseq %s, checkpoint %s)",
             self._key,
             progress.closed_watermark,
             dict(progress.rseqs),
+            None if progress.checkpoint is None else progress.checkpoint.field,
         )
+
+    def _load_checkpoint(self, ref: CheckpointRef | None) -> OpenWindows:
+        if ref is None:
+            return {}
+        data = self._wiring.store.read_checkpoint(self.spec.id, self.unit_bucket, ref.field)
+        if data is None:
+            raise RedisDataLostError(f"the committed checkpoint {ref.field} is not in Redis")
+        dataset = decode_dataset(data)
+        if dataset.aggregate_names != tuple(wire_name(agg) for agg in self._aggregates):
+            raise RedisDataLostError(
+                f"checkpoint {ref.field} has aggregates {dataset.aggregate_names}"
+            )
+        return dataset.windows
 
     def close(self) -> None:
         """Abort any open transaction and drop the producer (the unit stops emitting)."""
@@ -198,7 +220,7 @@ class UnitOwner:
         # at or below the seq the snapshots will show (docs/spark.md).
         backfill_holds = read_backfill_holds(store.client, task)
         for bucket in self.buckets:
-            snapshot = store.snapshot(task, bucket)
+            snapshot = store.snapshot(task, bucket, merged=state.merged[bucket])
             snapshots[bucket] = snapshot
             first = state.merged[bucket] + 1
             if snapshot.seq < state.merged[bucket]:
@@ -232,17 +254,47 @@ class UnitOwner:
         self._note_merges(outcome.merged)
         committed = self._committed
         assert committed is not None
-        if outcome.closed or outcome.late or state.rseqs() != dict(committed.rseqs):
+        checkpoint = self._checkpoint_due(state, now)
+        if outcome.closed or outcome.late or checkpoint or state.rseqs() != dict(committed.rseqs):
             if (stop is not None and stop.is_set()) or not self._wiring.may_emit():
                 raise OutputError("not the owner any more; not emitting")
-            self._commit(outcome, snapshots, now)
+            self._commit(outcome, snapshots, now, checkpoint=checkpoint)
             outcome.committed = True
         self._publish(now, force=outcome.committed)
         return outcome
 
-    def _commit(self, outcome: StepOutcome, snapshots: dict[int, Snapshot], now: int) -> None:
+    def _checkpoint_due(self, state: OpenWindowState, now: int) -> bool:
+        if not state.needs_checkpoint:
+            return False
+        last = self._last_checkpoint_ms
+        return last is None or now - last >= self._settings.checkpoint_interval_ms
+
+    def _write_checkpoint(
+        self, state: OpenWindowState, previous: CheckpointRef | None
+    ) -> CheckpointRef:
+        """Save the open windows under a new, not yet committed checkpoint (rseq := merged + 1)."""
+        ref = CheckpointRef(
+            number=1 if previous is None else previous.number + 1, token=uuid.uuid4().hex[:12]
+        )
+        data = encode_dataset(self._aggregates, state.windows)
+        self._wiring.store.write_checkpoint(self.spec.id, self.unit_bucket, ref.field, data)
+        state.checkpointed()
+        return ref
+
+    def _commit(
+        self,
+        outcome: StepOutcome,
+        snapshots: dict[int, Snapshot],
+        now: int,
+        *,
+        checkpoint: bool,
+    ) -> None:
         state, output, committed = self._state, self._output, self._committed
         assert state is not None and output is not None and committed is not None
+        checkpoint_ref = committed.checkpoint
+        if checkpoint:
+            checkpoint_ref = self._write_checkpoint(state, committed.checkpoint)
+            self._last_checkpoint_ms = now
         rows = rows_of(self._result_spec, outcome.closed)
         counters = {name: committed.counter(name) for name in COUNTER_NAMES}
         counters["windows_emitted"] += len(outcome.closed)
@@ -254,6 +306,7 @@ class UnitOwner:
             rseqs=state.rseqs(),
             merged=dict(state.merged),
             counters=counters,
+            checkpoint=checkpoint_ref,
             owner=self._member_id,
             committed_ms=now,
         )
@@ -273,6 +326,8 @@ class UnitOwner:
         for bucket, rseq in progress.rseqs.items():
             if rseq > snapshots[bucket].rseq:
                 store.release(self.spec.id, bucket, rseq)
+        if checkpoint_ref is not None and checkpoint_ref != committed.checkpoint:
+            store.drop_checkpoints_before(self.spec.id, self.unit_bucket, checkpoint_ref.number)
         if results and self._settings.results_kept > 0:
             values = [record.value for record in results]
             store.push_encoded_results(self.spec.id, values, keep=self._settings.results_kept)

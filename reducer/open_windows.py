@@ -4,8 +4,9 @@ Pure state, no I/O. Besides the merged partial states it tracks what the delayed
 needs (docs/reducer.md):
 
 - `merged[b]`: the last data set of bucket `b` merged (data sets arrive in SEQ order, no hole);
-- per open window and bucket, the first data set that contributed to it, so
-  `rseq(b)` = the first data set still needed by an open window (or `merged[b] + 1`);
+- per open window and bucket, the first data set that contributed to it since the last
+  checkpoint, so `rseq(b)` = the first data set still needed to rebuild the open windows from
+  that checkpoint (or `merged[b] + 1`); `checkpointed()` says the current windows are saved;
 - `closed_watermark`: every window with `end + grace <= closed_watermark` is closed (emitted,
   or empty). It only moves forward.
 
@@ -70,15 +71,23 @@ class OpenWindowState:
         rseqs: Mapping[int, int],
         replayed_through: Mapping[int, int] | None = None,
         closed_watermark: int | None = None,
+        checkpoint: OpenWindows | None = None,
     ) -> OpenWindowState:
-        """State about to replay each bucket `b` from data set `rseqs[b]`."""
-        return cls(
+        """State about to replay each bucket `b` from data set `rseqs[b]`, on top of the
+        committed `checkpoint` (its windows closed since then are dropped: they were emitted)."""
+        state = cls(
             assigner=assigner,
             aggregates=aggregates,
             merged={b: r - 1 for b, r in rseqs.items()},
             replayed_through=dict(replayed_through or {}),
             closed_watermark=closed_watermark,
         )
+        state.windows = {
+            start: groups
+            for start, groups in (checkpoint or {}).items()
+            if not state.is_closed(start)
+        }
+        return state
 
     @property
     def buckets(self) -> Iterable[int]:
@@ -127,8 +136,17 @@ class OpenWindowState:
                 first_seqs.pop(window.start, None)
         return closed
 
+    @property
+    def needs_checkpoint(self) -> bool:
+        """Some open window holds contributions merged since the last checkpoint."""
+        return any(self._first_seq.values())
+
+    def checkpointed(self) -> None:
+        """The open windows as they are now are saved: nothing merged so far needs a replay."""
+        self._first_seq.clear()
+
     def rseq(self, bucket: int) -> int:
-        """The first data set of `bucket` still needed by an open window."""
+        """The first data set of `bucket` an open window needs on top of the last checkpoint."""
         first = self._first_seq.get(bucket, {})
         return min(first.values(), default=self.merged[bucket] + 1)
 

@@ -55,6 +55,14 @@ class TaskKeys:
         """First data set number the reducer has not released (1 = none released)."""
         return self.bucket_prefix(bucket) + "rseq"
 
+    def merged(self, bucket: int) -> str:
+        """Last data set number the bucket's owner has merged (a backpressure hint, monotone)."""
+        return self.bucket_prefix(bucket) + "merged"
+
+    def checkpoints(self, unit: int) -> str:
+        """Hash: checkpoint field `<number>:<token>` -> a reducer unit's encoded open windows."""
+        return f"{self.prefix}u:{unit}:ck"
+
     def dataset_prefix(self, bucket: int) -> str:
         return self.bucket_prefix(bucket) + "d:"
 

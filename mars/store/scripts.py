@@ -20,6 +20,7 @@ class StoreScripts:
     apply_batch: Script
     snapshot: Script
     release: Script
+    drop_checkpoints: Script
 
     @classmethod
     def register(cls, client: redis.Redis) -> StoreScripts:
@@ -27,4 +28,5 @@ class StoreScripts:
             apply_batch=client.register_script(_source("apply_batch")),
             snapshot=client.register_script(_source("snapshot")),
             release=client.register_script(_source("release")),
+            drop_checkpoints=client.register_script(_source("drop_checkpoints")),
         )

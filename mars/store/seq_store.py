@@ -20,6 +20,7 @@ from mars.store.state import (
     NO_OFFSET,
     ApplyResult,
     ApplyStatus,
+    Backlog,
     LiveState,
     Snapshot,
     SourceId,
@@ -155,11 +156,21 @@ class SeqStore:
 
     # -- reducer ------------------------------------------------------------------------------
 
-    def snapshot(self, task: str, bucket: int) -> Snapshot:
-        """The bucket's seq/rseq and the task's watermark inputs, read in one atomic step."""
+    def snapshot(self, task: str, bucket: int, *, merged: int | None = None) -> Snapshot:
+        """The bucket's seq/rseq and the task's watermark inputs, read in one atomic step.
+
+        `merged`: the caller's last merged data set, noted (monotone) for `backlog`.
+        """
         keys = TaskKeys(task)
         seq, rseq, raw_sources, raw_live = self._scripts.snapshot(
-            keys=[keys.seq(bucket), keys.rseq(bucket), keys.sources, keys.live]
+            keys=[
+                keys.seq(bucket),
+                keys.rseq(bucket),
+                keys.sources,
+                keys.live,
+                keys.merged(bucket),
+            ],
+            args=["" if merged is None else str(merged)],
         )
         sources: dict[int, SourceState] = {}
         for field, value in _pairs(raw_sources):
@@ -217,19 +228,37 @@ class SeqStore:
             raise
         return int(result)
 
+    # -- reducer checkpoints (open-window state; docs/reducer.md) -------------------------------
+
+    def write_checkpoint(self, task: str, unit: int, field: str, data: bytes) -> None:
+        """Store a unit's checkpoint under `field` (`<number>:<token>`); the committed progress
+        record names the one that counts."""
+        self._redis.hset(TaskKeys(task).checkpoints(unit), field, data)
+
+    def read_checkpoint(self, task: str, unit: int, field: str) -> bytes | None:
+        value = self._redis.hget(TaskKeys(task).checkpoints(unit), field)
+        return None if value is None else bytes(value)
+
+    def drop_checkpoints_before(self, task: str, unit: int, number: int) -> int:
+        """Delete the unit's checkpoints numbered below `number`; returns how many."""
+        keys = [TaskKeys(task).checkpoints(unit)]
+        return int(self._scripts.drop_checkpoints(keys=keys, args=[str(number)]))
+
     # -- backpressure -------------------------------------------------------------------------
 
-    def backlog(self, task: str, *, buckets: int) -> int:
-        """Data sets written but not yet released, summed over the task's buckets."""
+    def backlog(self, task: str, *, buckets: int) -> Backlog:
+        """Data sets not yet merged and not yet released, summed over the task's buckets."""
         keys = TaskKeys(task)
-        names = [k for b in range(buckets) for k in (keys.seq(b), keys.rseq(b))]
+        names = [k for b in range(buckets) for k in (keys.seq(b), keys.rseq(b), keys.merged(b))]
         values = self._redis.mget(names) if names else []
-        total = 0
-        for i in range(0, len(values), 2):
+        unmerged = unreleased = 0
+        for i in range(0, len(values), 3):
             seq = int(values[i] or 0)
-            rseq = int(values[i + 1] or 1)
-            total += max(0, seq - (rseq - 1))
-        return total
+            released = int(values[i + 1] or 1) - 1
+            merged = max(released, int(values[i + 2] or 0))
+            unmerged += max(0, seq - merged)
+            unreleased += max(0, seq - released)
+        return Backlog(unmerged=unmerged, unreleased=unreleased)
 
     def memory_used(self) -> int:
         """Redis `used_memory` in bytes."""

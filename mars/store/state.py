@@ -45,6 +45,15 @@ class LiveState:
     heartbeat_wall_ms: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backlog:
+    """A task's data sets in Redis: `unmerged` wait for a reducer (what pauses mappers);
+    `unreleased` are still stored (merged ones wait for the next checkpoint or window close)."""
+
+    unmerged: int
+    unreleased: int
+
+
 class ApplyStatus(StrEnum):
     APPLIED = "applied"
     REJECTED = "rejected"

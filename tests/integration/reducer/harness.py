@@ -120,6 +120,7 @@ def make_owner(
     buckets: Sequence[int] | None = None,
     max_datasets_per_read: int = 500,
     idle_heartbeat_timeout_ms: int = 3000,
+    checkpoint_interval_ms: int = 2000,
 ) -> UnitOwner:
     covered = list(range(spec.options.buckets)) if buckets is None else list(buckets)
     return UnitOwner(
@@ -138,6 +139,7 @@ def make_owner(
         settings=ReducerSettings(
             max_datasets_per_read=max_datasets_per_read,
             idle_heartbeat_timeout_ms=idle_heartbeat_timeout_ms,
+            checkpoint_interval_ms=checkpoint_interval_ms,
         ),
         member_id="test-member",
     )

@@ -9,6 +9,7 @@ import pytest
 import redis
 
 from mars.store import (
+    Backlog,
     MissingDataSetError,
     ProtocolViolationError,
     SeqStore,
@@ -92,14 +93,35 @@ def test_release_of_a_large_range(store: SeqStore, task: str, redis_client: redi
 
 
 def test_backlog_counts_unreleased_datasets_over_buckets(store: SeqStore, task: str) -> None:
-    assert store.backlog(task, buckets=4) == 0
+    assert store.backlog(task, buckets=4) == Backlog(unmerged=0, unreleased=0)
     last = _write(store, task, 0, 6)
     _write(store, task, 3, 4, start_offset=last)
-    assert store.backlog(task, buckets=4) == 10
+    assert store.backlog(task, buckets=4) == Backlog(unmerged=10, unreleased=10)
     store.release(task, 0, 5)
-    assert store.backlog(task, buckets=4) == 6
+    assert store.backlog(task, buckets=4) == Backlog(unmerged=6, unreleased=6)
     store.release(task, 3, 5)
-    assert store.backlog(task, buckets=4) == 2
+    assert store.backlog(task, buckets=4) == Backlog(unmerged=2, unreleased=2)
+
+
+def test_unmerged_backlog_counts_what_no_reducer_has_merged(store: SeqStore, task: str) -> None:
+    _write(store, task, 0, 6)
+    store.snapshot(task, 0, merged=4)  # the owner notes how far it merged
+    assert store.backlog(task, buckets=1) == Backlog(unmerged=2, unreleased=6)
+    store.snapshot(task, 0, merged=2)  # a new owner replaying: the mark never moves back
+    store.snapshot(task, 0, merged=99)  # beyond seq: ignored
+    assert store.backlog(task, buckets=1) == Backlog(unmerged=2, unreleased=6)
+    store.release(task, 0, 7)
+    assert store.backlog(task, buckets=1) == Backlog(unmerged=0, unreleased=0)
+
+
+def test_checkpoints_are_dropped_below_a_number(store: SeqStore, task: str) -> None:
+    for field in ("1:a", "2:b", "2:c", "3:d"):
+        store.write_checkpoint(task, 0, field, field.encode())
+    store.write_checkpoint(task, 1, "1:other-unit", b"x")
+    assert store.drop_checkpoints_before(task, 0, 3) == 3
+    assert store.read_checkpoint(task, 0, "3:d") == b"3:d"
+    assert store.read_checkpoint(task, 0, "2:b") is None
+    assert store.read_checkpoint(task, 1, "1:other-unit") == b"x"
 
 
 def test_memory_used_grows_with_datasets(store: SeqStore, task: str) -> None:
