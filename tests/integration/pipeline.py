@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
@@ -162,7 +162,15 @@ class TopicReader:
                 "enable.auto.commit": False,
             }
         )
-        self._consumer.subscribe(self.topics)
+        # Assigned, not subscribed: a group rebalance (a topic appearing late in the metadata)
+        # would re-read from the beginning and look like duplicates.
+        self._consumer.assign(
+            [
+                TopicPartition(topic, partition, OFFSET_BEGINNING)
+                for topic, count in _partition_counts(self._consumer, self.topics).items()
+                for partition in range(count)
+            ]
+        )
         self.records = {topic: [] for topic in self.topics}
 
     def poll_for(self, seconds: float) -> None:
@@ -191,6 +199,23 @@ class TopicReader:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def _partition_counts(consumer: Consumer, topics: list[str]) -> dict[str, int]:
+    """Each topic's partition count, once the metadata knows every topic (just created)."""
+    deadline = time.monotonic() + 30
+    while True:
+        metadata = consumer.list_topics(timeout=10).topics
+        counts = {
+            t: len(metadata[t].partitions)
+            for t in topics
+            if t in metadata and metadata[t].error is None and metadata[t].partitions
+        }
+        if len(counts) == len(topics):
+            return counts
+        if time.monotonic() > deadline:
+            raise AssertionError(f"topics missing from the metadata: {set(topics) - set(counts)}")
+        time.sleep(0.2)
 
 
 class BackgroundProducer:
@@ -261,11 +286,18 @@ class OracleInBackground:
         self._pool.join()
 
 
-def create_task_topics(admin: AdminClient, spec: TaskSpec, *, source_partitions: int) -> None:
-    """The source and the task's topics. The output topic is deliberately NOT compacted here:
-    compaction could hide a duplicate result from an exactly-once check."""
+def create_task_topics(
+    admin: AdminClient, spec: TaskSpec, *, source_partitions: int | None
+) -> None:
+    """The source (unless None: another task's) and the task's topics. The output topic is
+    deliberately NOT compacted here: compaction could hide a duplicate result from an
+    exactly-once check."""
     topics = [
-        NewTopic(spec.source_topic, num_partitions=source_partitions, replication_factor=1),
+        *(
+            [NewTopic(spec.source_topic, num_partitions=source_partitions, replication_factor=1)]
+            if source_partitions is not None
+            else []
+        ),
         NewTopic(spec.output_topic, num_partitions=4, replication_factor=1),
         NewTopic(spec.late_topic, num_partitions=1, replication_factor=1),
         NewTopic(spec.dead_letter_topic, num_partitions=1, replication_factor=1),
