@@ -61,6 +61,7 @@ class OpenWindowState:
     closed_watermark: int | None = None
     windows: OpenWindows = field(default_factory=dict)
     _first_seq: dict[int, dict[int, int]] = field(default_factory=dict)
+    _closed_since_checkpoint: bool = False
 
     @classmethod
     def starting(
@@ -134,16 +135,19 @@ class OpenWindowState:
         for first_seqs in self._first_seq.values():
             for window in closed:
                 first_seqs.pop(window.start, None)
+        self._closed_since_checkpoint = self._closed_since_checkpoint or bool(closed)
         return closed
 
     @property
     def needs_checkpoint(self) -> bool:
-        """Some open window holds contributions merged since the last checkpoint."""
-        return any(self._first_seq.values())
+        """Some open window holds contributions merged since the last checkpoint, or the last
+        checkpoint still holds windows closed since (a new one frees their memory in Redis)."""
+        return self._closed_since_checkpoint or any(self._first_seq.values())
 
     def checkpointed(self) -> None:
         """The open windows as they are now are saved: nothing merged so far needs a replay."""
         self._first_seq.clear()
+        self._closed_since_checkpoint = False
 
     def rseq(self, bucket: int) -> int:
         """The first data set of `bucket` an open window needs on top of the last checkpoint."""

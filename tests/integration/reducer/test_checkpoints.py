@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 import redis
 
+from mars.engine.dataset import decode_dataset
 from mars.sql import parse_task
 from mars.store import SeqStore, TaskKeys
 from mars.tasks.spec import TaskSpec
@@ -99,6 +100,11 @@ def test_checkpoints_release_the_data_sets_of_open_windows(
     owner.step()
     assert emitted(output, spec) == expected
     assert stored_datasets(redis_client, task_id) == 0
+    # The next checkpoint no longer holds the closed windows: Redis is back to (almost) nothing.
+    clock.advance(INTERVAL_MS)
+    owner.step()
+    (checkpoint,) = redis_client.hvals(TaskKeys(task_id).checkpoints(0))
+    assert decode_dataset(checkpoint).windows == {}
 
 
 @pytest.mark.parametrize("crash", ["before the commit", "after the checkpoint write"])
