@@ -276,7 +276,7 @@ class UnitOwner:
         ref = CheckpointRef(
             number=1 if previous is None else previous.number + 1, token=uuid.uuid4().hex[:12]
         )
-        data = encode_dataset(self._aggregates, state.windows)
+        data = encode_dataset(self._aggregates, state.windows, canonical=False)
         self._wiring.store.write_checkpoint(self.spec.id, self.unit_bucket, ref.field, data)
         state.checkpointed()
         return ref

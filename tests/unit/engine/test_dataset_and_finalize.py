@@ -61,6 +61,19 @@ def test_dataset_round_trip(windows: dict[int, dict[tuple[Any, ...], list[int]]]
     assert encode_dataset(AGGS, decoded.windows) == data
 
 
+@given(windows=groups_st)
+def test_checkpoint_encoding_round_trips_in_any_order(
+    windows: dict[int, dict[tuple[Any, ...], list[int]]],
+) -> None:
+    encoded = {w: {k: states_of(v) for k, v in g.items()} for w, g in windows.items()}
+    assert decode_dataset(encode_dataset(AGGS, encoded, canonical=False)).windows == encoded
+    counts = aggregates_for(CALLS[:2])  # identity wire forms: the states go out as they are
+    plain = {
+        w: {k: [len(v), sum(v) if v else None] for k, v in g.items()} for w, g in windows.items()
+    }
+    assert decode_dataset(encode_dataset(counts, plain, canonical=False)).windows == plain
+
+
 def test_merge_into_combines_windows_and_groups() -> None:
     open_windows: OpenWindows = {}
     first = DataSet(aggregates=AGGS, windows={0: {("a", 1): states_of([1, 2])}})
