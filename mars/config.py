@@ -83,6 +83,8 @@ class LocalSettings(_Section):
     run_dir: Path = PROJECT_ROOT / ".mars" / "local"
     jars_dir: Path = PROJECT_ROOT / ".cache" / "jars"
     kafka_heap_mb: int = Field(default=768, ge=256)
+    # Redis `maxmemory` (policy noeviction): a runaway fails writes loudly instead of evicting.
+    redis_maxmemory_mb: int = Field(default=2048, ge=64)
     start_timeout_s: float = Field(default=90.0, gt=0)
 
 

@@ -105,7 +105,11 @@ class LocalCluster:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         local = self._settings.local
         jobs = {
-            "redis": lambda: start_redis(self.run_dir, timeout_s=local.start_timeout_s),
+            "redis": lambda: start_redis(
+                self.run_dir,
+                maxmemory_mb=local.redis_maxmemory_mb,
+                timeout_s=local.start_timeout_s,
+            ),
             "zookeeper": lambda: start_zookeeper(
                 self.run_dir, jars_dir=local.jars_dir, timeout_s=local.start_timeout_s
             ),

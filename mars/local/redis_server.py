@@ -1,4 +1,5 @@
-"""Redis server (Debian's `redis-server`), AOF on so a restart keeps every applied batch."""
+"""Redis server (Debian's `redis-server`): AOF on so a restart keeps every applied batch;
+`maxmemory` with `noeviction`, so running out of memory is an error, never lost data."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ def redis_binary() -> str:
     return path
 
 
-def start_redis(run_dir: Path, *, port: int | None = None, timeout_s: float) -> ProcessHandle:
+def start_redis(
+    run_dir: Path, *, port: int | None = None, maxmemory_mb: int, timeout_s: float
+) -> ProcessHandle:
+    """Start Redis on `port` (a free one if None) over `run_dir/redis`, reusing its AOF."""
     port = port or free_port()
     data = run_dir / "redis"
     data.mkdir(parents=True, exist_ok=True)
@@ -33,6 +37,8 @@ def start_redis(run_dir: Path, *, port: int | None = None, timeout_s: float) -> 
         "--appendfsync", "everysec",
         "--save", "",
         "--protected-mode", "no",
+        "--maxmemory", f"{maxmemory_mb}mb",
+        "--maxmemory-policy", "noeviction",
     ]  # fmt: skip
     handle = spawn("redis", argv, log=run_dir / "logs" / "redis.log")
     wait_until(

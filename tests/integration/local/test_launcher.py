@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import redis
 
-from mars.config import load_settings
+from mars.config import Settings, load_settings
 from mars.local.kafka_server import start_kafka
 from mars.local.process import ServiceError, port_is_open, start_time_of
 from mars.local.redis_server import start_redis
@@ -59,7 +60,7 @@ def test_a_taken_port_names_the_service(tmp_path: Path) -> None:
         blocker.listen()
         taken = blocker.getsockname()[1]
         with pytest.raises(ServiceError, match=r"^redis .*(?s:.*)Address already in use"):
-            start_redis(tmp_path, port=taken, timeout_s=20)
+            start_redis(tmp_path, port=taken, maxmemory_mb=64, timeout_s=20)
 
 
 def test_missing_jars_name_the_service_and_the_fix(tmp_path: Path) -> None:
@@ -84,3 +85,11 @@ def test_settings_defaults_come_from_configs_file() -> None:
     settings = load_settings()
     assert settings.mapper.batch_size == 5000
     assert settings.api.port == 8640
+
+
+def test_local_redis_refuses_writes_when_full_instead_of_evicting(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    config = redis_client.config_get("maxmemory*")
+    assert config["maxmemory-policy"] == "noeviction"
+    assert int(config["maxmemory"]) == settings.local.redis_maxmemory_mb * 1024 * 1024
