@@ -3,8 +3,9 @@
 Everything Kafka and Redis happens on the thread that calls `run` (rebalance callbacks run
 inside `consume`, between batches), so no batch is ever half processed when partitions move.
 Per iteration: apply task changes from the registry, keep the subscription equal to the
-existing source topics of the RUNNING tasks, check backpressure (every 0.5 s), heartbeat,
-then `consume` up to `batch_size` records and hand each task its share
+existing source topics of the RUNNING tasks, check backpressure (every 0.5 s), heartbeat (with
+a fresh broker answer per owned partition: `mapper.caught_up`), then `consume` up to
+`batch_size` records and hand each task its share
 (`TaskBatchWriter.write`: one Redis round trip per task). Kafka offsets are committed after
 Redis answered for every task of the batch.
 """
@@ -24,6 +25,7 @@ from confluent_kafka.admin import AdminClient
 from mapper.assignment import Assignment
 from mapper.backpressure import BackpressureGate, PressureMarks
 from mapper.batch_writer import TaskBatchWriter, WriteOutcome
+from mapper.caught_up import CaughtUpTracker, PartitionKey
 from mapper.errors import SideTopicError
 from mapper.liveness import LivenessReporter
 from mapper.metrics import MapperMetrics
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 
 TOPIC_CHECK_INTERVAL_MS = 2_000  # while a wanted topic does not exist yet
 METADATA_REFRESH_INTERVAL_MS = 15_000  # otherwise (partition counts); a metadata call blocks
+CAUGHT_UP_QUERY_TIMEOUT_S = 0.5  # one high-watermark query; the first failure ends the round
 _RETRY_BACKOFF_S = (0.1, 0.2, 0.5, 1.0, 2.0)
 
 
@@ -86,6 +89,7 @@ class MapperLoop:
         self._liveness = LivenessReporter(
             store=parts.store, interval_ms=self._mapper.heartbeat_interval_ms
         )
+        self._caught_up = CaughtUpTracker()
         self.metrics = MapperMetrics()
         self._subscribed: frozenset[str] = frozenset()
         self._partition_counts: dict[str, int] = {}
@@ -115,13 +119,14 @@ class MapperLoop:
         self._assignment.apply_pending_seeks()
         if self._gate.due(now):
             self._check_pressure(now)
-        self._liveness.report_if_due(
-            now_ms=now,
-            tasks=self._router.tasks.values(),
-            partition_counts=self._partition_counts,
-            owned=self._assignment.owned_view(),
-            caught_up=self._caught_up,
-        )
+        if self._liveness.due(now):
+            self._liveness.report(
+                now_ms=now,
+                tasks=self._router.tasks.values(),
+                partition_counts=self._partition_counts,
+                owned=self._assignment.owned_view(),
+                caught_up_since=self._check_caught_up(now),
+            )
         self.metrics.log_if_due(now)
         messages = self._consumer.consume(
             num_messages=self._mapper.batch_size, timeout=self._mapper.batch_timeout_ms / 1000
@@ -162,6 +167,7 @@ class MapperLoop:
             for partition, records in live.items():
                 last = records.offsets[-1]
                 self._assignment.consumed(topic, partition, last)
+                self._caught_up.consumed((topic, partition))
                 if not self._assignment.seeking(topic, partition):
                     self._uncommitted[(topic, partition)] = last + 1
         self._commit(asynchronous=True)
@@ -295,20 +301,37 @@ class MapperLoop:
         ]
         self._assignment.set_paused(wanted)
 
-    def _caught_up(self, topic: str, partition: int) -> bool:
-        """At the partition's high watermark and not paused (the partition counts as idle)."""
-        key = (topic, partition)
+    def _check_caught_up(self, now: int) -> dict[PartitionKey, int | None]:
+        """Ask the broker, now, for each owned partition's high watermark: since when is each
+        one caught up (None: it is not, or no broker answered). See `mapper.caught_up`."""
+        owned = {(t, p) for t, partitions in self._assignment.owned.items() for p in partitions}
+        self._caught_up.forget(owned)
+        broker_answers = True
+        since: dict[PartitionKey, int | None] = {}
+        for key in sorted(owned):
+            at_end = broker_answers and self._at_end_now(key)
+            broker_answers = broker_answers and at_end is not None
+            since[key] = self._caught_up.confirmed(key, caught_up=bool(at_end), now_ms=now)
+        return since
+
+    def _at_end_now(self, key: PartitionKey) -> bool | None:
+        """Read position at the high watermark a broker gives now, and not paused or seeking
+        (None: no broker answered; the round stops asking)."""
+        topic, partition = key
         if key in self._assignment.paused or self._assignment.seeking(topic, partition):
             return False
         tp = TopicPartition(topic, partition)
         try:
-            _low, high = self._consumer.get_watermark_offsets(tp, cached=True)
-            if high < 0:
-                _low, high = self._consumer.get_watermark_offsets(tp, timeout=1, cached=False)
             position = self._consumer.position([tp])[0].offset
+            next_offset = max(self._assignment.next_offset.get(key, -1), position)
+            _low, cached_high = self._consumer.get_watermark_offsets(tp, cached=True)
+            if next_offset < cached_high:
+                return False  # behind even by the last fetch's answer: no need to ask
+            _low, high = self._consumer.get_watermark_offsets(
+                tp, timeout=CAUGHT_UP_QUERY_TIMEOUT_S, cached=False
+            )
         except KafkaException:
-            return False
-        next_offset = max(self._assignment.next_offset.get(key, -1), position)
+            return None
         return high >= 0 and next_offset >= high
 
 

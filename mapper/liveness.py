@@ -1,24 +1,24 @@
 """Idle-partition heartbeats: tell reducers which of this mapper's partitions are caught up.
 
 Every `interval_ms`, for every task, one `SeqStore.heartbeat` with each owned partition of the
-task's topic and whether it is caught up (read position at the partition's high watermark and
-not paused) plus the topic's partition count. Reducers leave idle partitions out of the
-watermark, so the last windows close when the input stops (docs/protocol.md, "Watermark").
+task's topic, whether it is caught up and since when (`mapper.caught_up`: confirmed by a fresh
+broker answer, not paused, without a break), plus the topic's partition count. Reducers leave
+idle partitions out of the watermark, so the last windows close when the input stops
+(docs/protocol.md, "Watermark").
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import redis
 
+from mapper.caught_up import PartitionKey
 from mapper.task_router import ActiveTask
 from mars.store import SeqStore
 
 log = logging.getLogger(__name__)
-
-CaughtUp = Callable[[str, int], bool]  # (topic, partition) -> caught up?
 
 
 class LivenessReporter:
@@ -29,26 +29,31 @@ class LivenessReporter:
         self._interval_ms = interval_ms
         self._last_ms: int | None = None
 
-    def report_if_due(
+    def due(self, now_ms: int) -> bool:
+        return self._last_ms is None or now_ms - self._last_ms >= self._interval_ms
+
+    def report(
         self,
         *,
         now_ms: int,
         tasks: Iterable[ActiveTask],
         partition_counts: Mapping[str, int],
         owned: Mapping[str, Iterable[int]],
-        caught_up: CaughtUp,
+        caught_up_since: Mapping[PartitionKey, int | None],
     ) -> None:
-        if self._last_ms is not None and now_ms - self._last_ms < self._interval_ms:
-            return
         self._last_ms = now_ms
         for task in tasks:
             count = partition_counts.get(task.topic)
             if count is None:
                 continue  # topic not there yet
-            partitions = {p: caught_up(task.topic, p) for p in owned.get(task.topic, ())}
+            since = {p: caught_up_since.get((task.topic, p)) for p in owned.get(task.topic, ())}
             try:
                 self._store.heartbeat(
-                    task.id, partition_count=count, partitions=partitions, now_ms=now_ms
+                    task.id,
+                    partition_count=count,
+                    partitions={p: s is not None for p, s in since.items()},
+                    caught_up_since={p: s for p, s in since.items() if s is not None},
+                    now_ms=now_ms,
                 )
             except redis.RedisError as exc:
                 log.warning("heartbeat of task %s failed: %s", task.id, exc)

@@ -144,13 +144,19 @@ class SeqStore:
         partition_count: int,
         partitions: Mapping[int, bool],
         now_ms: int,
+        caught_up_since: Mapping[int, int] | None = None,
     ) -> None:
         """Record, for each partition this mapper owns, whether it is caught up (at the end of
-        the partition and not paused), and the source topic's partition count."""
+        the partition and not paused) and since when, and the topic's partition count."""
+        since = caught_up_since or {}
         mapping: dict[str, str] = {PARTITION_COUNT_FIELD: str(partition_count)}
         for partition, caught_up in partitions.items():
             mapping[str(partition)] = pack_live(
-                LiveState(caught_up=caught_up, heartbeat_wall_ms=now_ms)
+                LiveState(
+                    caught_up=caught_up,
+                    heartbeat_wall_ms=now_ms,
+                    caught_up_since_ms=since.get(partition) if caught_up else None,
+                )
             )
         self._redis.hset(TaskKeys(task).live, mapping=mapping)  # type: ignore[arg-type]
 

@@ -2,8 +2,9 @@
 
 Packed values are short ASCII strings so the Lua scripts can read and compare them without a
 decoder: a source state is `applied_offset:stream_time_ms:last_data_wall_ms` (an empty field
-means "none"), a liveness entry is `caught_up(0|1):heartbeat_wall_ms`. Integers are written in
-canonical decimal, which lets the scripts compare offsets as strings (no float rounding in Lua).
+means "none"), a liveness entry is `caught_up(0|1):heartbeat_wall_ms[:caught_up_since_ms]`.
+Integers are written in canonical decimal, which lets the scripts compare offsets as strings
+(no float rounding in Lua).
 """
 
 from __future__ import annotations
@@ -39,10 +40,16 @@ class SourceState:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LiveState:
-    """What the mapper owning a partition last reported about it (for idleness)."""
+    """What the mapper owning a partition last reported about it (for idleness).
+
+    `caught_up_since_ms`: since when the mapper has confirmed, check after check and from broker
+    answers newer than its last consumed record, that it is at the end of the partition (None:
+    not reported, e.g. by a scripted test writer; idleness then rests on the data times alone).
+    """
 
     caught_up: bool
     heartbeat_wall_ms: int
+    caught_up_since_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,10 +147,15 @@ def unpack_source(packed: str | bytes) -> SourceState:
 
 
 def pack_live(state: LiveState) -> str:
-    return f"{int(state.caught_up)}:{state.heartbeat_wall_ms}"
+    packed = f"{int(state.caught_up)}:{state.heartbeat_wall_ms}"
+    return packed if state.caught_up_since_ms is None else f"{packed}:{state.caught_up_since_ms}"
 
 
 def unpack_live(packed: str | bytes) -> LiveState:
     text = packed.decode() if isinstance(packed, bytes) else packed
-    caught_up, heartbeat = text.split(":")
-    return LiveState(caught_up=caught_up == "1", heartbeat_wall_ms=int(heartbeat))
+    caught_up, heartbeat, *since = text.split(":")
+    return LiveState(
+        caught_up=caught_up == "1",
+        heartbeat_wall_ms=int(heartbeat),
+        caught_up_since_ms=int(since[0]) if since else None,
+    )

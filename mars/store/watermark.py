@@ -1,8 +1,9 @@
 """The task watermark computed from a `Snapshot` (pure; the reducer keeps it monotone).
 
 Watermark = min over the source topic's partitions of their stream time, leaving out idle
-partitions. A partition is idle when the mapper owning it reports it caught up (freshly) and no
-batch has advanced its offset for `idle_timeout_ms`. When every partition is idle the watermark
+partitions. A partition is idle when the mapper owning it reports it caught up (freshly), has
+confirmed that without a break for `idle_timeout_ms` (`caught_up_since_ms`), and no batch has
+advanced its offset for `idle_timeout_ms`. When every partition is idle the watermark
 advances with the wall clock from the newest stream time (idle close).
 
 Not idle and never written, or no mapper heartbeat at all (mapper down, data may wait in
@@ -27,6 +28,11 @@ def _is_idle(
     if live is None or not live.caught_up:
         return False
     if now_ms - live.heartbeat_wall_ms > heartbeat_timeout_ms:
+        return False
+    # Confirmed caught up without a break for a whole idle_timeout: an outage (broker, Redis)
+    # breaks the run, so it never makes a partition idle by itself.
+    since = live.caught_up_since_ms
+    if since is not None and now_ms - since < idle_timeout_ms:
         return False
     last_data = None if state is None else state.last_data_wall_ms
     return last_data is None or now_ms - last_data >= idle_timeout_ms

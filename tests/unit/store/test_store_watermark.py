@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mars.store import LiveState, Snapshot, SourceState, watermark_of
+from mars.store.state import pack_live, unpack_live
 
 IDLE = 10_000
 
@@ -76,3 +77,26 @@ def test_all_idle_advances_with_wall_clock_from_the_newest_stream_time() -> None
 def test_all_idle_without_any_data_is_unknown() -> None:
     live = {0: _live(True, 1), 1: _live(True, 1)}
     assert watermark_of(_snapshot({}, live), idle_timeout_ms=IDLE, now_ms=1) is None
+
+
+def test_an_outage_never_makes_a_partition_idle_by_itself() -> None:
+    """Data stopped long ago because the broker was down; it answers again at `back`. The
+    partition counts as idle only after a whole idle_timeout of confirmed caught-up checks."""
+    back = 500_000
+    sources = {0: _src(5_000, last_data=100_000), 1: _src(3_000, last_data=100_000)}
+
+    def watermark(now: int) -> int | None:
+        live = {
+            0: LiveState(caught_up=True, heartbeat_wall_ms=now, caught_up_since_ms=back),
+            1: LiveState(caught_up=True, heartbeat_wall_ms=now, caught_up_since_ms=back),
+        }
+        return watermark_of(_snapshot(sources, live), idle_timeout_ms=IDLE, now_ms=now)
+
+    assert watermark(back + IDLE - 1) == 3_000, "not idle yet: no idle close, nothing turns late"
+    assert watermark(back + IDLE) == 5_000 + (back + IDLE - 100_000)  # idle close from now on
+
+
+def test_liveness_packs_since_when_caught_up() -> None:
+    state = LiveState(caught_up=True, heartbeat_wall_ms=9, caught_up_since_ms=3)
+    assert unpack_live(pack_live(state)) == state
+    assert unpack_live("1:9") == LiveState(caught_up=True, heartbeat_wall_ms=9)
