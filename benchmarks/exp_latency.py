@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.harness import BenchCluster, Run, fresh_id
 from benchmarks.results_reader import ResultReader
 from benchmarks.stats import percentile
 from benchmarks.watermark_times import crossing_times, read_event_times, watermark_passage
@@ -29,24 +29,26 @@ from mars.gen.produce import produce
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LiveTask:
-    """The paper's task over a fresh live topic, its processes running, a reader on its
-    result topic."""
+    """A task (the paper's by default) over a fresh live topic, its processes running, a
+    reader on its result topic."""
 
     bench: BenchCluster
+    run: Run
     topic: str
     task_id: str
     window_s: int
     reader: ResultReader
 
-    def send(self, *, rate: float, duration_s: int) -> int:
-        """Paced traffic (event time = wall clock) from a separate process, until sent; the
-        first event time (epoch s)."""
+    def send(self, *, rate: float, duration_s: int, sips: int = 1000) -> int:
+        """Paced traffic (event time = wall clock, `sips` distinct sips x 8 types) from a
+        separate process, until sent; the first event time (epoch s)."""
         start_s = int(time.time())
         config = GeneratorConfig(
             count=int(rate * duration_s),
             seed=start_s,
             start_s=start_s,
             span_s=duration_s,
+            sip_cardinality=sips,
             encoding=Encoding.CSV,
         )
         generator = multiprocessing.get_context("spawn").Process(
@@ -73,10 +75,17 @@ class LiveTask:
 
 @contextmanager
 def live_task(
-    bench: BenchCluster, *, window_s: int, mappers: int, reducers: int, prefix: str = "lat"
+    bench: BenchCluster,
+    *,
+    window_s: int,
+    mappers: int,
+    reducers: int,
+    prefix: str = "lat",
+    query: Callable[[str], str] | None = None,
 ) -> Iterator[LiveTask]:
     """Mappers and reducers with default settings (the latency a user gets), the task
-    registered on a fresh 4-partition topic; the reader stops and the processes with it."""
+    registered on a fresh 4-partition topic; the reader stops and the processes with it.
+    `query` gives the task's SQL for the topic (default: the paper's, `window_s` windows)."""
     topic = fresh_id(f"{prefix}_")
     bench.create_topic(topic, 4)
     with bench.run() as run:
@@ -87,10 +96,16 @@ def live_task(
         bench.create_topic(output, bench.settings.kafka.result_partitions)
         reader = ResultReader(bootstrap=bench.bootstrap, topic=output, count_field="count_star")
         reader.start()
-        run.register(paper_sql(topic, window=f"{window_s} s", idle="60 s"), task_id=task_id)
+        sql = query(topic) if query else paper_sql(topic, window=f"{window_s} s", idle="60 s")
+        run.register(sql, task_id=task_id)
         try:
             yield LiveTask(
-                bench=bench, topic=topic, task_id=task_id, window_s=window_s, reader=reader
+                bench=bench,
+                run=run,
+                topic=topic,
+                task_id=task_id,
+                window_s=window_s,
+                reader=reader,
             )
         finally:
             reader.stop()

@@ -11,7 +11,7 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +21,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from benchmarks.procstat import cpu_seconds, peak_rss_mb
-from benchmarks.stats import ProgressSample
+from benchmarks.procstat import cpu_seconds, peak_rss_mb, rss_mb
+from benchmarks.stats import MemorySample, ProgressSample
 from mars.config import Settings, load_settings
 from mars.local import LocalCluster
 from mars.local.process import ProcessHandle
@@ -144,16 +144,24 @@ def _minus(value: float | None, start: float) -> float | None:
 
 
 class RedisMemorySampler:
-    """Peak `used_memory` over one run, sampled every 100 ms (INFO's `used_memory_peak` is
-    the server's lifetime peak and CONFIG RESETSTAT does not reset it)."""
+    """Redis `used_memory` over one run, sampled every `interval_s` (INFO's
+    `used_memory_peak` is the server's lifetime peak and CONFIG RESETSTAT does not reset it),
+    with the resident set (VmRSS) of the processes `pids`, summed, at the same instants."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(
+        self, client: redis.Redis, *, pids: Sequence[int] = (), interval_s: float = 0.1
+    ) -> None:
         self._redis = client
+        self._pids = tuple(pids)
+        self._interval_s = interval_s
         self._stop = threading.Event()
+        self._started = time.monotonic()
         self.peak_bytes = 0
+        self.samples: list[MemorySample] = []
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def __enter__(self) -> RedisMemorySampler:
+        self._started = time.monotonic()
         self._thread.start()
         return self
 
@@ -166,7 +174,14 @@ class RedisMemorySampler:
             with contextlib.suppress(redis.RedisError):
                 used = int(self._redis.info("memory")["used_memory"])
                 self.peak_bytes = max(self.peak_bytes, used)
-            self._stop.wait(0.1)
+                self.samples.append(
+                    MemorySample(
+                        t_s=time.monotonic() - self._started,
+                        redis_mb=used / 1024**2,
+                        rss_mb=sum(rss_mb(pid) or 0.0 for pid in self._pids),
+                    )
+                )
+            self._stop.wait(self._interval_s)
 
 
 class BenchCluster:
@@ -237,8 +252,8 @@ class BenchCluster:
             "used_memory_peak_mb": int(info["used_memory_peak"]) / 1024**2,
         }
 
-    def redis_sampler(self) -> RedisMemorySampler:
-        return RedisMemorySampler(self.redis)
+    def redis_sampler(self, *, pids: Sequence[int] = ()) -> RedisMemorySampler:
+        return RedisMemorySampler(self.redis, pids=pids)
 
     @staticmethod
     def wait(check: Callable[[], bool], *, timeout_s: float, what: str) -> None:

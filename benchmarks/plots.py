@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from benchmarks.state_figures import window_label
+
 
 def _series(
     rows: dict[str, Any], key: str
@@ -82,7 +84,30 @@ def plot_all(results: dict[str, Any], img_dir: Path) -> dict[str, Path]:
         ax.grid(True, alpha=0.3)
         ax.legend()
         written["latency"] = _save(fig, img_dir / "bench_latency.png")
+    if results.get("state"):
+        written["state"] = _state_plot(results["state"], img_dir / "bench_state.png")
     return written
+
+
+def _state_plot(state: dict[str, Any], path: Path) -> Path:
+    """Redis above idle and reducer RSS over the run, one line per window length (run 1)."""
+    fig, (redis_ax, rss_ax) = plt.subplots(2, 1, figsize=(6, 5), sharex=True)
+    for window_s, row in state["by_window"].items():
+        if not row.get("runs"):
+            continue
+        run = row["runs"][0]
+        series, label = run["series"], window_label(int(window_s))
+        idle = run["redis_idle_mb"]
+        redis_ax.plot(series["t_s"], [v - idle for v in series["redis_mb"]], label=label)
+        rss_ax.plot(series["t_s"], series["rss_mb"], label=label)
+    redis_ax.set_ylabel("Redis MiB above idle")
+    redis_ax.set_title(f"Memory vs window length ({state['rate']:,.0f} records/s)")
+    rss_ax.set_ylabel("reducer RSS MiB")
+    rss_ax.set_xlabel("seconds of traffic")
+    for ax in (redis_ax, rss_ax):
+        ax.grid(True, alpha=0.3)
+        ax.legend(title="window")
+    return _save(fig, path)
 
 
 def _save(fig: Any, path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""What the kernel knows about a process: peak RSS and CPU seconds (Linux `/proc`)."""
+"""What the kernel knows about a process: RSS (now and peak) and CPU seconds (Linux `/proc`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,18 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 def peak_rss_mb(pid: int) -> float | None:
     """`VmHWM` (peak resident set) in MiB, None when the process is gone."""
+    return _status_mb(pid, "VmHWM:")
+
+
+def rss_mb(pid: int) -> float | None:
+    """`VmRSS` (resident set now) in MiB, None when the process is gone."""
+    return _status_mb(pid, "VmRSS:")
+
+
+def _status_mb(pid: int, field: str) -> float | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None

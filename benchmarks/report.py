@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from benchmarks.targets import check_targets
+from benchmarks.state_figures import growth, window_label
+from benchmarks.targets import STATE_GROWTH_TARGET, check_targets
 
 
 def fmt(value: Any, spec: str = ",.0f") -> str:
@@ -79,6 +80,7 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
     lines += _latency_section(results.get("latency"), images)
     lines += _memory_section(results.get("e2e"))
     lines += _faults_section(results.get("faults"))
+    lines += _state_section(results.get("state"), images)
     lines += _profile_section(results.get("profile"))
     lines += _method_section()
     return "\n".join(lines).rstrip() + "\n"
@@ -248,6 +250,79 @@ def _faults_section(faults: dict[str, Any] | None) -> list[str]:
         f"| {faults['duplicates']} | {verdict} |",
         "",
     ]
+
+
+def _state_section(state: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
+    lines = ["## 7. Memory vs window length (bounded state)", ""]
+    if not state:
+        return [*lines, "Not run.", ""]
+    by_window = state["by_window"]
+    found = growth(by_window)
+    short, long = window_label(found["shortest_s"]), window_label(found["longest_s"])
+    lengths = ", ".join(window_label(int(w)) for w in by_window)
+    count = max((len(row.get("runs", [])) for row in by_window.values()), default=0)
+    lines += [
+        f"The same live traffic into one fresh task per window length ({lengths}; {count} "
+        f"run{'s' if count != 1 else ''} each, interleaved): "
+        f"{fmt(state['rate'])} records/s for {state['duration_s']} s "
+        f"({fmt(state['rate'] * state['duration_s'])} records), event time = wall clock, "
+        f"{fmt(state['groups'])} groups ({state['sips']} sips x "
+        f"{state['groups'] // state['sips']} types, every one in a "
+        "window within its first seconds); `SELECT sip, type, count(*) FROM <topic> GROUP BY "
+        "sip, type WINDOWING <length>` (tumbling, grace 0), fresh processes per length "
+        f"({state['mappers']} mappers + {state['reducers']} reducer; the mappers' "
+        "backpressure marks out of reach, as in every run here, so nothing caps the growth). "
+        "While the traffic flows, Redis `used_memory` and the reducer's VmRSS are sampled "
+        "every 100 ms. Redis counts above the idle server, read just before the traffic "
+        f"(after an unmeasured {state.get('warmup_s', 0)} s warm-up task, so the server's "
+        "one-time growth during its first task counts for no window length): the task's "
+        "state. Peak: the largest sample (reducer: VmHWM); steady: the median of the second "
+        "half of the run. A run of a few minutes closes the short windows and, unless a "
+        "window end happens to fall inside it, none of the long ones: bounded state gives "
+        "the same figures for every length, state kept until its window closes grows for as "
+        f"long as the run lasts ({long} / {short} then about the run's length over {short}).",
+        "",
+        "| window | Redis peak MiB above idle | Redis steady MiB above idle | reducer peak RSS MiB "
+        "| reducer steady RSS MiB | windows emitted | records in |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for window_s, row in by_window.items():
+        runs = row.get("runs", [])
+        lines.append(
+            f"| {window_label(int(window_s))} | {_med(row['redis_state_peak_mb'], '.1f')} "
+            f"| {_med(row['redis_state_steady_mb'], '.1f')} "
+            f"| {_med(row['reducer_peak_rss_mb'])} | {_med(row['reducer_steady_rss_mb'])} "
+            f"| {', '.join(str(r['windows_emitted']) for r in runs)} "
+            f"| {', '.join(fmt(r['records_in']) for r in runs)} |"
+        )
+    lines += [
+        f"| **{long} / {short}** | {fmt(found['redis_state_peak_mb'], '.2f')}x "
+        f"| {fmt(found['redis_state_steady_mb'], '.2f')}x "
+        f"| {fmt(found['reducer_peak_rss_mb'], '.2f')}x "
+        f"| {fmt(found['reducer_steady_rss_mb'], '.2f')}x | | |",
+        "",
+        "Idle, just before the traffic (over the window lengths): Redis used_memory "
+        f"{_span(by_window, 'redis_idle_mb', '.1f')} MiB, reducer RSS "
+        f"{_span(by_window, 'reducer_idle_rss_mb', '.0f')} MiB. The target: {long} within "
+        f"{STATE_GROWTH_TARGET}x of {short} for the Redis and the reducer peaks.",
+        "",
+    ]
+    if state["duration_s"] < 2 * found["shortest_s"]:
+        lines += [
+            f"**This run is too short to tell bounded from growing state**: in "
+            f"{state['duration_s']} s a state that grows until its window closes grows about "
+            f"as long for {short} windows as for {long} ones; the ratios tell them apart "
+            f"only in runs well over {STATE_GROWTH_TARGET}x {short}.",
+            "",
+        ]
+    return [*lines, *_image(images, "state", "memory over time per window length")]
+
+
+def _span(by_window: dict[str, Any], name: str, spec: str) -> str:
+    """`low–high` of a figure's medians over the window lengths (one value when equal)."""
+    values = [row[name]["median"] for row in by_window.values()]
+    low, high = fmt(min(values, default=math.nan), spec), fmt(max(values, default=math.nan), spec)
+    return low if low == high else f"{low}–{high}"
 
 
 def limits(shares: dict[str, float]) -> list[str]:

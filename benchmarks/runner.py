@@ -22,15 +22,17 @@ from benchmarks.exp_end_to_end import end_to_end_experiment
 from benchmarks.exp_faults import faults_experiment
 from benchmarks.exp_latency import latency_experiment
 from benchmarks.exp_mapper import batch_size_experiment, process_count_experiment
+from benchmarks.exp_state import state_experiment
 from benchmarks.harness import BenchCluster
 from benchmarks.machine import code_version, load_average, machine_info
 from benchmarks.plots import plot_all
 from benchmarks.profile_reading import hot_frame_lines, hot_frame_shares, top_functions
 from benchmarks.report import render_report
+from benchmarks.state_figures import STATE_WINDOWS_S
 from benchmarks.workload import Dataset, paper_sql, preload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-EXPERIMENTS = ("batch", "processes", "e2e", "latency", "faults", "profile")
+EXPERIMENTS = ("batch", "processes", "e2e", "latency", "faults", "state", "profile")
 Log = Callable[[str], None]
 TITLES = {
     "batch": "experiment 1, mapper throughput vs batch size",
@@ -38,6 +40,7 @@ TITLES = {
     "e2e": "experiments 3 and 5, end to end Mars vs Spark vs ceiling; memory",
     "latency": "experiment 4, latency at half the measured maximum rate",
     "faults": "experiment 6, accuracy under faults",
+    "state": "experiment 7, Redis and reducer memory vs window length (bounded state)",
     "profile": "one mapper sampled by py-spy",
 }
 
@@ -60,6 +63,11 @@ class BenchConfig:
     latency_duration_s: int = 60
     latency_window_s: int = 5
     fault_records: int = 200_000
+    state_windows_s: tuple[int, ...] = STATE_WINDOWS_S
+    state_rate: float = 4000.0
+    state_sips: int = 250  # x 8 types: 2,000 groups, every one in a window's first seconds
+    state_duration_s: int = 180
+    state_runs: int = 1  # unless --runs says otherwise: the 3 lengths x 180 s take 10 min
     timeout_s: float = 900.0
     run_dir: Path = PROJECT_ROOT / ".mars" / "bench"
     results_dir: Path = PROJECT_ROOT / "benchmarks" / "results"
@@ -84,10 +92,17 @@ class BenchConfig:
                 small_batch_cap_s=5.0,
                 latency_duration_s=30,
                 fault_records=50_000,
+                state_duration_s=30,
+                state_runs=runs or 1,
                 command=command,
             )
         return cls(
-            quick=False, runs=runs or 3, experiments=experiments, records=300_000, command=command
+            quick=False,
+            runs=runs or 3,
+            experiments=experiments,
+            records=300_000,
+            state_runs=runs or 1,
+            command=command,
         )
 
 
@@ -162,6 +177,17 @@ def _run_experiments(
         "latency": lambda: _latency_at_two_rates(bench, config, _latency_rate(results), log),
         "faults": lambda: faults_experiment(
             bench, records=config.fault_records, timeout_s=config.timeout_s, log=log
+        ),
+        "state": lambda: state_experiment(
+            bench,
+            windows_s=config.state_windows_s,
+            rate=config.state_rate,
+            duration_s=config.state_duration_s,
+            sips=config.state_sips,
+            runs=config.state_runs,
+            mappers=config.e2e_mappers,
+            reducers=config.e2e_reducers,
+            log=log,
         ),
         "profile": lambda: profile_mapper(bench, data, config.run_dir / "mapper-profile.txt"),
     }

@@ -16,6 +16,16 @@ class ProgressSample:
     done: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemorySample:
+    """Redis `used_memory` and the watched processes' resident set (MiB, summed), observed
+    `t_s` seconds after sampling started."""
+
+    t_s: float
+    redis_mb: float
+    rss_mb: float
+
+
 def median(values: Sequence[float]) -> float:
     """The median; NaN for no values (a missing measurement stays visible in the report)."""
     return float(statistics.median(values)) if values else math.nan
@@ -32,6 +42,14 @@ def percentile(values: Sequence[float], q: float) -> float:
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def steady_level(values: Sequence[float], *, tail: float = 0.5) -> float:
+    """The median of the last `tail` share of a series (in time order): the level a run
+    settled at, start-up left out; NaN for no values."""
+    if not values:
+        return math.nan
+    return median(values[int(len(values) * (1 - tail)) :])
 
 
 def ratio(numerator: float, denominator: float) -> float:

@@ -6,12 +6,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.state_figures import growth, window_label
 from benchmarks.stats import ratio
 
 E2E_VS_SPARK_TARGET = 3.0
 MAPPER_VS_CEILING_TARGET = 0.70
 MAPPER_MB_PER_CORE_TARGET = 100.0
 LATENCY_P99_TARGET_S = 1.0
+STATE_GROWTH_TARGET = 1.5  # longest window's memory / shortest's, same rate and groups
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,4 +114,28 @@ def check_targets(results: dict[str, Any]) -> list[TargetRow]:
             p99 <= LATENCY_P99_TARGET_S,
             of_goal=ratio(LATENCY_P99_TARGET_S, p99),
         ),
+        *_state_rows(results.get("state") or {}),
     ]
+
+
+def _state_rows(state: dict[str, Any]) -> list[TargetRow]:
+    """Bounded state: the longest window's memory within 1.5x of the shortest's."""
+    found = growth(state.get("by_window") or {})
+    lengths = f"{window_label(found['longest_s'])} vs {window_label(found['shortest_s'])} windows"
+    rows = []
+    for name, figure in (
+        ("Redis memory held by the task (peak above idle)", "redis_state_peak_mb"),
+        ("reducer peak RSS", "reducer_peak_rss_mb"),
+    ):
+        value = found[figure]
+        rows.append(
+            _row(
+                f"{name}, {lengths} (same rate and groups)",
+                f"<= {STATE_GROWTH_TARGET}x",
+                value,
+                f"{value:.2f}x",
+                value <= STATE_GROWTH_TARGET,
+                of_goal=ratio(STATE_GROWTH_TARGET, value),
+            )
+        )
+    return rows
