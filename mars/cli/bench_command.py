@@ -8,7 +8,9 @@ import sys
 from types import FrameType
 from typing import Any
 
-EXPERIMENT_NAMES = ("batch", "processes", "e2e", "latency", "faults", "profile")
+# Mirrors benchmarks.runner.EXPERIMENTS (not imported: argument parsing stays light);
+# tests/unit/bench/test_bench_cli.py keeps the two equal.
+EXPERIMENT_NAMES = ("batch", "processes", "e2e", "latency", "faults", "state", "profile")
 
 
 def register(subparsers: Any) -> None:
