@@ -26,6 +26,7 @@ from mapper.assignment import Assignment
 from mapper.backpressure import BackpressureGate, PressureMarks
 from mapper.batch_writer import TaskBatchWriter, WriteOutcome
 from mapper.caught_up import CaughtUpTracker, PartitionKey
+from mapper.end_offsets import end_offsets
 from mapper.errors import SideTopicError
 from mapper.liveness import LivenessReporter
 from mapper.metrics import MapperMetrics
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 
 TOPIC_CHECK_INTERVAL_MS = 2_000  # while a wanted topic does not exist yet
 METADATA_REFRESH_INTERVAL_MS = 15_000  # otherwise (partition counts); a metadata call blocks
-CAUGHT_UP_QUERY_TIMEOUT_S = 0.5  # one high-watermark query; the first failure ends the round
 _RETRY_BACKOFF_S = (0.1, 0.2, 0.5, 1.0, 2.0)
 
 
@@ -302,37 +302,30 @@ class MapperLoop:
         self._assignment.set_paused(wanted)
 
     def _check_caught_up(self, now: int) -> dict[PartitionKey, int | None]:
-        """Ask the broker, now, for each owned partition's high watermark: since when is each
-        one caught up (None: it is not, or no broker answered). See `mapper.caught_up`."""
+        """Ask a broker, now, where each owned partition ends: since when is each one caught
+        up (None: it is not, or no broker answered). See `mapper.caught_up`."""
         owned = {(t, p) for t, partitions in self._assignment.owned.items() for p in partitions}
         self._caught_up.forget(owned)
-        broker_answers = True
-        since: dict[PartitionKey, int | None] = {}
-        for key in sorted(owned):
-            at_end = broker_answers and self._at_end_now(key)
-            broker_answers = broker_answers and at_end is not None
-            since[key] = self._caught_up.confirmed(key, caught_up=bool(at_end), now_ms=now)
-        return since
-
-    def _at_end_now(self, key: PartitionKey) -> bool | None:
-        """Read position at the high watermark a broker gives now, and not paused or seeking
-        (None: no broker answered; the round stops asking)."""
-        topic, partition = key
-        if key in self._assignment.paused or self._assignment.seeking(topic, partition):
-            return False
-        tp = TopicPartition(topic, partition)
-        try:
-            position = self._consumer.position([tp])[0].offset
-            next_offset = max(self._assignment.next_offset.get(key, -1), position)
-            _low, cached_high = self._consumer.get_watermark_offsets(tp, cached=True)
-            if next_offset < cached_high:
-                return False  # behind even by the last fetch's answer: no need to ask
-            _low, high = self._consumer.get_watermark_offsets(
-                tp, timeout=CAUGHT_UP_QUERY_TIMEOUT_S, cached=False
+        readable = {
+            key
+            for key in owned
+            if key not in self._assignment.paused and not self._assignment.seeking(*key)
+        }
+        ends = end_offsets(self._admin, readable) or {}  # None: no broker answered
+        return {
+            key: self._caught_up.confirmed(
+                key, caught_up=key in ends and self._read_position(key) >= ends[key], now_ms=now
             )
+            for key in sorted(owned)
+        }
+
+    def _read_position(self, key: PartitionKey) -> int:
+        """The next offset this mapper reads from the partition (-1: unknown)."""
+        try:
+            position = self._consumer.position([TopicPartition(*key)])[0].offset
         except KafkaException:
-            return None
-        return high >= 0 and next_offset >= high
+            position = -1
+        return max(self._assignment.next_offset.get(key, -1), position)
 
 
 def wall_clock_ms() -> int:

@@ -1,0 +1,42 @@
+"""`end_offsets` against the real broker: committed ends per partition, None when no broker
+answers (what keeps an outage from passing for idleness)."""
+
+from __future__ import annotations
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from mapper.end_offsets import end_offsets
+from mars.local import ClusterState
+from mars.local.process import free_port
+
+
+def test_end_offsets_are_the_committed_ends_of_each_partition(
+    cluster: ClusterState, kafka_admin: AdminClient, unique_name: str
+) -> None:
+    topic = f"{unique_name}_ends"
+    for future in kafka_admin.create_topics([NewTopic(topic, num_partitions=2)]).values():
+        future.result(timeout=30)
+    producer = Producer({"bootstrap.servers": cluster.kafka_bootstrap})
+    for i in range(5):
+        producer.produce(topic, b"x", partition=i % 2)
+    assert producer.flush(30) == 0
+    assert end_offsets(kafka_admin, [(topic, 0), (topic, 1)]) == {(topic, 0): 3, (topic, 1): 2}
+    # A transaction still open is not the end a read_committed consumer can reach.
+    transactional = Producer(
+        {"bootstrap.servers": cluster.kafka_bootstrap, "transactional.id": f"{unique_name}-tx"}
+    )
+    transactional.init_transactions(30)
+    transactional.begin_transaction()
+    transactional.produce(topic, b"y", partition=0)
+    transactional.flush(30)
+    assert end_offsets(kafka_admin, [(topic, 0)]) == {(topic, 0): 3}
+    transactional.commit_transaction(30)
+    assert end_offsets(kafka_admin, [(topic, 0)]) == {(topic, 0): 5}  # record + commit marker
+    kafka_admin.delete_topics([topic])
+
+
+def test_no_broker_no_answer() -> None:
+    nobody = AdminClient({"bootstrap.servers": f"127.0.0.1:{free_port()}"})
+    assert end_offsets(nobody, [("topic", 0)], timeout_s=0.5) is None
+    assert end_offsets(nobody, []) == {}
