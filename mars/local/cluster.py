@@ -15,7 +15,7 @@ from typing import Any
 
 from mars.config import Settings
 from mars.local.kafka_server import probe_kafka, start_kafka
-from mars.local.process import ProcessHandle, ServiceError, port_is_open
+from mars.local.process import ProcessHandle, ServiceError, port_is_open, spawn, wait_until
 from mars.local.redis_server import probe_redis, redis_url, start_redis
 from mars.local.zookeeper_server import probe_zookeeper, start_zookeeper
 
@@ -164,6 +164,29 @@ class LocalCluster:
         assert self.state is not None, "cluster is not up"
         self.state.processes.append(record)
         self.state.save()
+
+    def restart(self, role: str, *, kill: bool = True) -> ProcessHandle:
+        """Stop a server (`kill`: SIGKILL, a crash; else SIGTERM) and start it again with the
+        same command line: same ports, same data folder (Redis replays its AOF, Kafka and
+        ZooKeeper recover their logs). Returns once it answers its probe again."""
+        assert self.state is not None, "cluster is not up"
+        record = next(p for p in self.state.processes if p.role == role)
+        old = record.handle()
+        if kill:
+            old.kill()
+        else:
+            old.stop()
+        handle = spawn(record.name, record.argv, log=Path(record.log))
+        wait_until(
+            record.name,
+            lambda: _healthy(record),
+            handle=handle,
+            timeout_s=self._settings.local.start_timeout_s,
+            what=f"{role} answering on {record.address} after a restart",
+        )
+        record.pid, record.started = handle.pid, handle.started
+        self.state.save()
+        return handle
 
     def down(self) -> list[str]:
         """Stop every process this cluster started, Mars processes first. Returns their names."""
