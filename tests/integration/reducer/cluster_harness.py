@@ -151,20 +151,25 @@ def iter_rows(records: list[dict[str, Any]]) -> Iterator[tuple[int, Any, int]]:
         yield row["window_start"], row["k"], row["c"]
 
 
+def owners_of(client: Any, members: list[str]) -> dict[str, str]:
+    """Unit key -> the member that publishes it among its `owned_units`."""
+    from reducer.metrics import process_stats_key
+
+    owners: dict[str, str] = {}
+    for member in members:
+        raw = client.hget(process_stats_key(member), "owned_units")
+        owners.update({unit: member for unit in json.loads(raw or b"[]")})
+    return owners
+
+
 def wait_owned(
     client: Any, members: list[str], units: set[str], *, timeout_s: float = 60.0
 ) -> None:
     """Wait until the reducers' published `owned_units` together cover `units`."""
-    from reducer.metrics import process_stats_key
-
     deadline = time.monotonic() + timeout_s
     owned: set[str] = set()
     while time.monotonic() < deadline:
-        owned = set()
-        for member in members:
-            raw = client.hget(process_stats_key(member), "owned_units")
-            if raw:
-                owned.update(json.loads(raw))
+        owned = set(owners_of(client, members))
         if units <= owned:
             return
         time.sleep(0.3)
