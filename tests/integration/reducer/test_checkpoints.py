@@ -170,3 +170,55 @@ def test_a_lost_checkpoint_stops_the_unit_instead_of_guessing(
 
 def _crash(_records: object) -> None:
     raise RuntimeError("injected: killed after writing the checkpoint, before the commit")
+
+
+@pytest.mark.parametrize(
+    ("windowing", "size_ms", "slide_ms"),
+    [
+        ("1 d GRACE 10 m", 86_400_000, 86_400_000),
+        ("1 h SLIDE 5 m GRACE 1 m", HOUR_MS, 300_000),
+    ],
+)
+def test_day_and_hopping_windows_keep_only_an_interval_of_data_sets(
+    store: SeqStore,
+    task_id: str,
+    redis_client: redis.Redis,
+    windowing: str,
+    size_ms: int,
+    slide_ms: int,
+) -> None:
+    """Two hours of input into a 1-day window with grace, and into hourly windows sliding by
+    5 minutes (12 open at once): Redis holds two intervals of data sets at most, whatever
+    the window; every window is exact once input stops."""
+    spec = parse_task(
+        f"SELECT k, COUNT(*) AS c, SUM(v) AS s FROM S GROUP BY k WINDOWING {windowing} "
+        "WITH (event_time='t', event_time_format='epoch_ms', buckets=2, idle_timeout='1 s')",
+        task_id=task_id,
+    )
+    clock, output = FakeClock(), MemoryOutput()
+    mapper = ScriptedMapper(spec, store, clock)
+    mapper.heartbeat(caught_up=False)
+    owner = make_owner(spec, store, clock, output, checkpoint_interval_ms=INTERVAL_MS)
+    rng = random.Random(3)
+    expected: Expected = Counter()
+    peak = 0
+    for minute in range(120):
+        rows = [
+            {"k": rng.choice("abcdefgh"), "t": minute * 60_000 + i * 3_000, "v": rng.randint(1, 9)}
+            for i in range(20)
+        ]
+        mapper.send(0, rows)
+        for row in rows:
+            first = (row["t"] - size_ms) // slide_ms * slide_ms + slide_ms
+            for start in range(first, row["t"] + 1, slide_ms):
+                expected[(start, row["k"], "c")] += 1
+                expected[(start, row["k"], "s")] += row["v"]
+        peak = max(peak, stored_datasets(redis_client, task_id))
+        owner.step()
+        clock.advance(INTERVAL_MS)
+    assert peak <= 2 * spec.options.buckets, f"{peak} data sets held at once"
+    clock.advance(2 * 86_400_000)  # input stopped: idle close passes every window and its grace
+    mapper.heartbeat(caught_up=True)
+    owner.step()
+    assert emitted(output, spec) == expected
+    assert stored_datasets(redis_client, task_id) == 0
