@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
-from mars.cli.gen_command import ensure_topic
 from mars.gen import FIELD_NAMES, Encoding, GeneratorConfig
 from mars.gen.config import DEFAULT_START_S
-from mars.gen.produce import THROUGHPUT_CONFIG, produce
+from mars.gen.produce import THROUGHPUT_CONFIG, ensure_source_topic, produce
 
 CSV_COLUMNS = ",".join(FIELD_NAMES)
 SENTINEL_OFFSET_S = 86_400  # a day after the data: far past every data window
@@ -65,7 +64,7 @@ def preload(
     seed: int = 7,
 ) -> Dataset:
     """Create `topic` and fill it with generated CSV tuples (as fast as Kafka takes them)."""
-    ensure_topic(bootstrap, topic, partitions)
+    ensure_source_topic(bootstrap, topic, partitions)
     config = GeneratorConfig(
         count=records,
         seed=seed,

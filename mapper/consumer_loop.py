@@ -35,8 +35,9 @@ from mapper.progress import ProgressBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.config import Settings
 from mars.engine.records import PartitionBatch
-from mars.side_topics import SideRecordSink, ensure_side_topics
+from mars.side_topics import SideRecordSink
 from mars.store import SeqStore
+from mars.tasks.topics import TopicError, ensure_task_topics
 
 log = logging.getLogger(__name__)
 
@@ -219,14 +220,9 @@ class MapperLoop:
         for task_id in sorted(change.added):
             task = self._router.tasks[task_id]
             try:
-                ensure_side_topics(
-                    self._admin,
-                    task.spec,
-                    partitions=self._settings.kafka.result_partitions,
-                    replication_factor=self._settings.kafka.replication_factor,
-                )
-            except KafkaException as exc:  # side records will be retried until it exists
-                log.error("task %s: cannot create its side topics: %s", task_id, exc)
+                ensure_task_topics(self._admin, task.spec, self._settings.kafka)
+            except TopicError as exc:  # side records will be retried until they exist
+                log.error("task %s: cannot create its topics: %s", task_id, exc)
             self._assignment.task_started(task_id, task.topic)
             log.info("task %s: mapping topic %s", task_id, task.topic)
 

@@ -13,8 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaError, Message, Producer
 
 from mars.engine.records import RejectedRecord
 from mars.tasks.spec import TaskSpec
@@ -113,24 +112,3 @@ class SideTopicProducer:
 
     def close(self) -> None:
         self._producer.flush(self._flush_timeout_s)
-
-
-def ensure_side_topics(
-    admin: AdminClient, spec: TaskSpec, *, partitions: int, replication_factor: int
-) -> None:
-    """Create the task's late and dead-letter topics if they do not exist yet."""
-    wanted = [spec.late_topic, spec.dead_letter_topic]
-    futures = admin.create_topics(
-        [
-            NewTopic(t, num_partitions=partitions, replication_factor=replication_factor)
-            for t in wanted
-        ]
-    )
-    for topic, future in futures.items():
-        try:
-            future.result(timeout=30)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
-        else:
-            log.info("created side topic %s", topic)

@@ -18,10 +18,9 @@ from typing import Any
 import httpx
 from confluent_kafka import Consumer
 
-from mars.cli.gen_command import ensure_topic
 from mars.config import Settings, load_settings
 from mars.gen import GeneratorConfig
-from mars.gen.produce import produce
+from mars.gen.produce import ensure_source_topic, produce
 from mars.local import LocalCluster
 from mars.local.roles import start_role
 
@@ -59,7 +58,7 @@ def _demo(args: argparse.Namespace) -> int:
     for row in cluster.status()["processes"]:
         print(f"  {row['name']:<10} pid {row['pid']:<7} {row['address'] or ''}")
 
-    ensure_topic(settings.kafka.bootstrap_servers, SOURCE_TOPIC, 4)
+    ensure_source_topic(settings.kafka.bootstrap_servers, SOURCE_TOPIC, 4)
     spec = _register_paper_task(settings)
     print(f"\nregistered task {PAPER_TASK_ID!r}: {PAPER_SQL}")
     print(f"results topic: {spec['output_topic']}\n")

@@ -7,11 +7,9 @@ import sys
 import time
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
-
 from mars.config import load_settings
 from mars.gen import GeneratorConfig
-from mars.gen.produce import ProduceError, produce
+from mars.gen.produce import ProduceError, ensure_source_topic, produce
 
 
 def register(subparsers: Any) -> None:
@@ -28,18 +26,6 @@ def register(subparsers: Any) -> None:
     gen.add_argument("--malformed", type=float, default=0.0, help="share of malformed records")
     gen.add_argument("--seed", type=int, default=0)
     gen.set_defaults(handler=_gen)
-
-
-def ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    if topic in admin.list_topics(timeout=10).topics:
-        return
-    future = admin.create_topics([NewTopic(topic, partitions, 1)])[topic]
-    try:
-        future.result(timeout=30)
-    except Exception as error:  # lost a race with another creator: fine if it exists now
-        if topic not in admin.list_topics(timeout=10).topics:
-            raise error
 
 
 def progress_bar(label: str) -> Any:
@@ -70,7 +56,7 @@ def _gen(args: argparse.Namespace) -> int:
         zipf_s=args.zipf,
         malformed_ratio=args.malformed,
     )
-    ensure_topic(bootstrap, args.topic, args.partitions)
+    ensure_source_topic(bootstrap, args.topic, args.partitions)
     try:
         report = produce(
             bootstrap, args.topic, config, rate=args.rate, on_progress=progress_bar(args.topic)

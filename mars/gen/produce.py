@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient
 
 from mars.gen.config import GeneratorConfig
 from mars.gen.pacing import Clock, RatePacer, Sleep
 from mars.gen.partitioning import PartitionChooser, PartitionStrategy
 from mars.gen.tuples import BLOCK_SIZE, iter_chunks
+from mars.tasks.topics import TopicPlan, ensure_topics
 
 ProgressCallback = Callable[[int, int], None]  # (records handed to the producer, total)
 
@@ -99,6 +101,12 @@ def topic_partitions(
             reason = described.error if described is not None else "not in metadata"
             raise KafkaException(f"topic {topic!r} is not available: {reason}")
         time.sleep(0.2)
+
+
+def ensure_source_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """Create the topic to produce into unless it exists (one replica: generated data)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    ensure_topics(admin, [TopicPlan(name=topic, partitions=partitions)], replication_factor=1)
 
 
 def produce(

@@ -30,7 +30,6 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mars.config import Settings
-from mars.side_topics import ensure_side_topics
 from mars.spark.arrow_executor import SUMMARY_SCHEMA, run_arrow_partition, summaries_from_rows
 from mars.spark.offsets import OffsetRange, parse_offsets_spec, resolve_ranges
 from mars.spark.partition_writer import WriterConfig, backfill_source_id, run_partition
@@ -46,6 +45,7 @@ from mars.spark.summary import BackfillSummary, PartitionSummary
 from mars.store import SeqStore, SourceState
 from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import InputFormat, TaskSpec, TimeFormat
+from mars.tasks.topics import ensure_task_topics
 
 ProgressCallback = Callable[[int, int | None], None]  # (records applied, total or None)
 
@@ -98,7 +98,6 @@ def run_backfill(
     job: BackfillJob,
     on_progress: ProgressCallback | None = None,
     progress_interval_s: float = 2.0,
-    side_topic_partitions: int = 1,
 ) -> BackfillSummary:
     """Run `job` on `spark` (see the module docstring); returns the summary."""
     spec = job.spec
@@ -108,11 +107,10 @@ def run_backfill(
     try:
         coordination = BackfillCoordination(client)
         started = time.monotonic()
-        ensure_side_topics(
+        ensure_task_topics(
             AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers}),
             spec,
-            partitions=side_topic_partitions,
-            replication_factor=settings.kafka.replication_factor,
+            settings.kafka,
         )
         if isinstance(job.source, KafkaSource):
             job_id = job.job_id()

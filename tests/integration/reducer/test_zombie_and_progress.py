@@ -13,11 +13,12 @@ from mars.config import Settings
 from mars.local import ClusterState
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
+from mars.tasks.topics import TopicPlan, ensure_topics
 from reducer.bucket_owner import OwnerWiring, UnitOwner
 from reducer.output import FencedError, OutRecord, TransactionalOutput, transactional_id
 from reducer.progress import PROGRESS_TOPIC, Progress, progress_key
 from reducer.progress_reader import read_progress
-from reducer.topics import PROGRESS_CONFIG, PROGRESS_PARTITIONS, ensure_topics, partition_for
+from reducer.topics import PROGRESS_TOPIC_PLAN, partition_for
 from tests.integration.reducer.cluster_harness import CommittedReader
 from tests.integration.reducer.harness import FakeClock, ScriptedMapper
 from tests.integration.reducer.test_owner_recovery import produce
@@ -27,9 +28,7 @@ from tests.integration.reducer.test_window_semantics import count_spec
 @pytest.fixture
 def progress_topic(kafka_admin: AdminClient, settings: Settings) -> str:
     ensure_topics(
-        kafka_admin,
-        {PROGRESS_TOPIC: (PROGRESS_PARTITIONS, PROGRESS_CONFIG)},
-        replication_factor=settings.kafka.replication_factor,
+        kafka_admin, [PROGRESS_TOPIC_PLAN], replication_factor=settings.kafka.replication_factor
     )
     return PROGRESS_TOPIC
 
@@ -53,11 +52,11 @@ def real_owner(
                 bootstrap_servers=cluster.kafka_bootstrap,
                 topic=PROGRESS_TOPIC,
                 key=key,
-                partitions=PROGRESS_PARTITIONS,
+                partitions=PROGRESS_TOPIC_PLAN.partitions,
             ),
             metrics=None,
             progress_topic=PROGRESS_TOPIC,
-            progress_partitions=PROGRESS_PARTITIONS,
+            progress_partitions=PROGRESS_TOPIC_PLAN.partitions,
             clock=clock,
         ),
         settings=Settings().reducer,
@@ -74,7 +73,9 @@ def test_zombie_owner_cannot_commit_and_results_stay_exactly_once(
     task_id: str,
 ) -> None:
     spec = count_spec(task_id)
-    ensure_topics(kafka_admin, {spec.output_topic: (2, {})}, replication_factor=1)
+    ensure_topics(
+        kafka_admin, [TopicPlan(name=spec.output_topic, partitions=2)], replication_factor=1
+    )
     clock = FakeClock()
     mapper = ScriptedMapper(spec, store, clock)
     mapper.heartbeat(caught_up=False)
@@ -105,7 +106,7 @@ def test_progress_read_waits_for_an_open_transaction_of_another_unit(
     cluster: ClusterState, progress_topic: str, unique_name: str
 ) -> None:
     key = f"{unique_name}/0"
-    partition = partition_for(key, PROGRESS_PARTITIONS)
+    partition = partition_for(key, PROGRESS_TOPIC_PLAN.partitions)
     mine = TransactionalOutput(
         bootstrap_servers=cluster.kafka_bootstrap,
         transactional_id=f"test.{unique_name}.mine",
@@ -139,7 +140,7 @@ def test_progress_read_waits_for_an_open_transaction_of_another_unit(
         bootstrap_servers=cluster.kafka_bootstrap,
         topic=progress_topic,
         key=key,
-        partitions=PROGRESS_PARTITIONS,
+        partitions=PROGRESS_TOPIC_PLAN.partitions,
         timeout_s=30,
     )
     closer.join()
@@ -154,7 +155,7 @@ def test_no_progress_reads_as_none(cluster: ClusterState, progress_topic: str) -
             bootstrap_servers=cluster.kafka_bootstrap,
             topic=progress_topic,
             key="never-committed/0",
-            partitions=PROGRESS_PARTITIONS,
+            partitions=PROGRESS_TOPIC_PLAN.partitions,
             timeout_s=30,
         )
         is None

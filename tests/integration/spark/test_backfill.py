@@ -45,6 +45,7 @@ from tests.integration.spark.helpers import (
     task_state,
     values_of,
 )
+from tests.integration.task_topics import assert_task_topics_as_planned
 from tests.oracle import expected_results
 
 pytestmark = pytest.mark.integration
@@ -166,6 +167,8 @@ def test_files_source_equals_kafka_and_bad_records_go_to_dead_letter(
     )
     for summary in (from_kafka, from_files):
         assert summary.records_in == config.count and summary.bad == report.malformed
+    # The backfill was the first to need the task's topics: created as every role creates them.
+    assert_task_topics_as_planned(kafka_admin, kafka_spec, settings.kafka)
 
     kafka_windows = merged_windows(store, redis_client, kafka_spec)
     assert kafka_windows == merged_windows(store, redis_client, file_spec)

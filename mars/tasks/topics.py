@@ -1,0 +1,112 @@
+"""A task's Kafka topics: names, partitions and configuration, and one idempotent `ensure`.
+
+Whichever role needs a task's topics first creates them: the API when the task is registered,
+a mapper when it starts mapping the task, a reducer when it starts owning one of its units, a
+Spark backfill before it writes. All of them call `ensure_task_topics`, so a topic's settings
+never depend on who came first.
+
+- output (`mars.results.<task>`): compacted, because results are keyed by (window, group): a
+  consumer that reads it from the beginning gets the final record of every window and group;
+- late (`mars.late.<task>`) and dead-letter (`mars.dlq.<task>`): kept by retention.
+
+All three get `kafka.result_partitions` partitions and `kafka.replication_factor` replicas.
+The source topic is the user's and is never created here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from mars.config import KafkaSettings
+from mars.tasks.spec import TaskSpec
+
+COMPACTED: Mapping[str, str] = {"cleanup.policy": "compact"}
+
+
+class TopicError(RuntimeError):
+    """A topic could not be created, deleted or listed (the broker's error in the message)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicPlan:
+    """One topic as it must be created."""
+
+    name: str
+    partitions: int
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+def task_topic_plans(spec: TaskSpec, kafka: KafkaSettings) -> tuple[TopicPlan, ...]:
+    """The output, late and dead-letter topics of `spec`."""
+    partitions = kafka.result_partitions
+    return (
+        TopicPlan(name=spec.output_topic, partitions=partitions, config=COMPACTED),
+        TopicPlan(name=spec.late_topic, partitions=partitions),
+        TopicPlan(name=spec.dead_letter_topic, partitions=partitions),
+    )
+
+
+def ensure_task_topics(
+    admin: AdminClient, spec: TaskSpec, kafka: KafkaSettings, *, timeout_s: float = 30.0
+) -> list[str]:
+    """Create whichever of the task's topics do not exist yet; returns the ones created."""
+    return ensure_topics(
+        admin,
+        task_topic_plans(spec, kafka),
+        replication_factor=kafka.replication_factor,
+        timeout_s=timeout_s,
+    )
+
+
+def delete_task_topics(
+    admin: AdminClient, spec: TaskSpec, kafka: KafkaSettings, *, timeout_s: float = 30.0
+) -> None:
+    """Delete the task's output, late and dead-letter topics (missing ones are ignored)."""
+    names = [plan.name for plan in task_topic_plans(spec, kafka)]
+    futures = admin.delete_topics(names, request_timeout=timeout_s)
+    for name, future in futures.items():
+        try:
+            future.result(timeout=timeout_s)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise TopicError(f"cannot delete topic {name}: {exc}") from exc
+
+
+def ensure_topics(
+    admin: AdminClient,
+    plans: Iterable[TopicPlan],
+    *,
+    replication_factor: int,
+    timeout_s: float = 30.0,
+) -> list[str]:
+    """Create each planned topic that does not exist yet (idempotent: a topic another process
+    created meanwhile counts as there); returns the names created."""
+    try:
+        existing = set(admin.list_topics(timeout=timeout_s).topics)
+    except KafkaException as exc:
+        raise TopicError(f"cannot list topics: {exc}") from exc
+    missing = [
+        NewTopic(
+            plan.name,
+            num_partitions=plan.partitions,
+            replication_factor=replication_factor,
+            config=dict(plan.config),
+        )
+        for plan in plans
+        if plan.name not in existing
+    ]
+    if not missing:
+        return []
+    created = []
+    for name, future in admin.create_topics(missing, operation_timeout=timeout_s).items():
+        try:
+            future.result(timeout=timeout_s)
+            created.append(name)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise TopicError(f"cannot create topic {name}: {exc}") from exc
+    return sorted(created)
