@@ -1,8 +1,9 @@
 """`UnitOwner`: the merge loop of one owned unit (one bucket of a task, or all its buckets for a
 top-k task).
 
-One `step`:
-1. atomic `snapshot` of every covered bucket (seq/rseq + the task's watermark inputs);
+One `step` (`_read`, `_watermark`, then `_commit` if anything is to be committed):
+1. `snapshot_unit`: the task's backfill holds, then an atomic `snapshot` of every covered
+   bucket (seq/rseq + the task's watermark inputs);
 2. read and merge the data sets after the last merged one, in SEQ order;
 3. if every bucket was read up to its snapshot's seq, watermark = min over the buckets of
    `watermark_of(snapshot)` (each snapshot guarantees its own bucket's data sets up to its seq
@@ -15,9 +16,9 @@ One `step`:
    checkpoint); then release data sets below rseq in Redis (GC), drop older checkpoints, push
    the rows to the REST list and publish metrics.
 
-`recover` (on start and after any failure): init_transactions (fences a zombie, aborts its open
-transaction), read the unit's committed progress, load the checkpoint it names, replay from its
-rseq. See docs/reducer.md.
+`recover` (on start and after any failure) opens an `OwnerSession`: init_transactions (fences
+a zombie, aborts its open transaction), read the unit's committed progress, load the checkpoint
+it names, replay from its rseq. See docs/reducer.md.
 """
 
 from __future__ import annotations
@@ -26,15 +27,15 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Protocol
 
 from mars.aggregates import aggregates_for, wire_name
 from mars.config import ReducerSettings
 from mars.engine.dataset import OpenWindows, decode_dataset, encode_dataset
-from mars.store import MissingDataSetError, SeqStore, Snapshot, watermark_of
-from mars.store.backfill import read_backfill_holds
+from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, watermark_of
 from mars.store.watermark import watermark_held_by_backfills
 from mars.tasks.spec import TaskSpec
 from mars.windows import WindowAssigner
@@ -78,6 +79,34 @@ class OwnerWiring:
     may_emit: Callable[[], bool] = field(default=lambda: True)
 
 
+class StopReason(Enum):
+    """Why `UnitOwner.run` returned."""
+
+    STOPPED = "stopped"  # asked to (the unit moved or the process ends)
+    FENCED = "fenced"  # a newer owner's producer took over the transactional id
+    DATA_LOST = "data lost"  # Redis lost acknowledged writes: see RedisDataLostError
+
+
+@dataclass(slots=True, kw_only=True)
+class OwnerSession:
+    """What an owner holds between `recover` and `close`: its producer, its open windows and
+    the progress it last committed."""
+
+    output: Output
+    state: OpenWindowState
+    committed: Progress
+    last_checkpoint_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadResult:
+    """One step's read: the unit's snapshots and whether every bucket was read up to its
+    snapshot's seq (only then may the snapshots' watermark close windows)."""
+
+    unit: UnitSnapshot
+    complete: bool
+
+
 @dataclass(slots=True)
 class StepOutcome:
     merged: int = 0
@@ -110,10 +139,7 @@ class UnitOwner:
         self._result_spec = result_spec(spec)
         self._assigner = WindowAssigner.from_spec(spec.window)
         self._aggregates = aggregates_for(spec.aggregates)
-        self._output: Output | None = None
-        self._state: OpenWindowState | None = None
-        self._committed: Progress | None = None
-        self._last_checkpoint_ms: int | None = None
+        self._session: OwnerSession | None = None
         self._merged_total = 0
         self._rate_mark = (time.monotonic(), 0)
         self._merge_rate = 0.0
@@ -122,7 +148,7 @@ class UnitOwner:
 
     @property
     def committed(self) -> Progress | None:
-        return self._committed
+        return None if self._session is None else self._session.committed
 
     @property
     def merge_rate(self) -> float:
@@ -130,24 +156,31 @@ class UnitOwner:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def recover(self) -> None:
+    def recover(self) -> OwnerSession:
         """(Re)start from the committed progress: fence older producers, then replay."""
         self.close()
         output = self._wiring.make_output()
         output.start()
-        self._output = output
-        stored = self._wiring.read_progress()
-        progress = (stored or Progress.initial(self.buckets)).covering(self.buckets)
-        self._committed = progress
-        self._state = OpenWindowState.starting(
-            assigner=self._assigner,
-            aggregates=self._aggregates,
-            rseqs=progress.rseqs,
-            replayed_through=progress.merged,
-            closed_watermark=progress.closed_watermark,
-            checkpoint=self._load_checkpoint(progress.checkpoint),
+        try:
+            stored = self._wiring.read_progress()
+            progress = (stored or Progress.initial(self.buckets)).covering(self.buckets)
+            state = OpenWindowState.starting(
+                assigner=self._assigner,
+                aggregates=self._aggregates,
+                rseqs=progress.rseqs,
+                replayed_through=progress.merged,
+                closed_watermark=progress.closed_watermark,
+                checkpoint=self._load_checkpoint(progress.checkpoint),
+            )
+        except BaseException:
+            output.close()
+            raise
+        self._session = OwnerSession(
+            output=output,
+            state=state,
+            committed=progress,
+            last_checkpoint_ms=self._wiring.clock(),
         )
-        self._last_checkpoint_ms = self._wiring.clock()
         log.info(
             "unit %s: recovered (closed watermark %s, rseq %s, checkpoint %s)",
             self._key,
@@ -155,6 +188,7 @@ class UnitOwner:
             dict(progress.rseqs),
             None if progress.checkpoint is None else progress.checkpoint.field,
         )
+        return self._session
 
     def _load_checkpoint(self, ref: CheckpointRef | None) -> OpenWindows:
         if ref is None:
@@ -171,57 +205,68 @@ class UnitOwner:
 
     def close(self) -> None:
         """Abort any open transaction and drop the producer (the unit stops emitting)."""
-        if self._output is not None:
-            self._output.close()
-            self._output = None
-        self._state = None
+        session, self._session = self._session, None
+        if session is not None:
+            session.output.close()
 
-    def run(self, stop: threading.Event) -> str:
-        """Step until `stop`; returns why it ended ("stopped", "fenced", "data lost")."""
+    def run(self, stop: threading.Event) -> StopReason:
+        """Step until `stop`; returns why it ended."""
         poll_s = self._settings.poll_interval_ms / 1000
         backoff_s = 0.5
         try:
             while not stop.is_set():
                 try:
-                    if self._state is None:
-                        self.recover()
                     outcome = self.step(stop=stop)
                     backoff_s = 0.5
                     if outcome.merged == 0 and not outcome.committed:
                         stop.wait(poll_s)
                 except FencedError as exc:
                     log.warning("unit %s: fenced by a newer owner (%s)", self._key, exc)
-                    return "fenced"
+                    return StopReason.FENCED
                 except RedisDataLostError as exc:
                     log.error("unit %s: %s; stopping the unit", self._key, exc)
-                    return "data lost"
+                    return StopReason.DATA_LOST
                 except Exception as exc:  # any failure: rebuild from Kafka
                     log.warning("unit %s: %s: %s; recovering", self._key, type(exc).__name__, exc)
                     self.close()
                     stop.wait(backoff_s)
                     backoff_s = min(backoff_s * 2, 10.0)
-            return "stopped"
+            return StopReason.STOPPED
         finally:
             self.close()
 
     # -- one poll -------------------------------------------------------------------------
 
     def step(self, *, stop: threading.Event | None = None) -> StepOutcome:
-        if self._state is None:
-            self.recover()
-        state = self._state
-        assert state is not None
-        store, task = self._wiring.store, self.spec.id
+        session = self._session or self.recover()
         now = self._wiring.clock()
         outcome = StepOutcome()
-        snapshots: dict[int, Snapshot] = {}
+        read = self._read(session.state, outcome)
+        if read.complete:
+            outcome.watermark = self._watermark(read.unit, now)
+        outcome.closed = session.state.close(outcome.watermark)
+        self._note_merges(outcome.merged)
+        checkpoint = self._checkpoint_due(session, now)
+        if (
+            outcome.closed
+            or outcome.late
+            or checkpoint
+            or session.state.rseqs() != dict(session.committed.rseqs)
+        ):
+            if (stop is not None and stop.is_set()) or not self._wiring.may_emit():
+                raise OutputError("not the owner any more; not emitting")
+            self._commit(session, outcome, read.unit.snapshots, now, checkpoint=checkpoint)
+            outcome.committed = True
+        self._publish(now, force=outcome.committed)
+        return outcome
+
+    def _read(self, state: OpenWindowState, outcome: StepOutcome) -> ReadResult:
+        """Snapshot every bucket, then merge its data sets after the last merged one, in SEQ
+        order (at most `max_datasets_per_read` per bucket and step)."""
+        store, task = self._wiring.store, self.spec.id
+        unit = store.snapshot_unit(task, {bucket: state.merged[bucket] for bucket in self.buckets})
         complete = True
-        # Read before the snapshots: a hold gone now means every backfill data set is numbered
-        # at or below the seq the snapshots will show (docs/spark.md).
-        backfill_holds = read_backfill_holds(store.client, task)
-        for bucket in self.buckets:
-            snapshot = store.snapshot(task, bucket, merged=state.merged[bucket])
-            snapshots[bucket] = snapshot
+        for bucket, snapshot in unit.snapshots.items():
             first = state.merged[bucket] + 1
             if snapshot.seq < state.merged[bucket]:
                 raise RedisDataLostError(
@@ -236,38 +281,29 @@ class UnitOwner:
             for seq, data in store.read_datasets(task, bucket, first, last):
                 outcome.late.extend(state.merge(bucket, seq, decode_dataset(data)))
                 outcome.merged += 1
-        if complete:
-            marks = [
-                watermark_of(
-                    s,
-                    idle_timeout_ms=self.spec.options.idle_timeout_ms,
-                    heartbeat_timeout_ms=self._settings.idle_heartbeat_timeout_ms,
-                    now_ms=now,
-                )
-                for s in snapshots.values()
-            ]
-            if all(mark is not None for mark in marks):
-                outcome.watermark = watermark_held_by_backfills(
-                    min(m for m in marks if m is not None), backfill_holds=backfill_holds
-                )
-        outcome.closed = state.close(outcome.watermark)
-        self._note_merges(outcome.merged)
-        committed = self._committed
-        assert committed is not None
-        checkpoint = self._checkpoint_due(state, now)
-        if outcome.closed or outcome.late or checkpoint or state.rseqs() != dict(committed.rseqs):
-            if (stop is not None and stop.is_set()) or not self._wiring.may_emit():
-                raise OutputError("not the owner any more; not emitting")
-            self._commit(outcome, snapshots, now, checkpoint=checkpoint)
-            outcome.committed = True
-        self._publish(now, force=outcome.committed)
-        return outcome
+        return ReadResult(unit=unit, complete=complete)
 
-    def _checkpoint_due(self, state: OpenWindowState, now: int) -> bool:
-        if not state.needs_checkpoint:
+    def _watermark(self, unit: UnitSnapshot, now: int) -> int | None:
+        """The min over the buckets' snapshot watermarks (each snapshot vouches for its own
+        bucket's data sets up to its seq), held back by running backfills; None: unknown."""
+        marks = [
+            watermark_of(
+                snapshot,
+                idle_timeout_ms=self.spec.options.idle_timeout_ms,
+                heartbeat_timeout_ms=self._settings.idle_heartbeat_timeout_ms,
+                now_ms=now,
+            )
+            for snapshot in unit.snapshots.values()
+        ]
+        known = [mark for mark in marks if mark is not None]
+        if len(known) < len(marks):
+            return None
+        return watermark_held_by_backfills(min(known), backfill_holds=unit.backfill_holds)
+
+    def _checkpoint_due(self, session: OwnerSession, now: int) -> bool:
+        if not session.state.needs_checkpoint:
             return False
-        last = self._last_checkpoint_ms
-        return last is None or now - last >= self._settings.checkpoint_interval_ms
+        return now - session.last_checkpoint_ms >= self._settings.checkpoint_interval_ms
 
     def _write_checkpoint(
         self, state: OpenWindowState, previous: CheckpointRef | None
@@ -283,18 +319,20 @@ class UnitOwner:
 
     def _commit(
         self,
+        session: OwnerSession,
         outcome: StepOutcome,
-        snapshots: dict[int, Snapshot],
+        snapshots: Mapping[int, Snapshot],
         now: int,
         *,
         checkpoint: bool,
     ) -> None:
-        state, output, committed = self._state, self._output, self._committed
-        assert state is not None and output is not None and committed is not None
+        """ONE transaction: results, late records and the progress (naming the checkpoint);
+        then release data sets below rseq, drop older checkpoints, push the REST rows."""
+        state, committed = session.state, session.committed
         checkpoint_ref = committed.checkpoint
         if checkpoint:
             checkpoint_ref = self._write_checkpoint(state, committed.checkpoint)
-            self._last_checkpoint_ms = now
+            session.last_checkpoint_ms = now
         rows = rows_of(self._result_spec, outcome.closed)
         counters = {name: committed.counter(name) for name in COUNTER_NAMES}
         counters["windows_emitted"] += len(outcome.closed)
@@ -319,9 +357,9 @@ class UnitOwner:
         )
         late = [late_record(self.spec, late) for late in outcome.late]
         started = time.monotonic()
-        output.commit([*results, *late, progress_record])
+        session.output.commit([*results, *late, progress_record])
         self._commit_latency_ms = (time.monotonic() - started) * 1000
-        self._committed = progress
+        session.committed = progress
         store = self._wiring.store
         for bucket, rseq in progress.rseqs.items():
             if rseq > snapshots[bucket].rseq:
@@ -343,9 +381,10 @@ class UnitOwner:
             self._rate_mark = (time.monotonic(), self._merged_total)
 
     def _publish(self, now: int, *, force: bool) -> None:
-        metrics, committed, state = self._wiring.metrics, self._committed, self._state
-        if metrics is None or committed is None or state is None:
+        metrics, session = self._wiring.metrics, self._session
+        if metrics is None or session is None:
             return
+        committed, state = session.committed, session.state
         if not force and time.monotonic() - self._last_publish < 1.0:
             return
         self._last_publish = time.monotonic()

@@ -1,4 +1,6 @@
-"""Reducer metrics, published to Redis so `GET /cluster` and the dashboard can show them.
+"""Reducer metrics, published to Redis (key names in `mars.store.keys`). The task's
+`late_reducer` counter reaches `GET /tasks/{id}` (`stats.counters`); the rest is read by the tests and by
+hand (`redis-cli HGETALL`), as no endpoint or dashboard shows it yet.
 
 - Per unit, hash `mars:{<task>}:reducer_stats`, fields `<bucket>.<name>`: the cumulative
   counters of the unit's committed progress (`windows_emitted`, `results_emitted`,
@@ -20,27 +22,10 @@ from dataclasses import dataclass
 import redis
 
 from mars.store import TaskKeys
+from mars.store.keys import process_stats_key
+from mars.store.scripts import lua_source
 
 PROCESS_STATS_TTL_S = 30
-
-# KEYS[1] reducer_stats, KEYS[2] stats; ARGV[1] field, ARGV[2] new absolute late count.
-_ADVANCE_LATE = """
-local old = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-local new = tonumber(ARGV[2])
-if new > old then
-  redis.call('HSET', KEYS[1], ARGV[1], new)
-  redis.call('HINCRBY', KEYS[2], 'late_reducer', new - old)
-end
-return new
-"""
-
-
-def reducer_stats_key(task_id: str) -> str:
-    return TaskKeys(task_id).prefix + "reducer_stats"
-
-
-def process_stats_key(member_id: str) -> str:
-    return f"mars:reducer:{member_id}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,9 +43,9 @@ class UnitGauges:
 class ReducerMetrics:
     """Writes the reducer's metrics to Redis (one instance per process, shared by owners)."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis[bytes]) -> None:
         self._redis = client
-        self._advance_late = client.register_script(_ADVANCE_LATE)
+        self._advance_late = client.register_script(lua_source("advance_late"))
 
     def publish_unit(
         self,
@@ -82,7 +67,7 @@ class ReducerMetrics:
             ("updated_ms", gauges.updated_ms),
         ):
             fields[prefix + name] = "" if value is None else str(value)
-        key = reducer_stats_key(task_id)
+        key = TaskKeys(task_id).reducer_stats
         self._redis.hset(key, mapping=fields)  # type: ignore[arg-type]
         self._advance_late(
             keys=[key, TaskKeys(task_id).stats],
@@ -106,7 +91,7 @@ class ReducerMetrics:
             pipe.execute()
 
     def unit_stats(self, task_id: str) -> dict[str, str]:
-        raw = self._redis.hgetall(reducer_stats_key(task_id))
+        raw = self._redis.hgetall(TaskKeys(task_id).reducer_stats)
         return {_text(k): _text(v) for k, v in raw.items()}
 
 

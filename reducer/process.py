@@ -28,16 +28,18 @@ from kazoo.client import KazooClient
 
 from mars.config import Settings
 from mars.registry import TaskRecord, TaskRegistry, TaskStatus
+from mars.registry.units import Unit
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
-from reducer.bucket_owner import OwnerWiring, UnitOwner
-from reducer.coordination import ReducerCoordinator, Unit
+from mars.tasks.topics import ensure_task_topics, ensure_topics
+from reducer.bucket_owner import OwnerWiring, StopReason, UnitOwner
+from reducer.coordination import ReducerCoordinator
 from reducer.coordination.balance import balance_unit_counts
 from reducer.metrics import ReducerMetrics
 from reducer.output import TransactionalOutput, transactional_id
 from reducer.progress import PROGRESS_TOPIC, progress_key
 from reducer.progress_reader import read_progress
-from reducer.topics import PROGRESS_CONFIG, PROGRESS_PARTITIONS, ensure_topics
+from reducer.topics import PROGRESS_TOPIC_PLAN
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ class _Running:
     owner: UnitOwner
     thread: threading.Thread
     stop: threading.Event
-    outcome: str | None = None
+    outcome: StopReason | None = None
 
 
 class ReducerProcess:
@@ -75,7 +77,7 @@ class ReducerProcess:
         self._retry_after: dict[Unit, float] = {}
         self._topics_ready: set[str] = set()
         self._coordinator: ReducerCoordinator | None = None
-        self._progress_partitions = PROGRESS_PARTITIONS
+        self._progress_partitions = PROGRESS_TOPIC_PLAN.partitions
 
     # -- coordinator callbacks (quick: flags only) --------------------------------------------
 
@@ -106,11 +108,7 @@ class ReducerProcess:
         store = SeqStore(redis_client)
         metrics = ReducerMetrics(redis_client)
         admin = AdminClient({"bootstrap.servers": cfg.kafka.bootstrap_servers})
-        ensure_topics(
-            admin,
-            {PROGRESS_TOPIC: (PROGRESS_PARTITIONS, PROGRESS_CONFIG)},
-            replication_factor=cfg.kafka.replication_factor,
-        )
+        ensure_topics(admin, [PROGRESS_TOPIC_PLAN], replication_factor=cfg.kafka.replication_factor)
         metadata = admin.list_topics(PROGRESS_TOPIC, timeout=30).topics[PROGRESS_TOPIC]
         self._progress_partitions = len(metadata.partitions)
         task_watch = TaskRegistry(zk, root=cfg.zookeeper.root).watch(self._on_tasks)
@@ -168,9 +166,9 @@ class ReducerProcess:
             if not entry.thread.is_alive():
                 with self._lock:
                     del self._running[unit]
-                if entry.outcome == "fenced":
+                if entry.outcome is StopReason.FENCED:
                     self._retry_after[unit] = now + FENCED_RETRY_S
-                elif entry.outcome == "data lost":
+                elif entry.outcome is StopReason.DATA_LOST:
                     self._retry_after[unit] = now + DATA_LOST_RETRY_S
             elif target is None or target[0] != entry.owner.spec:
                 entry.stop.set()  # the thread ends soon; restarted on a later pass if wanted
@@ -194,12 +192,7 @@ class ReducerProcess:
     ) -> None:
         cfg = self.settings
         if spec.id not in self._topics_ready:
-            partitions = cfg.kafka.result_partitions
-            ensure_topics(
-                admin,
-                {spec.output_topic: (partitions, {}), spec.late_topic: (partitions, {})},
-                replication_factor=cfg.kafka.replication_factor,
-            )
+            ensure_task_topics(admin, spec, cfg.kafka)
             self._topics_ready.add(spec.id)
         key = progress_key(spec.id, unit.bucket)
         coordinator = self._coordinator

@@ -1,13 +1,13 @@
 """PySpark bulk pre-aggregation (backfill) through the Redis SEQ protocol (docs/spark.md).
 
 Importing this package does not import pyspark: the reducer reads the watermark holds through
-`mars.store.backfill`, and pyspark is loaded only when a session is built.
+`mars.store` (`SeqStore.snapshot_unit`), and pyspark is loaded only when a session is built.
 """
 
 from mars.spark.job import BackfillError, BackfillJob, run_backfill
 from mars.spark.sources import FileSource, KafkaSource
 from mars.spark.summary import BackfillSummary, PartitionSummary
-from mars.store.backfill import BackfillCoordination, HandoverError, read_backfill_holds
+from mars.store.backfill import BackfillCoordination, HandoverError
 
 __all__ = [
     "BackfillCoordination",
@@ -18,6 +18,5 @@ __all__ = [
     "HandoverError",
     "KafkaSource",
     "PartitionSummary",
-    "read_backfill_holds",
     "run_backfill",
 ]

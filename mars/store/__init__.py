@@ -12,6 +12,7 @@ from mars.store.state import (
     Snapshot,
     SourceId,
     SourceState,
+    UnitSnapshot,
 )
 from mars.store.watermark import watermark_of
 
@@ -29,5 +30,6 @@ __all__ = [
     "SourceState",
     "StoreError",
     "TaskKeys",
+    "UnitSnapshot",
     "watermark_of",
 ]

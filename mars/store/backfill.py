@@ -13,54 +13,23 @@ script, seeds the live source state (`src[p] = handover - 1`), so live mappers, 
 mappers already applied records without a recorded hand-over: their first offset is unknown,
 so any backfill below it could double count.
 
-Part of the store (not of mars.spark) because the reducer reads the holds too.
+Part of the store (not of mars.spark) because the reducer reads the holds too
+(`SeqStore.snapshot_unit`, which reads them before the snapshots).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import redis
 
 from mars.store import NO_OFFSET, SourceState, TaskKeys
+from mars.store.scripts import lua_source
 from mars.store.state import pack_source
-
-_CLAIM_SCRIPT = """
--- KEYS[1] src hash, KEYS[2] handover hash; ARGV: n x (partition, proposed end, seeded state).
--- Returns per partition the recorded hand-over offset, or '' when live mappers own it already.
-local reply = {}
-for i = 1, #ARGV, 3 do
-  local partition, proposed, seed = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local recorded = redis.call('HGET', KEYS[2], partition)
-  if not recorded and redis.call('HEXISTS', KEYS[1], partition) == 0 then
-    redis.call('HSET', KEYS[1], partition, seed)
-    redis.call('HSET', KEYS[2], partition, proposed)
-    recorded = proposed
-  end
-  reply[#reply + 1] = recorded or ''
-end
-return reply
-"""
 
 
 class HandoverError(Exception):
     """A backfill cannot start without risking a double count (live mappers got there first)."""
-
-
-@dataclass(frozen=True, slots=True)
-class BackfillKeys:
-    """Key names of the backfill coordination of one task."""
-
-    task: str
-
-    @property
-    def handover(self) -> str:
-        return TaskKeys(self.task).prefix + "handover"
-
-    @property
-    def holds(self) -> str:
-        return TaskKeys(self.task).prefix + "backfill:holds"
 
 
 def _text(value: bytes | str) -> str:
@@ -70,9 +39,9 @@ def _text(value: bytes | str) -> str:
 class BackfillCoordination:
     """Hand-over points and watermark holds of backfill jobs, in Redis."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis[bytes]) -> None:
         self._redis = client
-        self._claim = client.register_script(_CLAIM_SCRIPT)
+        self._claim = client.register_script(lua_source("claim_handover"))
 
     def claim_handover(self, task: str, proposed_ends: Mapping[int, int]) -> dict[int, int]:
         """The hand-over offset of each partition: recorded earlier, or `proposed_ends[p]` now.
@@ -82,12 +51,12 @@ class BackfillCoordination:
         """
         if not proposed_ends:
             return {}
-        keys = BackfillKeys(task)
+        keys = TaskKeys(task)
         args: list[str] = []
         for partition, end in sorted(proposed_ends.items()):
             seed = pack_source(SourceState(applied_offset=max(NO_OFFSET, end - 1)))
             args += [str(partition), str(end), seed]
-        reply = self._claim(keys=[TaskKeys(task).sources, keys.handover], args=args)
+        reply = self._claim(keys=[keys.sources, keys.handover], args=args)
         recorded: dict[int, int] = {}
         refused: list[int] = []
         for partition, value in zip(sorted(proposed_ends), reply, strict=True):
@@ -105,22 +74,17 @@ class BackfillCoordination:
         return recorded
 
     def handovers(self, task: str) -> dict[int, int]:
-        raw = self._redis.hgetall(BackfillKeys(task).handover)
+        raw = self._redis.hgetall(TaskKeys(task).handover)
         return {int(_text(k)): int(_text(v)) for k, v in raw.items()}
 
     def hold(self, task: str, job: str, *, now_ms: int) -> None:
         """Hold the task's watermark until `release(task, job)` (kept if the job fails)."""
-        self._redis.hsetnx(BackfillKeys(task).holds, job, str(now_ms))
+        self._redis.hsetnx(TaskKeys(task).backfill_holds, job, str(now_ms))
 
     def release(self, task: str, job: str) -> None:
-        self._redis.hdel(BackfillKeys(task).holds, job)
+        self._redis.hdel(TaskKeys(task).backfill_holds, job)
 
     def holds(self, task: str) -> dict[str, int]:
         """Backfill job id -> wall ms it registered its hold."""
-        raw = self._redis.hgetall(BackfillKeys(task).holds)
+        raw = self._redis.hgetall(TaskKeys(task).backfill_holds)
         return {_text(k): int(_text(v)) for k, v in raw.items()}
-
-
-def read_backfill_holds(client: redis.Redis, task: str) -> dict[str, int]:
-    """The task's registered backfill holds (for the reducer; read it *before* the snapshot)."""
-    return BackfillCoordination(client).holds(task)

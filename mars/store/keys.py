@@ -37,6 +37,21 @@ class TaskKeys:
         return self.prefix + "live"
 
     @property
+    def handover(self) -> str:
+        """Hash: partition -> first offset the live mappers own (a backfill covers below it)."""
+        return self.prefix + "handover"
+
+    @property
+    def backfill_holds(self) -> str:
+        """Hash: backfill job id -> wall ms it registered; any field holds the watermark."""
+        return self.prefix + "backfill:holds"
+
+    @property
+    def reducer_stats(self) -> str:
+        """Hash: `<bucket>.<name>` -> a reducer unit's counters and gauges (reducer/metrics.py)."""
+        return self.prefix + "reducer_stats"
+
+    @property
     def stats(self) -> str:
         return self.prefix + "stats"
 
@@ -74,3 +89,8 @@ class TaskKeys:
         """SCAN MATCH pattern for every key of the task (glob characters escaped)."""
         escaped = "".join("\\" + c if c in _GLOB_SPECIALS else c for c in self.task)
         return f"mars:{{{escaped}}}:*"
+
+
+def process_stats_key(member_id: str) -> str:
+    """Hash of one reducer process: `owned_units`, `merge_rate`, `updated_ms` (expires)."""
+    return f"mars:reducer:{member_id}"

@@ -9,7 +9,8 @@ import redis
 from redis.commands.core import Script
 
 
-def _source(name: str) -> str:
+def lua_source(name: str) -> str:
+    """The text of `lua/<name>.lua`: every script of the protocol lives there."""
     return files("mars.store").joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
 
 
@@ -23,10 +24,10 @@ class StoreScripts:
     drop_checkpoints: Script
 
     @classmethod
-    def register(cls, client: redis.Redis) -> StoreScripts:
+    def register(cls, client: redis.Redis[bytes]) -> StoreScripts:
         return cls(
-            apply_batch=client.register_script(_source("apply_batch")),
-            snapshot=client.register_script(_source("snapshot")),
-            release=client.register_script(_source("release")),
-            drop_checkpoints=client.register_script(_source("drop_checkpoints")),
+            apply_batch=client.register_script(lua_source("apply_batch")),
+            snapshot=client.register_script(lua_source("snapshot")),
+            release=client.register_script(lua_source("release")),
+            drop_checkpoints=client.register_script(lua_source("drop_checkpoints")),
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -26,6 +26,7 @@ from mars.store.state import (
     SourceId,
     SourceKey,
     SourceState,
+    UnitSnapshot,
     pack_live,
     parse_source_field,
     source_field,
@@ -37,11 +38,11 @@ PARTITION_COUNT_FIELD = "partitions"
 STORE_COUNTERS = frozenset({"batches", "datasets"})  # counted by apply_batch itself
 
 
-def _bytes_client(client: redis.Redis) -> redis.Redis:
+def _bytes_client(client: redis.Redis[Any]) -> redis.Redis[bytes]:
     """The same server, but replies as bytes: data sets are binary."""
     pool = client.connection_pool
     if not pool.connection_kwargs.get("decode_responses"):
-        return client
+        return cast("redis.Redis[bytes]", client)
     kwargs = {**pool.connection_kwargs, "decode_responses": False}
     return redis.Redis(connection_pool=redis.ConnectionPool(pool.connection_class, **kwargs))
 
@@ -62,7 +63,7 @@ class SeqStore:
     """
 
     def __init__(
-        self, client: redis.Redis, *, read_chunk: int = 256, delete_batch: int = 500
+        self, client: redis.Redis[Any], *, read_chunk: int = 256, delete_batch: int = 500
     ) -> None:
         if read_chunk < 1 or delete_batch < 1:
             raise ValueError("read_chunk and delete_batch must be positive")
@@ -70,11 +71,6 @@ class SeqStore:
         self._scripts = StoreScripts.register(self._redis)
         self._read_chunk = read_chunk
         self._delete_batch = delete_batch
-
-    @property
-    def client(self) -> redis.Redis:
-        """The byte-reply connection, for protocol extensions on the same keys (backfill holds)."""
-        return self._redis
 
     # -- writers (mapper, backfill) -------------------------------------------------------
 
@@ -161,6 +157,18 @@ class SeqStore:
         self._redis.hset(TaskKeys(task).live, mapping=mapping)  # type: ignore[arg-type]
 
     # -- reducer ------------------------------------------------------------------------------
+
+    def snapshot_unit(self, task: str, merged: Mapping[int, int]) -> UnitSnapshot:
+        """`snapshot` of each bucket in `merged` (bucket -> last merged data set), with the
+        task's backfill holds read first (the order is the rule: see `UnitSnapshot`)."""
+        holds = frozenset(
+            f.decode() if isinstance(f, bytes) else str(f)
+            for f in self._redis.hkeys(TaskKeys(task).backfill_holds)
+        )
+        return UnitSnapshot(
+            backfill_holds=holds,
+            snapshots={b: self.snapshot(task, b, merged=m) for b, m in merged.items()},
+        )
 
     def snapshot(self, task: str, bucket: int, *, merged: int | None = None) -> Snapshot:
         """The bucket's seq/rseq and the task's watermark inputs, read in one atomic step.

@@ -113,6 +113,17 @@ class Snapshot:
     partition_count: int | None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnitSnapshot:
+    """The snapshots of a reducer unit's buckets and the task's backfill holds, read *before*
+    them: a hold gone at that instant means every backfill data set is numbered at or below the
+    seqs shown (docs/spark.md), so closing windows by these snapshots is safe once no hold is
+    left."""
+
+    backfill_holds: frozenset[str]
+    snapshots: Mapping[int, Snapshot]
+
+
 def source_field(source: SourceId) -> str:
     return str(source)
 

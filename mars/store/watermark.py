@@ -86,7 +86,7 @@ def watermark_held_by_backfills(
     """The watermark the reducer may close windows with: None while any backfill job holds it.
 
     A backfill (`mars spark preagg`) writes windows older than the live data's; it registers a
-    hold (`mars:{T}:backfill:holds`, read with `mars.store.backfill.read_backfill_holds`) before
+    hold (`mars:{T}:backfill:holds`, read by `SeqStore.snapshot_unit` before the snapshots) before
     live mapping starts and removes it once all its data sets are in Redis. The reducer must read
     the holds *before* its snapshot: a hold gone at that instant means every backfill data set
     has a number <= the snapshot's seq.

@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError
 
 from mars.local import ClusterState
+from mars.store.keys import process_stats_key
 from tests.integration.reducer.harness import ScriptedMapper
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -153,8 +154,6 @@ def iter_rows(records: list[dict[str, Any]]) -> Iterator[tuple[int, Any, int]]:
 
 def owners_of(client: Any, members: list[str]) -> dict[str, str]:
     """Unit key -> the member that publishes it among its `owned_units`."""
-    from reducer.metrics import process_stats_key
-
     owners: dict[str, str] = {}
     for member in members:
         raw = client.hget(process_stats_key(member), "owned_units")

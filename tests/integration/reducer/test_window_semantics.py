@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import redis
 
 from mars.sql import parse_task
 from mars.store import SeqStore
@@ -167,12 +168,14 @@ def test_top_k_across_all_buckets_of_a_window(store: SeqStore, task_id: str) -> 
     assert [r for r in rows if r[0] == 2] == [(2, "e", 5), (2, "f", 5), (2, "d", 4)]
 
 
-def test_a_backfill_hold_keeps_windows_open_until_released(store: SeqStore, task_id: str) -> None:
+def test_a_backfill_hold_keeps_windows_open_until_released(
+    store: SeqStore, task_id: str, redis_client: redis.Redis
+) -> None:
     spec = count_spec(task_id)
     clock, output = FakeClock(), MemoryOutput()
     mapper = ScriptedMapper(spec, store, clock)
     owner = make_owner(spec, store, clock, output)
-    holds = BackfillCoordination(store.client)
+    holds = BackfillCoordination(redis_client)
     holds.hold(task_id, "history", now_ms=clock())
     mapper.send(0, [{"k": "a", "t": 0}, {"k": "a", "t": 9}])
     mapper.heartbeat(caught_up=False)
