@@ -12,7 +12,7 @@ from kazoo.exceptions import NoNodeError
 from api.schemas import ClusterState, Health
 from api.services import ApiServices, get_services
 from mars.registry import ZkPaths
-from reducer.coordination.cluster_view import cluster_view
+from mars.registry.cluster_view import cluster_view
 
 router = APIRouter(tags=["cluster"])
 Services = Annotated[ApiServices, Depends(get_services)]

@@ -19,7 +19,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from mars.registry import TaskRecord, TaskStatus
-from reducer.coordination.units import Unit
+from mars.registry.units import Unit
 
 
 class AssignmentFormatError(ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from reducer.coordination.units import Unit
+from mars.registry.units import Unit
 
 
 def balance_load(

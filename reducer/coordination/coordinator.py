@@ -33,11 +33,11 @@ from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.recipe.election import Election
 from kazoo.recipe.watchers import DataWatch
 
+from mars.registry.assignment import Assignment, AssignmentFormatError, read_assignment
+from mars.registry.membership import MemberIdInUseError, Membership
 from mars.registry.paths import ZkPaths
-from reducer.coordination.assignment import Assignment, AssignmentFormatError, read_assignment
+from mars.registry.units import Unit
 from reducer.coordination.leader import AssignmentLeader, LeadershipLostError, Refinement
-from reducer.coordination.membership import MemberIdInUseError, Membership
-from reducer.coordination.units import Unit
 
 log = logging.getLogger(__name__)
 

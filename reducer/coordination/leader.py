@@ -28,10 +28,10 @@ from kazoo.exceptions import (
 from kazoo.recipe.watchers import ChildrenWatch
 
 from mars.registry import TaskRecord, TaskRegistry
+from mars.registry.assignment import Assignment, read_assignment, units_of
 from mars.registry.paths import ZkPaths
-from reducer.coordination.assignment import Assignment, read_assignment, units_of
+from mars.registry.units import Unit
 from reducer.coordination.placement import place
-from reducer.coordination.units import Unit
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import bisect
 import hashlib
 from collections.abc import Iterable
 
-from reducer.coordination.units import Unit
+from mars.registry.units import Unit
 
 
 def _point(text: str) -> int:

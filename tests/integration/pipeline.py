@@ -30,8 +30,8 @@ from mars.gen.produce import ProduceReport, produce
 from mars.local import LocalCluster
 from mars.local.process import ProcessHandle, log_tail
 from mars.local.roles import start_role
+from mars.registry.cluster_view import cluster_view
 from mars.tasks.spec import TaskSpec
-from reducer.coordination.cluster_view import cluster_view
 from tests.oracle import ExpectedResults, expected_results
 
 

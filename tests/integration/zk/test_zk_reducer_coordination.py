@@ -12,16 +12,12 @@ import pytest
 from kazoo.client import KazooClient
 
 from mars.registry import TaskRegistry, TaskStatus
+from mars.registry.assignment import read_assignment
+from mars.registry.cluster_view import cluster_view
 from mars.registry.paths import ZkPaths
+from mars.registry.units import Unit
 from mars.tasks.spec import TaskSpec
-from reducer.coordination import (
-    AssignmentLeader,
-    LeadershipLostError,
-    ReducerCoordinator,
-    Unit,
-    cluster_view,
-)
-from reducer.coordination.assignment import read_assignment
+from reducer.coordination import AssignmentLeader, LeadershipLostError, ReducerCoordinator
 
 ClientFactory = Callable[..., KazooClient]  # fixtures from this folder's conftest.py
 SpecFactory = Callable[..., TaskSpec]

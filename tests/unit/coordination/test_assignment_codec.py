@@ -7,6 +7,8 @@ import json
 import pytest
 
 from mars.registry import CorruptTaskRecordError, TaskRecord, TaskStatus, ZkPaths
+from mars.registry.assignment import Assignment, AssignmentFormatError, units_of
+from mars.registry.units import Unit
 from mars.tasks.spec import (
     AggFunc,
     AggregateCall,
@@ -17,7 +19,6 @@ from mars.tasks.spec import (
     TimeFormat,
     WindowSpec,
 )
-from reducer.coordination import Assignment, AssignmentFormatError, Unit, units_of
 
 
 def _spec(task_id: str, buckets: int) -> TaskSpec:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mars.registry.units import Unit
 from reducer.coordination.balance import balance_load
-from reducer.coordination.units import Unit
 
 
 def _max_load(placement: dict[Unit, str], loads: dict[Unit, float], members: set[str]) -> float:

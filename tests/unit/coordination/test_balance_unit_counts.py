@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from mars.registry.units import Unit
 from reducer.coordination.balance import balance_unit_counts
 from reducer.coordination.placement import place
-from reducer.coordination.units import Unit
 
 
 def test_balance_unit_counts_evens_out_a_lopsided_ring() -> None:

@@ -9,8 +9,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mars.registry.units import Unit
 from reducer.coordination.placement import place
-from reducer.coordination.units import Unit
 
 member_names = st.lists(
     st.text(alphabet="abcdefghij0123456789-", min_size=1, max_size=8),
@@ -85,7 +85,7 @@ def test_placement_is_the_same_in_another_process() -> None:
     """Python's hash() is salted per process; the ring must not depend on it."""
     code = (
         "from reducer.coordination.placement import place;"
-        "from reducer.coordination.units import Unit;"
+        "from mars.registry.units import Unit;"
         "p = place([Unit('t', b) for b in range(32)], ['a', 'b', 'c']);"
         "print(sorted((u.bucket, m) for u, m in p.items()))"
     )
