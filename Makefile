@@ -15,7 +15,7 @@ test: setup lint
 lint:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy
+	$(PY) -m mypy --strict
 
 unit: setup
 	$(PY) -m pytest -q tests/unit

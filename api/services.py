@@ -25,7 +25,7 @@ class ApiServices:
     settings: Settings
     zk: KazooClient
     registry: TaskRegistry
-    redis: redis.Redis
+    redis: redis.Redis[bytes]
     seq_store: SeqStore
     topics: TaskTopics
 

@@ -149,7 +149,7 @@ class RedisMemorySampler:
     with the resident set (VmRSS) of the processes `pids`, summed, at the same instants."""
 
     def __init__(
-        self, client: redis.Redis, *, pids: Sequence[int] = (), interval_s: float = 0.1
+        self, client: redis.Redis[bytes], *, pids: Sequence[int] = (), interval_s: float = 0.1
     ) -> None:
         self._redis = client
         self._pids = tuple(pids)

@@ -28,6 +28,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
@@ -106,7 +107,9 @@ def commit_times(bootstrap: str, task_id: str, window_ms: int) -> dict[int, list
     return by_end
 
 
-def hops_run(bench: BenchCluster, *, rate: float, duration_s: int, window_s: int) -> list[dict]:
+def hops_run(
+    bench: BenchCluster, *, rate: float, duration_s: int, window_s: int
+) -> list[dict[str, Any]]:
     window_ms = window_s * 1000
     with (
         live_task(bench, window_s=window_s, mappers=2, reducers=1, prefix="hops") as live,
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args(argv)
     bench = BenchCluster(run_dir=Path(".mars/hops"))
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     try:
         for _ in range(args.runs):
             rows += hops_run(bench, rate=args.rate, duration_s=args.duration, window_s=args.window)

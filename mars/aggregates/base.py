@@ -67,7 +67,8 @@ class Aggregate(ABC, Generic[S]):
 
     def from_wire(self, wire: Any) -> S:
         """Inverse of `to_wire`."""
-        return wire
+        state: S = wire
+        return state
 
     def fold(self, values: list[Any]) -> S:
         """Reference semantics: the state of a group holding `values` (used by tests)."""

@@ -65,7 +65,7 @@ class ApproxCountDistinct(Aggregate[bytes]):
         return bytes(union.get_result(HLL_TYPE).serialize_compact())
 
     def result(self, state: bytes) -> int:
-        return round(hll_sketch.deserialize(state).get_estimate())
+        return round(float(hll_sketch.deserialize(state).get_estimate()))
 
     def partial_exprs(self, argument: pl.Expr | None, prefix: str) -> list[pl.Expr]:
         assert argument is not None, "APPROX_COUNT_DISTINCT needs an argument"

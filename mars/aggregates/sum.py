@@ -24,7 +24,8 @@ class Sum(Aggregate[Number | None]):
     def add(self, state: Number | None, value: Any) -> Number | None:
         if value is None:
             return state
-        return value if state is None else state + value
+        total: Number = value if state is None else state + value
+        return total
 
     def merge(self, left: Number | None, right: Number | None) -> Number | None:
         if left is None:

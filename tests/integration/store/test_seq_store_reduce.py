@@ -161,44 +161,13 @@ def test_snapshot_is_consistent_with_concurrent_writers(store: SeqStore, task: s
     store.heartbeat(task, partition_count=partitions, partitions={0: False, 1: False}, now_ms=0)
     stop = threading.Event()
     observed: list[tuple[int, int, set[tuple[int, int]]]] = []  # (bucket, watermark, records)
-
-    def write(partition: int) -> None:
-        offset = -1
-        for n in range(batches):
-            times = [n * per_batch + i for i in range(per_batch)]
-            by_bucket: dict[int, list[tuple[int, int]]] = {}
-            for t in times:
-                by_bucket.setdefault(t % 2, []).append((partition, t))
-            assert store.apply_batch(
-                task,
-                expected={partition: offset},
-                sources={
-                    partition: SourceState(
-                        applied_offset=offset + per_batch, stream_time_ms=times[-1]
-                    )
-                },
-                datasets={b: json.dumps(r).encode() for b, r in by_bucket.items()},
-                counters={},
-                now_ms=n,
-            ).applied
-            offset += per_batch
-
-    def read() -> None:
-        while not stop.is_set():
-            for bucket in (0, 1):
-                snap = store.snapshot(task, bucket)
-                if len(snap.sources) < partitions:
-                    continue
-                watermark = min(s.stream_time_ms or -1 for s in snap.sources.values())
-                records = {
-                    (p, t)
-                    for _, data in store.read_datasets(task, bucket, snap.rseq, snap.seq)
-                    for p, t in json.loads(data)
-                }
-                observed.append((bucket, watermark, records))
-
-    reader = threading.Thread(target=read)
-    writers = [threading.Thread(target=write, args=(p,)) for p in range(partitions)]
+    reader = threading.Thread(
+        target=_observe_snapshots, args=(store, task, partitions, stop, observed)
+    )
+    writers = [
+        threading.Thread(target=_write_rising_times, args=(store, task, p, batches, per_batch))
+        for p in range(partitions)
+    ]
     reader.start()
     for thread in writers:
         thread.start()
@@ -213,3 +182,48 @@ def test_snapshot_is_consistent_with_concurrent_writers(store: SeqStore, task: s
         due = {(p, t) for p in range(partitions) for t in all_times if t <= watermark}
         due = {(p, t) for p, t in due if t % 2 == bucket}
         assert due <= records, f"bucket {bucket} watermark {watermark}: {sorted(due - records)}"
+
+
+def _write_rising_times(
+    store: SeqStore, task: str, partition: int, batches: int, per_batch: int
+) -> None:
+    """`batches` batches of `per_batch` rising event times, split over buckets 0 and 1."""
+    offset = -1
+    for n in range(batches):
+        times = [n * per_batch + i for i in range(per_batch)]
+        by_bucket: dict[int, list[tuple[int, int]]] = {}
+        for t in times:
+            by_bucket.setdefault(t % 2, []).append((partition, t))
+        assert store.apply_batch(
+            task,
+            expected={partition: offset},
+            sources={
+                partition: SourceState(applied_offset=offset + per_batch, stream_time_ms=times[-1])
+            },
+            datasets={b: json.dumps(r).encode() for b, r in by_bucket.items()},
+            counters={},
+            now_ms=n,
+        ).applied
+        offset += per_batch
+
+
+def _observe_snapshots(
+    store: SeqStore,
+    task: str,
+    partitions: int,
+    stop: threading.Event,
+    observed: list[tuple[int, int, set[tuple[int, int]]]],
+) -> None:
+    """Until `stop`: per bucket, a snapshot's watermark and the records of its data sets."""
+    while not stop.is_set():
+        for bucket in (0, 1):
+            snap = store.snapshot(task, bucket)
+            if len(snap.sources) < partitions:
+                continue
+            watermark = min(s.stream_time_ms or -1 for s in snap.sources.values())
+            records = {
+                (p, t)
+                for _, data in store.read_datasets(task, bucket, snap.rseq, snap.seq)
+                for p, t in json.loads(data)
+            }
+            observed.append((bucket, watermark, records))

@@ -24,42 +24,51 @@ def load_compose(path: Path = COMPOSE_FILE) -> dict[str, Any]:
 
 def compose_problems(compose: dict[str, Any]) -> list[str]:
     """Everything in the compose file that disagrees with the code."""
-    problems: list[str] = []
     services: dict[str, Any] = compose.get("services", {})
-    commands = entry_point_names()
-    settings = known_setting_env_names()
+    problems: list[str] = []
     for name, service in services.items():
-        for dependency in service.get("depends_on", []):
-            if dependency not in services:
-                problems.append(f"{name}: depends on unknown service {dependency!r}")
-        if "build" not in service:
-            continue
-        command = service.get("command", [])
-        if command[:1] != ["mars"] or len(command) < 2 or command[1] not in commands:
-            problems.append(f"{name}: command {command} is not a `mars` entry point")
-        missing = set(INFRASTRUCTURE) - set(service.get("depends_on", []))
-        if missing:
-            problems.append(f"{name}: does not depend on {sorted(missing)}")
-        env: dict[str, str] = service.get("environment", {})
-        for variable, value in env.items():
-            if variable.startswith("MARS_") and variable not in settings:
-                problems.append(f"{name}: unknown setting {variable}")
-            for host, port in INFRASTRUCTURE.items():
-                if f"{host}:" in str(value) and f"{host}:{port}" not in str(value):
-                    problems.append(f"{name}: {variable} names {host} on a port it does not serve")
-        api_port = env.get("MARS_API__PORT")
-        if api_port is not None:
-            published = [str(p).split(":")[-1] for p in service.get("ports", [])]
-            if str(api_port) not in published:
-                problems.append(f"{name}: MARS_API__PORT {api_port} is not published")
+        problems += [
+            f"{name}: depends on unknown service {dependency!r}"
+            for dependency in service.get("depends_on", [])
+            if dependency not in services
+        ]
+        if "build" in service:
+            problems += _mars_service_problems(name, service)
     for host, port in INFRASTRUCTURE.items():
         if host not in services:
             problems.append(f"missing infrastructure service {host!r}")
-            continue
-        published = [str(p).split(":")[-1] for p in services[host].get("ports", [])]
-        if str(port) not in published:
+        elif str(port) not in _published(services[host]):
             problems.append(f"{host}: port {port} is not published")
     return problems
+
+
+def _mars_service_problems(name: str, service: dict[str, Any]) -> list[str]:
+    """A service built from this project: a `mars` command, its dependencies and settings."""
+    problems: list[str] = []
+    command = service.get("command", [])
+    if command[:1] != ["mars"] or len(command) < 2 or command[1] not in entry_point_names():
+        problems.append(f"{name}: command {command} is not a `mars` entry point")
+    missing = set(INFRASTRUCTURE) - set(service.get("depends_on", []))
+    if missing:
+        problems.append(f"{name}: does not depend on {sorted(missing)}")
+    env: dict[str, str] = service.get("environment", {})
+    settings = known_setting_env_names()
+    for variable, value in env.items():
+        if variable.startswith("MARS_") and variable not in settings:
+            problems.append(f"{name}: unknown setting {variable}")
+        problems += [
+            f"{name}: {variable} names {host} on a port it does not serve"
+            for host, port in INFRASTRUCTURE.items()
+            if f"{host}:" in str(value) and f"{host}:{port}" not in str(value)
+        ]
+    api_port = env.get("MARS_API__PORT")
+    if api_port is not None and str(api_port) not in _published(service):
+        problems.append(f"{name}: MARS_API__PORT {api_port} is not published")
+    return problems
+
+
+def _published(service: dict[str, Any]) -> list[str]:
+    return [str(p).split(":")[-1] for p in service.get("ports", [])]
 
 
 def test_compose_file_matches_the_code() -> None:
