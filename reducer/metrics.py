@@ -1,6 +1,6 @@
 """Reducer metrics, published to Redis (key names in `mars.store.keys`). The task's
-`late_reducer` counter reaches `GET /tasks/{id}` (`stats.counters`); the rest is read by the tests and by
-hand (`redis-cli HGETALL`), as no endpoint or dashboard shows it yet.
+`late_reducer` counter reaches `GET /tasks/{id}` (`stats.counters`); the rest is read by the
+tests and by hand (`redis-cli HGETALL`), as no endpoint or dashboard shows it yet.
 
 - Per unit, hash `mars:{<task>}:reducer_stats`, fields `<bucket>.<name>`: the cumulative
   counters of the unit's committed progress (`windows_emitted`, `results_emitted`,
