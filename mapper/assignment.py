@@ -9,22 +9,34 @@ starts while its topic is already being read makes the loop seek back the same w
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Mapping
 
+import redis
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaException, TopicPartition
 
+from mapper.errors import StopRequested
 from mapper.progress import ProgressBook
 from mapper.task_router import TaskRouter
 
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
+RETRY_BACKOFF_S = (0.1, 0.2, 0.5, 1.0, 2.0)  # waiting for Redis
 
 
 class Assignment:
     """Owned partitions, their read positions, pauses and pending seeks."""
 
-    def __init__(self, *, consumer: Consumer, router: TaskRouter, progress: ProgressBook) -> None:
+    def __init__(
+        self,
+        *,
+        consumer: Consumer,
+        router: TaskRouter,
+        progress: ProgressBook,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self._stop = stop or threading.Event()
         self._consumer = consumer
         self._router = router
         self._progress = progress
@@ -41,7 +53,7 @@ class Assignment:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         for topic, numbers in by_topic.items():
             for task in self._router.tasks_for(topic):
-                self._progress.load(task.id, numbers)
+                self._load_views(task.id, numbers)
         for tp in partitions:
             start = self._start_offset(tp.topic, tp.partition)
             tp.offset = OFFSET_STORED if start is None else start
@@ -72,6 +84,20 @@ class Assignment:
             self._progress.forget_partitions(ids, [tp.partition])
         self.owned = {topic: ps for topic, ps in self.owned.items() if ps}
 
+    def _load_views(self, task_id: str, partitions: list[int]) -> None:
+        """Load the views from Redis, waiting while Redis is down or loading its AOF: where to
+        start reading depends on them (a start past a task's applied offset would skip its
+        records), so nothing is read before they are known."""
+        for attempt in range(1_000_000):
+            try:
+                self._progress.load(task_id, partitions)
+                return
+            except redis.RedisError as exc:
+                delay = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
+                log.warning("task %s: loading progress failed (%s), retrying", task_id, exc)
+                if self._stop.wait(delay):
+                    raise StopRequested from exc
+
     # -- positions -----------------------------------------------------------------------------
 
     def _start_offset(self, topic: str, partition: int) -> int | None:
@@ -83,7 +109,7 @@ class Assignment:
         partitions = sorted(self.owned.get(topic, ()))
         if not partitions:
             return
-        self._progress.load(task_id, partitions)
+        self._load_views(task_id, partitions)
         for partition in partitions:
             start = self._start_offset(topic, partition)
             current = self.next_offset.get((topic, partition))

@@ -22,12 +22,12 @@ import redis
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mapper.assignment import Assignment
+from mapper.assignment import RETRY_BACKOFF_S, Assignment
 from mapper.backpressure import BackpressureGate, PressureMarks
 from mapper.batch_writer import TaskBatchWriter, WriteOutcome
 from mapper.caught_up import CaughtUpTracker, PartitionKey
 from mapper.end_offsets import end_offsets
-from mapper.errors import SideTopicError
+from mapper.errors import SideTopicError, StopRequested
 from mapper.liveness import LivenessReporter
 from mapper.metrics import MapperMetrics
 from mapper.partition_batches import group_by_partition
@@ -43,11 +43,6 @@ log = logging.getLogger(__name__)
 
 TOPIC_CHECK_INTERVAL_MS = 2_000  # while a wanted topic does not exist yet
 METADATA_REFRESH_INTERVAL_MS = 15_000  # otherwise (partition counts); a metadata call blocks
-_RETRY_BACKOFF_S = (0.1, 0.2, 0.5, 1.0, 2.0)
-
-
-class StopRequested(Exception):
-    """The loop was asked to stop while retrying a write; nothing was committed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,7 +71,7 @@ class MapperLoop:
         self._stop = stop
         self._progress = ProgressBook(parts.store)
         self._assignment = Assignment(
-            consumer=parts.consumer, router=parts.router, progress=self._progress
+            consumer=parts.consumer, router=parts.router, progress=self._progress, stop=stop
         )
         self._writer = TaskBatchWriter(
             store=parts.store, side_records=parts.side_records, clock_ms=parts.clock_ms
@@ -177,19 +172,25 @@ class MapperLoop:
     def _write_with_retry(
         self, task: ActiveTask, records: dict[int, PartitionBatch]
     ) -> WriteOutcome:
-        view = self._progress.view(task.id, records)
         extra = self.metrics.take_unflushed_paused(task.id)
+        reread = False  # after a failure, re-read the truth from Redis before trying again
         for attempt in range(1_000_000):
             try:
+                # Inside the try: Redis may still be down or loading its AOF (BusyLoadingError).
+                view = (
+                    self._progress.load(task.id, records)
+                    if reread
+                    else self._progress.view(task.id, records)
+                )
                 outcome = self._writer.write(task, records, view, extra_counters=extra)
                 break
             except (SideTopicError, KafkaException, redis.RedisError) as exc:
                 # Nothing is committed to Kafka until this succeeds; Redis decides what applied.
-                delay = _RETRY_BACKOFF_S[min(attempt, len(_RETRY_BACKOFF_S) - 1)]
+                delay = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
                 log.warning("task %s: write failed (%s), retrying in %.1f s", task.id, exc, delay)
                 if self._stop.wait(delay):
                     raise StopRequested from exc
-                view = self._progress.load(task.id, records)  # re-read the truth
+                reread = True
         if not outcome.applied:
             self.metrics.return_unflushed_paused(task.id, extra)
         self.metrics.record_write(task.id, outcome)

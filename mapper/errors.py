@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from mars.side_topics import SideTopicError
 
-__all__ = ["MapperError", "SideTopicError"]
+__all__ = ["MapperError", "SideTopicError", "StopRequested"]
 
 
 class MapperError(Exception):
     """Base class of mapper errors."""
+
+
+class StopRequested(Exception):
+    """The loop was asked to stop while waiting for Redis; nothing was committed."""

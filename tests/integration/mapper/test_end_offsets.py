@@ -9,6 +9,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from mapper.end_offsets import end_offsets
 from mars.local import ClusterState
 from mars.local.process import free_port
+from tests.integration.pipeline import wait_for
 
 
 def test_end_offsets_are_the_committed_ends_of_each_partition(
@@ -32,7 +33,12 @@ def test_end_offsets_are_the_committed_ends_of_each_partition(
     transactional.flush(30)
     assert end_offsets(kafka_admin, [(topic, 0)]) == {(topic, 0): 3}
     transactional.commit_transaction(30)
-    assert end_offsets(kafka_admin, [(topic, 0)]) == {(topic, 0): 5}  # record + commit marker
+    # The coordinator writes the commit marker after the commit returns: the end moves soon.
+    wait_for(
+        lambda: end_offsets(kafka_admin, [(topic, 0)]) == {(topic, 0): 5},  # record + marker
+        timeout_s=15,
+        what="the committed transaction's end offset",
+    )
     kafka_admin.delete_topics([topic])
 
 
