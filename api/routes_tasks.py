@@ -66,8 +66,8 @@ def _record(services: ApiServices, task_id: str) -> TaskRecord:
 
 
 def _stats(services: ApiServices, task_id: str) -> TaskStats:
-    counters = services.seq_store.stats(task_id)
-    latest = services.seq_store.latest_results(task_id, 1)
+    counters = services.seq_store.counters.read(task_id)
+    latest = services.seq_store.results.latest(task_id, 1)
     last = None
     if latest:
         row = latest[0]
@@ -185,4 +185,4 @@ def task_results(
 ) -> TaskResults:
     """The latest emitted result rows (newest first), as kept in Redis by the reducers."""
     _record(services, task_id)
-    return TaskResults(task=task_id, results=services.seq_store.latest_results(task_id, limit))
+    return TaskResults(task=task_id, results=services.seq_store.results.latest(task_id, limit))

@@ -87,7 +87,7 @@ class Run:
 
     def stats(self) -> dict[str, int]:
         assert self.spec is not None
-        return self.bench.store.stats(self.spec.id)
+        return self.bench.store.counters.read(self.spec.id)
 
     def wait_records_in(
         self,

@@ -138,7 +138,7 @@ class MapperLoop:
             for task_id in list(self._router.tasks):
                 counters = self.metrics.take_unflushed_paused(task_id)
                 if counters:
-                    self._store.incr_stats(task_id, counters)
+                    self._store.counters.add(task_id, counters)
         except (KafkaException, redis.RedisError) as exc:
             log.warning("final commit failed (the next owner re-reads from Redis): %s", exc)
         finally:

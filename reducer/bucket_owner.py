@@ -368,7 +368,7 @@ class UnitOwner:
             store.drop_checkpoints_before(self.spec.id, self.unit_bucket, checkpoint_ref.number)
         if results and self._settings.results_kept > 0:
             values = [record.value for record in results]
-            store.push_encoded_results(self.spec.id, values, keep=self._settings.results_kept)
+            store.results.push_encoded(self.spec.id, values, keep=self._settings.results_kept)
 
     # -- metrics --------------------------------------------------------------------------
 

@@ -7,7 +7,6 @@ offsets, numbers the batch's data sets and bumps the counters in one Lua script.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -15,6 +14,7 @@ import redis
 
 from mars.store.errors import MissingDataSetError, ProtocolViolationError
 from mars.store.keys import TaskKeys
+from mars.store.results_cache import ResultsCache
 from mars.store.scripts import StoreScripts
 from mars.store.state import (
     NO_OFFSET,
@@ -33,6 +33,7 @@ from mars.store.state import (
     unpack_live,
     unpack_source,
 )
+from mars.store.task_counters import TaskCounters
 
 PARTITION_COUNT_FIELD = "partitions"
 STORE_COUNTERS = frozenset({"batches", "datasets"})  # counted by apply_batch itself
@@ -59,7 +60,9 @@ class SeqStore:
     """Per-task SEQ counters, data sets, source offsets and liveness in Redis.
 
     `client` is a `redis.Redis`; a client configured with `decode_responses=True` is
-    re-created over the same connection settings with byte replies.
+    re-created over the same connection settings with byte replies. Two small neighbours share
+    the connection: `counters` (`TaskCounters`, the task's stats) and `results`
+    (`ResultsCache`, the latest rows for the REST API).
     """
 
     def __init__(
@@ -69,6 +72,8 @@ class SeqStore:
             raise ValueError("read_chunk and delete_batch must be positive")
         self._redis = _bytes_client(client)
         self._scripts = StoreScripts.register(self._redis)
+        self.counters = TaskCounters(self._redis)
+        self.results = ResultsCache(self._redis)
         self._read_chunk = read_chunk
         self._delete_batch = delete_batch
 
@@ -278,45 +283,7 @@ class SeqStore:
         """Redis `used_memory` in bytes."""
         return int(self._redis.info("memory")["used_memory"])
 
-    # -- stats, results, cleanup --------------------------------------------------------------
-
-    def incr_stats(self, task: str, counters: Mapping[str, int]) -> None:
-        nonzero = {name: delta for name, delta in counters.items() if delta}
-        if not nonzero:
-            return
-        key = TaskKeys(task).stats
-        with self._redis.pipeline(transaction=True) as pipe:
-            for name, delta in nonzero.items():
-                pipe.hincrby(key, name, delta)
-            pipe.execute()
-
-    def stats(self, task: str) -> dict[str, int]:
-        raw = self._redis.hgetall(TaskKeys(task).stats)
-        return {_text(k): int(v) for k, v in raw.items()}
-
-    def push_results(self, task: str, rows: Sequence[Mapping[str, Any]], *, keep: int) -> None:
-        """Prepend `rows` (as JSON) to the task's latest-results list, keeping the newest `keep`."""
-        encoded = [json.dumps(row, separators=(",", ":"), default=str).encode() for row in rows]
-        self.push_encoded_results(task, encoded, keep=keep)
-
-    def push_encoded_results(self, task: str, rows: Sequence[bytes], *, keep: int) -> None:
-        """`push_results` for rows already encoded as JSON objects (the reducer's result values)."""
-        if keep < 1:
-            raise ValueError("keep must be positive")
-        if not rows:
-            return
-        key = TaskKeys(task).results
-        with self._redis.pipeline(transaction=True) as pipe:
-            pipe.lpush(key, *rows)
-            pipe.ltrim(key, 0, keep - 1)
-            pipe.execute()
-
-    def latest_results(self, task: str, limit: int) -> list[dict[str, Any]]:
-        """Up to `limit` most recent result rows, newest first."""
-        if limit < 1:
-            return []
-        raw = self._redis.lrange(TaskKeys(task).results, 0, limit - 1)
-        return [json.loads(item) for item in raw]
+    # -- cleanup --------------------------------------------------------------------------------
 
     def delete_task(self, task: str) -> int:
         """Remove every key of the task (SCAN on its hash-tag pattern, UNLINK in batches)."""

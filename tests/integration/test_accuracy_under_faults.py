@@ -333,7 +333,7 @@ class Accounting:
             late_from_mapper=late_from_mapper,
             late_from_reducer=late_from_reducer,
             dead_letters={key.decode() for key, _ in reader.records[spec.dead_letter_topic] if key},
-            stats=store.stats(spec.id),
+            stats=store.counters.read(spec.id),
         )
 
     @property

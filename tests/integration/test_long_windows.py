@@ -177,15 +177,15 @@ def test_ten_minute_windows_under_backpressure_are_exact_and_never_stall(
             reader.values(hopping.output_topic), hopping_expected, ("type",), ("n", "total")
         )
         for spec in (tumbling, hopping):
-            stats = store.stats(spec.id)
+            stats = store.counters.read(spec.id)
             assert stats["records_in"] == RECORDS + PARTITIONS
             assert stats.get("bad", 0) == malformed
             assert stats.get("late", 0) == stats.get("late_reducer", 0) == 0
             assert not reader.records[spec.late_topic]
-        paused_ms = store.stats(tumbling.id).get("paused_ms", 0)
+        paused_ms = store.counters.read(tumbling.id).get("paused_ms", 0)
         assert paused_ms > 0, "backpressure never engaged: the test shows nothing"
         # One 10-minute window of event time is a quarter of the stream's data sets.
-        window_datasets = store.stats(tumbling.id)["datasets"] / 4
+        window_datasets = store.counters.read(tumbling.id)["datasets"] / 4
         assert peak_unreleased < window_datasets / 2, (peak_unreleased, window_datasets)
         print(
             f"\nlong windows: {RECORDS:,} records, mappers paused {paused_ms / 1000:.1f} s, "

@@ -90,9 +90,9 @@ def test_round_trip_with_side_effects(
 
     # Stats and latest results come from Redis (as mappers and reducers write them).
     store = SeqStore(redis_client)
-    store.incr_stats(task_id, {"records_in": 10, "accepted": 7, "bad": 2, "late": 1})
+    store.counters.add(task_id, {"records_in": 10, "accepted": 7, "bad": 2, "late": 1})
     rows = [{"window_start": 60_000, "window_end": 120_000, "sip": "10.0.0.1", "n": 7}]
-    store.push_results(task_id, rows, keep=10)
+    store.results.push(task_id, rows, keep=10)
     stats = http.get(f"/tasks/{task_id}").json()["stats"]
     assert (stats["records_in"], stats["accepted"], stats["bad"], stats["late"]) == (10, 7, 2, 1)
     assert stats["last_emitted_window"] == {"window_start": 60_000, "window_end": 120_000}
@@ -110,7 +110,7 @@ def test_round_trip_with_side_effects(
     assert _znode(zk_client, running_api, task_id) is None
     assert http.get(f"/tasks/{task_id}").status_code == 404
     assert task_id not in [t["id"] for t in http.get("/tasks").json()["tasks"]]
-    assert store.stats(task_id) == {} and store.latest_results(task_id, 10) == []
+    assert store.counters.read(task_id) == {} and store.results.latest(task_id, 10) == []
     # Topics are kept by default: results stay readable after the task is gone.
     assert topics["output"] in kafka_admin.list_topics(timeout=30).topics
 

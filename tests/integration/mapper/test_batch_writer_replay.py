@@ -69,7 +69,7 @@ def test_replayed_batch_changes_nothing(task: ActiveTask, redis_client: redis.Re
 
     assert not replay.applied and replay.rejected == 1
     assert _dump(redis_client, task.id) == before
-    assert store.stats(task.id)["records_in"] == 4000
+    assert store.counters.read(task.id)["records_in"] == 4000
 
 
 def test_overlapping_batch_applies_only_its_unseen_part(
@@ -101,10 +101,14 @@ def test_overlapping_batch_applies_only_its_unseen_part(
             reference.spec, merge_all(store, reference.spec)
         )
         counted = {
-            k: v for k, v in store.stats(task.id).items() if k not in ("batches", "datasets")
+            k: v
+            for k, v in store.counters.read(task.id).items()
+            if k not in ("batches", "datasets")
         }
         reference_counted = {
-            k: v for k, v in store.stats(reference.id).items() if k not in ("batches", "datasets")
+            k: v
+            for k, v in store.counters.read(reference.id).items()
+            if k not in ("batches", "datasets")
         }
         assert counted == reference_counted
     finally:
@@ -113,4 +117,6 @@ def test_overlapping_batch_applies_only_its_unseen_part(
 
 def _record_counters(store: SeqStore, task_id: str) -> dict[str, int]:
     """The per-record counters (batch and data set counts depend on how batches were cut)."""
-    return {k: v for k, v in store.stats(task_id).items() if k not in ("batches", "datasets")}
+    return {
+        k: v for k, v in store.counters.read(task_id).items() if k not in ("batches", "datasets")
+    }

@@ -80,7 +80,7 @@ def test_batch_size_does_not_change_totals_or_late_counts(
         )
 
     totals = {size: results_of(spec, merge_all(store, spec)) for size, (_g, spec) in runs.items()}
-    stats = {size: store.stats(spec.id) for size, (_g, spec) in runs.items()}
+    stats = {size: store.counters.read(spec.id) for size, (_g, spec) in runs.items()}
     assert stats[5000]["late"] > 0, "the input should have late records"
     assert stats[1]["batches"] > stats[7]["batches"] > stats[5000]["batches"]
     for size in (1, 7):
@@ -134,7 +134,7 @@ def test_malformed_records_go_to_the_dead_letter_topic(
 
     malformed = len(batch.malformed)
     assert 150 < malformed < 250
-    stats = store.stats(spec.id)
+    stats = store.counters.read(spec.id)
     assert stats["records_in"] == 20_000
     assert stats["bad"] == malformed
     assert stats.get("late", 0) == 0
@@ -193,11 +193,13 @@ def test_backpressure_pauses_below_the_mark_and_drains_exactly(
     for _ in range(20):
         peak = max(peak, store.backlog(spec.id, buckets=4).unmerged)
         time.sleep(0.2)
-    mapped = store.stats(spec.id)["records_in"]
+    mapped = store.counters.read(spec.id)["records_in"]
     assert peak <= high
     assert mapped < 30_000
     time.sleep(1.0)
-    assert store.stats(spec.id)["records_in"] == mapped, "paused partitions must not be read"
+    assert store.counters.read(spec.id)["records_in"] == mapped, (
+        "paused partitions must not be read"
+    )
     committed = committed_offsets(cluster.kafka_bootstrap, group.group_id, topic, 4)
     lag = sum(ends[p] - max(committed.get(p, 0), 0) for p in ends)
     assert lag >= 30_000 - mapped > 0
@@ -219,7 +221,7 @@ def test_backpressure_pauses_below_the_mark_and_drains_exactly(
     expected = expected_results(generate(config).values, **PAPER_ORACLE)
     assert results_of(spec, merged) == expected.results
     wait_until(
-        lambda: store.stats(spec.id).get("paused_ms", 0) > 0,
+        lambda: store.counters.read(spec.id).get("paused_ms", 0) > 0,
         timeout_s=10,
         what="paused time in the stats",
         logs=group.logs,
@@ -248,8 +250,8 @@ def test_task_changes_are_followed_without_restart(
     wait_until(
         lambda: all_applied(store, late_comer.id, ends), timeout_s=30, what="b", logs=group.logs
     )
-    assert store.stats(late_comer.id)["records_in"] == 3000
-    assert store.stats(early.id)["records_in"] == 3000  # not re-applied by the seek back
+    assert store.counters.read(late_comer.id)["records_in"] == 3000
+    assert store.counters.read(early.id)["records_in"] == 3000  # not re-applied by the seek back
 
     # A paused task stops being mapped; a task on a topic created later is picked up.
     registry.set_status(early.id, TaskStatus.PAUSED)
@@ -269,6 +271,6 @@ def test_task_changes_are_followed_without_restart(
         what="b and c",
         logs=group.logs,
     )
-    assert store.stats(early.id)["records_in"] == 3000
-    assert store.stats(late_comer.id)["records_in"] == 4000
-    assert store.stats(third.id)["records_in"] == 3000
+    assert store.counters.read(early.id)["records_in"] == 3000
+    assert store.counters.read(late_comer.id)["records_in"] == 4000
+    assert store.counters.read(third.id)["records_in"] == 3000

@@ -79,7 +79,7 @@ def test_two_mappers_map_a_million_records_exactly(
     print(f"{RECORDS} records mapped by 2 mappers in {elapsed:.1f} s")
 
     assert results_of(spec, merge_all(store, spec)) == paper_stream.expected.results
-    stats = store.stats(spec.id)
+    stats = store.counters.read(spec.id)
     assert stats["records_in"] == RECORDS
     assert stats.get("bad", 0) == 0 and stats.get("late", 0) == 0
 
@@ -96,7 +96,7 @@ def test_sigkill_and_rebalance_mid_stream_still_exact(
     group.start()
 
     def mapped() -> int:
-        return store.stats(spec.id).get("records_in", 0)
+        return store.counters.read(spec.id).get("records_in", 0)
 
     wait_until(lambda: mapped() >= RECORDS // 4, timeout_s=120, what="a quarter", logs=group.logs)
     victim.send_signal(signal.SIGKILL)  # mid-batch, without leaving the group
@@ -117,4 +117,4 @@ def test_sigkill_and_rebalance_mid_stream_still_exact(
     )
 
     assert results_of(spec, merge_all(store, spec)) == paper_stream.expected.results
-    assert store.stats(spec.id)["records_in"] == RECORDS
+    assert store.counters.read(spec.id)["records_in"] == RECORDS

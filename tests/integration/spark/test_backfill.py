@@ -116,7 +116,7 @@ def test_backfill_plus_live_equals_oracle_and_rerun_changes_nothing(
     expected = expected_results(_values(history) + _values(live), **BACKFILL_ORACLE)
     assert expected.skipped == 0
     assert final_results(spec, merged_windows(store, redis_client, spec)) == expected
-    stats = store.stats(task)
+    stats = store.counters.read(task)
     assert stats["records_in"] == HISTORY + LIVE and stats["accepted"] == HISTORY + LIVE
 
     before = task_state(redis_client, task)
@@ -184,7 +184,11 @@ def test_files_source_equals_kafka_and_bad_records_go_to_dead_letter(
         assert headers[REASON_HEADER] and headers[SOURCE_HEADER].startswith(f"{topic}/".encode())
     file_dead = _read_topic(bootstrap, file_spec.dead_letter_topic, report.malformed)
     assert sorted(value for value, _ in file_dead) == malformed_values
-    assert store.stats(kafka_task)["bad"] == store.stats(file_task)["bad"] == report.malformed
+    assert (
+        store.counters.read(kafka_task)["bad"]
+        == store.counters.read(file_task)["bad"]
+        == report.malformed
+    )
 
 
 def _read_topic(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, dict[str, bytes]]]:

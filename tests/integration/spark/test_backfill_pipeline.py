@@ -201,7 +201,7 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
         assert expected.skipped == 0
         assert results == expected
         assert not reader.records[spec.late_topic] and not reader.records[spec.dead_letter_topic]
-        stats = store.stats(spec.id)
+        stats = store.counters.read(spec.id)
         assert stats["records_in"] == stats["accepted"] == HISTORY + LIVE
         assert stats.get("late", 0) == stats.get("bad", 0) == 0
         print(

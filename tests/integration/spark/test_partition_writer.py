@@ -90,7 +90,7 @@ def test_result_does_not_depend_on_chunks_crashes_or_reruns(redis_client: redis.
     ids = [backfill_source_id("j", p) for p in (0, 1)]
     assert store.read_source_states(crashed.id, ids) == store.read_source_states(whole.id, ids)
     counters = ("records_in", "accepted", "bad", "late", "filtered")
-    whole_stats, crashed_stats = store.stats(whole.id), store.stats(crashed.id)
+    whole_stats, crashed_stats = store.counters.read(whole.id), store.counters.read(crashed.id)
     assert {c: whole_stats.get(c) for c in counters} == {c: crashed_stats.get(c) for c in counters}
     # The crash hit before its chunk's side records went out: each late record is sent once.
     late_offsets = sorted((r.partition, r.offset) for r in sink.late)

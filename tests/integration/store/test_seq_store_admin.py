@@ -20,7 +20,7 @@ def _populate(store: SeqStore, task: str) -> None:
     )
     store.heartbeat(task, partition_count=1, partitions={0: True}, now_ms=1)
     store.release(task, 2, 2)
-    store.push_results(task, [{"window_start": 0, "count": 4}], keep=10)
+    store.results.push(task, [{"window_start": 0, "count": 4}], keep=10)
 
 
 def test_delete_task_removes_every_key_and_only_its_own(
@@ -37,7 +37,7 @@ def test_delete_task_removes_every_key_and_only_its_own(
 
     assert deleted == 14  # src, live, stats, results, 5 seq, 1 rseq, 4 data sets
     assert list(redis_client.scan_iter(match=TaskKeys(victim).scan_pattern)) == []
-    assert store.read_sources(victim) == {} and store.stats(victim) == {}
+    assert store.read_sources(victim) == {} and store.counters.read(victim) == {}
     assert store.read_sources(neighbour)[0].applied_offset == 3
     assert store.backlog(neighbour, buckets=5).unreleased == 4
     assert store.delete_task(neighbour) == 14
@@ -51,12 +51,12 @@ def test_delete_task_in_small_batches(redis_client: redis.Redis, task: str) -> N
 
 
 def test_results_list_is_bounded_and_newest_first(store: SeqStore, task: str) -> None:
-    assert store.latest_results(task, 10) == []
+    assert store.results.latest(task, 10) == []
     for window in range(6):
-        store.push_results(
+        store.results.push(
             task, [{"window_start": window * 60_000, "g": g, "count": g} for g in "ab"], keep=5
         )
-    latest = store.latest_results(task, 100)
+    latest = store.results.latest(task, 100)
     assert len(latest) == 5
     assert [(r["window_start"], r["g"]) for r in latest] == [
         (300_000, "b"),
@@ -65,6 +65,6 @@ def test_results_list_is_bounded_and_newest_first(store: SeqStore, task: str) ->
         (240_000, "a"),
         (180_000, "b"),
     ]
-    assert store.latest_results(task, 2) == latest[:2]
-    store.push_results(task, [], keep=5)
-    assert len(store.latest_results(task, 100)) == 5
+    assert store.results.latest(task, 2) == latest[:2]
+    store.results.push(task, [], keep=5)
+    assert len(store.results.latest(task, 100)) == 5

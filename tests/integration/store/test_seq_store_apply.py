@@ -33,7 +33,7 @@ def test_first_batch_numbers_datasets_and_advances_sources(store: SeqStore, task
         0: SourceState(applied_offset=9, stream_time_ms=1_000, last_data_wall_ms=5_000),
         1: SourceState(applied_offset=4, stream_time_ms=700, last_data_wall_ms=5_000),
     }
-    assert store.stats(task) == {
+    assert store.counters.read(task) == {
         "records_in": 15,
         "accepted": 14,
         "bad": 1,
@@ -140,7 +140,7 @@ def test_batch_without_datasets_still_advances_offsets_and_counters(
     )
     assert result.applied and result.seqs == {}
     assert store.read_sources(task)[2].applied_offset == 49
-    assert store.stats(task) == {"records_in": 50, "late": 30, "bad": 20, "batches": 1}
+    assert store.counters.read(task) == {"records_in": 50, "late": 30, "bad": 20, "batches": 1}
     assert redis_client.get(TaskKeys(task).seq(0)) is None
 
 
@@ -228,8 +228,8 @@ def test_counters_accumulate_over_batches_and_incr_stats(store: SeqStore, task: 
             now_ms=n,
         )
         offset += 10
-    store.incr_stats(task, {"late": 3, "bad": 0})
-    assert store.stats(task) == {
+    store.counters.add(task, {"late": 3, "bad": 0})
+    assert store.counters.read(task) == {
         "records_in": 50,
         "accepted": 45,
         "filtered": 5,
@@ -273,7 +273,7 @@ def test_eight_concurrent_writers_get_contiguous_seqs(store: SeqStore, task: str
     assert sorted(seq for seq, _ in assigned) == list(range(1, total + 1))
     assert store.read_datasets(task, 0, 1, total) == sorted(assigned)
     assert store.snapshot(task, 0).seq == total
-    assert store.stats(task)["records_in"] == 10 * total
+    assert store.counters.read(task)["records_in"] == 10 * total
     assert {p: s.applied_offset for p, s in store.read_sources(task).items()} == {
         p: 10 * batches_each - 1 for p in range(writers)
     }
@@ -319,5 +319,5 @@ def test_racing_writers_on_one_partition_apply_each_offset_range_once(
     ]
     covered = [o for first, last in ranges for o in range(first, last + 1)]
     assert covered == list(range(last_offset + 1))  # no gap, no overlap, in seq order
-    assert store.stats(task)["records_in"] == last_offset + 1
+    assert store.counters.read(task)["records_in"] == last_offset + 1
     assert sum(rejected) >= writers - 1  # the race really happened

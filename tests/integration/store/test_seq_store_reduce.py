@@ -147,7 +147,7 @@ def test_store_works_over_a_decoding_client(redis_client: redis.Redis, task: str
         now_ms=0,
     )
     assert store.read_datasets(task, 0, 1, 1) == [(1, binary)]
-    assert store.stats(task) == {"records_in": 1, "batches": 1, "datasets": 1}
+    assert store.counters.read(task) == {"records_in": 1, "batches": 1, "datasets": 1}
 
 
 def test_snapshot_is_consistent_with_concurrent_writers(store: SeqStore, task: str) -> None:
