@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 from mapper.progress import TaskView
 from mapper.task_router import ActiveTask
-from mars.engine.records import BatchPartials, PartitionBatch, SourceBatch, SourceRecord
+from mars.chunk_writer import apply_chunk
+from mars.engine.records import PartitionBatch, SourceBatch, SourceRecord
 from mars.side_topics import SideRecordSink
-from mars.store import SeqStore, SourceState
+from mars.store import SeqStore
 
 # partition -> records in offset order (the mapper passes `PartitionBatch`es)
 PartitionRecords = Mapping[int, Sequence[SourceRecord]]
@@ -80,28 +81,20 @@ class TaskBatchWriter:
         for _attempt in range(_MAX_ATTEMPTS):
             if not pending:
                 return WriteOutcome(rejected=rejected, rewind=rewind)
-            now_ms = self._clock_ms()
-            batch = SourceBatch.of_partitions(pending)
-            stream_times = {p: view[p].stream_time_ms for p in pending}
-            partials = task.preaggregator.run(batch, stream_times, now_ms=now_ms)
-            self._side.publish(task.spec, source=task.topic, bad=partials.bad, late=partials.late)
-            sources = {
-                p: SourceState(
-                    applied_offset=partials.last_offsets[p],
-                    stream_time_ms=partials.stream_times.get(p),
-                )
-                for p in pending
-            }
-            result = self._store.apply_batch(
-                task.id,
-                expected={p: view[p].applied_offset for p in pending},
-                sources=sources,
-                datasets=partials.datasets,
-                counters=_counters(partials, extra_counters),
-                now_ms=now_ms,
+            chunk = apply_chunk(
+                self._store,
+                self._side,
+                spec=task.spec,
+                preaggregator=task.preaggregator,
+                records=SourceBatch.of_partitions(pending),
+                views={p: view[p] for p in pending},
+                side_source=task.topic,
+                now_ms=self._clock_ms(),
+                extra_counters=extra_counters,
             )
+            partials, result = chunk.partials, chunk.result
             if result.applied:
-                view.update(sources)
+                view.update(chunk.states)
                 return WriteOutcome(
                     applied=True,
                     records_in=partials.records_in,
@@ -134,16 +127,3 @@ class TaskBatchWriter:
             if remaining:
                 trimmed[partition] = remaining
         return trimmed
-
-
-def _counters(partials: BatchPartials, extra: Mapping[str, int] | None) -> dict[str, int]:
-    counters = {
-        "records_in": partials.records_in,
-        "accepted": partials.accepted,
-        "filtered": partials.filtered,
-        "bad": len(partials.bad),
-        "late": len(partials.late),
-    }
-    for name, delta in (extra or {}).items():
-        counters[name] = counters.get(name, 0) + delta
-    return counters

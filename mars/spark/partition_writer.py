@@ -24,8 +24,9 @@ from typing import Any
 
 import redis
 
+from mars.chunk_writer import apply_chunk
 from mars.engine.preaggregate import Preaggregator
-from mars.engine.records import BatchPartials, SourceRecord
+from mars.engine.records import SourceRecord
 from mars.side_topics import SideRecordSink, SideTopicProducer
 from mars.spark.record_columns import (
     RawRecord,
@@ -173,23 +174,25 @@ class PartitionBackfillWriter:
 
     def _apply(self, run: _PartitionRun, chunk: list[SourceRecord]) -> None:
         """Pre-aggregate and apply one chunk; advances `run` in place."""
-        source = backfill_source_id(self._config.job, run.partition)
-        now_ms = self._clock_ms()
-        partials = self._preaggregator.run(chunk, {run.partition: run.stream_time}, now_ms=now_ms)
-        name = self._config.partition_names.get(run.partition, self._config.source_name)
-        self._side.publish(self._spec, source=name, bad=partials.bad, late=partials.late)
-        new_state = SourceState(
-            applied_offset=partials.last_offsets[run.partition],
-            stream_time_ms=partials.stream_times.get(run.partition),
+        job = self._config.job
+        source = backfill_source_id(job, run.partition)
+        applied = apply_chunk(
+            self._store,
+            self._side,
+            spec=self._spec,
+            preaggregator=self._preaggregator,
+            records=chunk,
+            views={
+                run.partition: SourceState(
+                    applied_offset=run.applied, stream_time_ms=run.stream_time
+                )
+            },
+            side_source=self._config.partition_names.get(run.partition, self._config.source_name),
+            now_ms=self._clock_ms(),
+            source_id=lambda partition: backfill_source_id(job, partition),
         )
-        result = self._store.apply_batch(
-            self._spec.id,
-            expected={source: run.applied},
-            sources={source: new_state},
-            datasets=partials.datasets,
-            counters=_counters(partials),
-            now_ms=now_ms,
-        )
+        partials, result = applied.partials, applied.result
+        new_state = applied.states[run.partition]
         if not result.applied:
             stored = result.sources.get(source)
             if stored is None or not result.covers({source: new_state}):
@@ -209,17 +212,6 @@ class PartitionBackfillWriter:
         run.late += len(partials.late)
         run.datasets += len(partials.datasets)
         run.chunks += 1
-
-
-def _counters(partials: BatchPartials) -> dict[str, int]:
-    """The task counters a chunk adds (the same names as the live mappers')."""
-    return {
-        "records_in": partials.records_in,
-        "accepted": partials.accepted,
-        "filtered": partials.filtered,
-        "bad": len(partials.bad),
-        "late": len(partials.late),
-    }
 
 
 @contextmanager
