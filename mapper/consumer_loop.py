@@ -26,7 +26,7 @@ from mapper.assignment import RETRY_BACKOFF_S, Assignment
 from mapper.backpressure import BackpressureGate, PressureMarks
 from mapper.batch_writer import TaskBatchWriter, WriteOutcome
 from mapper.caught_up import CaughtUpTracker, PartitionKey
-from mapper.end_offsets import end_offsets
+from mapper.end_offsets import EndOffsetQuery
 from mapper.errors import SideTopicError, StopRequested
 from mapper.liveness import LivenessReporter
 from mapper.metrics import MapperMetrics
@@ -86,6 +86,8 @@ class MapperLoop:
             store=parts.store, interval_ms=self._mapper.heartbeat_interval_ms
         )
         self._caught_up = CaughtUpTracker()
+        bootstrap = self._settings.kafka.bootstrap_servers
+        self._end_offsets = EndOffsetQuery(lambda: AdminClient({"bootstrap.servers": bootstrap}))
         self.metrics = MapperMetrics()
         self._subscribed: frozenset[str] = frozenset()
         self._partition_counts: dict[str, int] = {}
@@ -308,7 +310,7 @@ class MapperLoop:
             for key in owned
             if key not in self._assignment.paused and not self._assignment.seeking(*key)
         }
-        ends = end_offsets(self._admin, readable) or {}  # None: no broker answered
+        ends = self._end_offsets.ends(readable) or {}  # None: no broker answered
         return {
             key: self._caught_up.confirmed(
                 key, caught_up=key in ends and self._read_position(key) >= ends[key], now_ms=now

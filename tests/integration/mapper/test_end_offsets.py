@@ -1,13 +1,14 @@
 """`end_offsets` against the real broker: committed ends per partition, None when no broker
-answers (what keeps an outage from passing for idleness)."""
+answers (what keeps an outage from passing for idleness), and answers again after the broker
+restarts."""
 
 from __future__ import annotations
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mapper.end_offsets import end_offsets
-from mars.local import ClusterState
+from mapper.end_offsets import EndOffsetQuery, end_offsets
+from mars.local import ClusterState, LocalCluster
 from mars.local.process import free_port
 from tests.integration.pipeline import wait_for
 
@@ -46,3 +47,24 @@ def test_no_broker_no_answer() -> None:
     nobody = AdminClient({"bootstrap.servers": f"127.0.0.1:{free_port()}"})
     assert end_offsets(nobody, [("topic", 0)], timeout_s=0.5) is None
     assert end_offsets(nobody, []) == {}
+
+
+def test_the_query_answers_again_after_a_broker_restart(
+    local_cluster: LocalCluster, cluster: ClusterState, kafka_admin: AdminClient, unique_name: str
+) -> None:
+    """A client that cached leader epochs before a broker restart gets FENCED_LEADER_EPOCH
+    for good; `EndOffsetQuery` rebuilds its client after a failure and answers again."""
+    topic = f"{unique_name}_restart"
+    kafka_admin.create_topics([NewTopic(topic, num_partitions=1)])[topic].result(timeout=30)
+    producer = Producer({"bootstrap.servers": cluster.kafka_bootstrap})
+    producer.produce(topic, b"x", partition=0)
+    assert producer.flush(30) == 0
+    query = EndOffsetQuery(lambda: AdminClient({"bootstrap.servers": cluster.kafka_bootstrap}))
+    assert query.ends([(topic, 0)]) == {(topic, 0): 1}
+    local_cluster.restart("kafka")
+    wait_for(
+        lambda: query.ends([(topic, 0)]) == {(topic, 0): 1},
+        timeout_s=60,
+        what="an end offset answered after the broker restart",
+    )
+    kafka_admin.delete_topics([topic])
