@@ -24,6 +24,7 @@ import redis
 from mars.store import TaskKeys
 from mars.store.keys import process_stats_key
 from mars.store.scripts import lua_source
+from mars.store.state import text_of
 
 PROCESS_STATS_TTL_S = 30
 
@@ -92,8 +93,4 @@ class ReducerMetrics:
 
     def unit_stats(self, task_id: str) -> dict[str, str]:
         raw = self._redis.hgetall(TaskKeys(task_id).reducer_stats)
-        return {_text(k): _text(v) for k, v in raw.items()}
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+        return {text_of(k): text_of(v) for k, v in raw.items()}

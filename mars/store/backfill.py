@@ -23,17 +23,13 @@ from collections.abc import Mapping
 
 import redis
 
-from mars.store import NO_OFFSET, SourceState, TaskKeys
+from mars.store.keys import TaskKeys
 from mars.store.scripts import lua_source
-from mars.store.state import pack_source
+from mars.store.state import NO_OFFSET, SourceState, pack_source, text_of
 
 
 class HandoverError(Exception):
     """A backfill cannot start without risking a double count (live mappers got there first)."""
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 class BackfillCoordination:
@@ -60,7 +56,7 @@ class BackfillCoordination:
         recorded: dict[int, int] = {}
         refused: list[int] = []
         for partition, value in zip(sorted(proposed_ends), reply, strict=True):
-            text = _text(value)
+            text = text_of(value)
             if text:
                 recorded[partition] = int(text)
             else:
@@ -75,7 +71,7 @@ class BackfillCoordination:
 
     def handovers(self, task: str) -> dict[int, int]:
         raw = self._redis.hgetall(TaskKeys(task).handover)
-        return {int(_text(k)): int(_text(v)) for k, v in raw.items()}
+        return {int(text_of(k)): int(text_of(v)) for k, v in raw.items()}
 
     def hold(self, task: str, job: str, *, now_ms: int) -> None:
         """Hold the task's watermark until `release(task, job)` (kept if the job fails)."""
@@ -87,4 +83,4 @@ class BackfillCoordination:
     def holds(self, task: str) -> dict[str, int]:
         """Backfill job id -> wall ms it registered its hold."""
         raw = self._redis.hgetall(TaskKeys(task).backfill_holds)
-        return {_text(k): int(_text(v)) for k, v in raw.items()}
+        return {text_of(k): int(text_of(v)) for k, v in raw.items()}

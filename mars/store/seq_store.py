@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import redis
 
+from mars.store.backfill import BackfillCoordination
 from mars.store.errors import MissingDataSetError, ProtocolViolationError
 from mars.store.keys import TaskKeys
 from mars.store.results_cache import ResultsCache
@@ -30,6 +31,7 @@ from mars.store.state import (
     pack_live,
     parse_source_field,
     source_field,
+    text_of,
     unpack_live,
     unpack_source,
 )
@@ -48,12 +50,8 @@ def _bytes_client(client: redis.Redis[Any]) -> redis.Redis[bytes]:
     return redis.Redis(connection_pool=redis.ConnectionPool(pool.connection_class, **kwargs))
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _pairs(flat: Sequence[Any]) -> Iterable[tuple[str, bytes | str]]:
-    return ((_text(flat[i]), flat[i + 1]) for i in range(0, len(flat), 2))
+    return ((text_of(flat[i]), flat[i + 1]) for i in range(0, len(flat), 2))
 
 
 class SeqStore:
@@ -72,6 +70,7 @@ class SeqStore:
             raise ValueError("read_chunk and delete_batch must be positive")
         self._redis = _bytes_client(client)
         self._scripts = StoreScripts.register(self._redis)
+        self._backfill = BackfillCoordination(self._redis)
         self.counters = TaskCounters(self._redis)
         self.results = ResultsCache(self._redis)
         self._read_chunk = read_chunk
@@ -82,7 +81,7 @@ class SeqStore:
     def read_sources(self, task: str) -> dict[int, SourceState]:
         """Applied offset and stream time of every Kafka partition written so far."""
         raw = self._redis.hgetall(TaskKeys(task).sources)
-        states = {parse_source_field(_text(k)): unpack_source(v) for k, v in raw.items()}
+        states = {parse_source_field(text_of(k)): unpack_source(v) for k, v in raw.items()}
         return {s: state for s, state in states.items() if isinstance(s, int)}
 
     def read_source_states(
@@ -166,12 +165,8 @@ class SeqStore:
     def snapshot_unit(self, task: str, merged: Mapping[int, int]) -> UnitSnapshot:
         """`snapshot` of each bucket in `merged` (bucket -> last merged data set), with the
         task's backfill holds read first (the order is the rule: see `UnitSnapshot`)."""
-        holds = frozenset(
-            f.decode() if isinstance(f, bytes) else str(f)
-            for f in self._redis.hkeys(TaskKeys(task).backfill_holds)
-        )
         return UnitSnapshot(
-            backfill_holds=holds,
+            backfill_holds=frozenset(self._backfill.holds(task)),
             snapshots={b: self.snapshot(task, b, merged=m) for b, m in merged.items()},
         )
 

@@ -124,6 +124,11 @@ class UnitSnapshot:
     snapshots: Mapping[int, Snapshot]
 
 
+def text_of(value: bytes | str) -> str:
+    """A Redis reply field as text (the store's clients answer bytes)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def source_field(source: SourceId) -> str:
     return str(source)
 

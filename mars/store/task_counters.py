@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import redis
 
 from mars.store.keys import TaskKeys
+from mars.store.state import text_of
 
 
 class TaskCounters:
@@ -34,8 +35,4 @@ class TaskCounters:
     def read(self, task: str) -> dict[str, int]:
         """Every counter of the task ({} before anything happened)."""
         raw = self._redis.hgetall(TaskKeys(task).stats)
-        return {_text(k): int(v) for k, v in raw.items()}
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+        return {text_of(k): int(v) for k, v in raw.items()}
