@@ -7,8 +7,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from api import routes_cluster, routes_tasks
+from api import routes_cluster, routes_metrics, routes_tasks
 from api.errors import install_error_handlers
+from api.metrics import cluster_registry
+from api.routes_ui import install_ui
 from api.services import ApiServices
 from mars.config import Settings
 
@@ -20,6 +22,7 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = ApiServices.open(settings)
         app.state.services = services
+        app.state.metrics_registry = cluster_registry(services)
         try:
             yield
         finally:
@@ -35,4 +38,6 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     app.include_router(routes_tasks.router)
     app.include_router(routes_cluster.router)
+    app.include_router(routes_metrics.router)
+    install_ui(app)
     return app

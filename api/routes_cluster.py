@@ -1,52 +1,45 @@
-"""`GET /cluster` (reducer leader, members, assignment; mapper members) and `GET /healthz`."""
+"""`GET /cluster` (reducer leader, members with their live figures, assignment; mappers with
+their partitions and lag; Redis memory) and `GET /healthz`."""
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import Annotated
 
+import redis
 from fastapi import APIRouter, Depends
-from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
+from api.live import now_ms
 from api.schemas import ClusterState, Health
 from api.services import ApiServices, get_services
 from mars.registry import ZkPaths
 from mars.registry.cluster_view import cluster_view
+from mars.registry.mapper_status import list_mappers
 
 router = APIRouter(tags=["cluster"])
 Services = Annotated[ApiServices, Depends(get_services)]
-
-
-def mapper_members(client: KazooClient, paths: ZkPaths) -> dict[str, Any]:
-    """Mapper id -> the JSON it published in `/mars/mappers/<id>` ({} when not JSON)."""
-    try:
-        children = client.get_children(paths.mappers)
-    except NoNodeError:
-        return {}
-    members: dict[str, Any] = {}
-    for member_id in sorted(children):
-        try:
-            data, _stat = client.get(f"{paths.mappers}/{member_id}")
-        except NoNodeError:
-            continue  # left meanwhile
-        try:
-            info = json.loads(data) if data else {}
-        except ValueError:
-            info = {}
-        members[member_id] = info if isinstance(info, dict) else {"data": info}
-    return members
 
 
 @router.get("/cluster", response_model=ClusterState)
 def cluster(services: Services) -> ClusterState:
     root = services.settings.zookeeper.root
     view = cluster_view(services.zk, root=root)
+    members = view["members"]
+    memory: int | None = None
+    try:
+        for member_id, member in members.items():
+            running = services.seq_store.reducer_stats.process(member_id)
+            member["owned_units"] = running.get("owned_units", [])
+            member["merge_rate"] = running.get("merge_rate")
+        memory = services.seq_store.memory_used()
+    except redis.RedisError:
+        pass  # ZooKeeper's view alone is still worth showing
     return ClusterState(
         leader=view["leader"],
-        members=view["members"],
+        members=members,
         assignment=view["assignment"],
-        mappers=mapper_members(services.zk, ZkPaths(root=root)),
+        mappers=list_mappers(services.zk, ZkPaths(root=root)),
+        redis_used_memory_bytes=memory,
+        measured_ms=now_ms(),
     )
 
 

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from api.auth import require_token
 from api.errors import ApiError
+from api.live import task_live
 from api.schemas import (
     ErrorResponse,
     LastWindow,
@@ -132,9 +133,15 @@ def list_tasks(services: Services) -> TaskList:
 
 @router.get("/{task_id}", response_model=Task)
 def show_task(task_id: str, services: Services) -> Task:
-    """The task's spec, status and counters (records in, bad, late, last emitted window)."""
+    """The task's spec, status, counters (records in, bad, late, last emitted window) and live
+    figures (input rate with two minutes of history, watermark and its lag, backlog, result
+    latency, each unit's owner and figures)."""
     record = _record(services, task_id)
-    return _task_body(record, _stats(services, task_id))
+    body = _task_body(record, _stats(services, task_id))
+    body.live = task_live(
+        services.seq_store, services.sampler, task_id, buckets=record.spec.options.buckets
+    )
+    return body
 
 
 def _set_status(services: ApiServices, task_id: str, status: TaskStatus) -> Task:

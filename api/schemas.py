@@ -63,6 +63,46 @@ class TaskStats(BaseModel):
     last_emitted_window: LastWindow | None = None
 
 
+class CounterSample(BaseModel):
+    """The task's exact counters at one moment (late: the mappers' plus the reducers')."""
+
+    t_ms: int
+    records_in: int
+    accepted: int
+    late: int
+    bad: int
+
+
+class UnitLive(BaseModel):
+    """One unit's figures as its owner last published them (about once a second)."""
+
+    bucket: int
+    owner: str | None
+    watermark: int | None = Field(description="closed watermark, epoch ms")
+    watermark_lag_ms: int | None = Field(description="wall clock minus watermark when published")
+    merge_rate: float | None = Field(description="data sets merged per second")
+    commit_latency_ms: float | None = Field(description="last Kafka transaction commit")
+    result_latency_ms: int | None = Field(
+        description="last closing commit: wall clock minus window end + grace (worst window)"
+    )
+    windows_emitted: int
+    results_emitted: int
+    updated_ms: int | None
+
+
+class TaskLive(BaseModel):
+    """What the dashboard shows for a task, measured at `measured_ms`."""
+
+    input_rate: float | None = Field(description="records in per second over the last 10 s")
+    history: list[CounterSample] = Field(description="one sample a second, last two minutes")
+    watermark: int | None = Field(description="min over the units (None: one is unknown)")
+    watermark_lag_ms: int | None = Field(description="now minus watermark")
+    backlog_datasets: int = Field(description="data sets in Redis no reducer merged yet")
+    result_latency_ms: int | None = Field(description="worst unit's last result latency")
+    units: list[UnitLive]
+    measured_ms: int
+
+
 class Task(BaseModel):
     id: str
     status: str
@@ -72,6 +112,7 @@ class Task(BaseModel):
     topics: TaskTopics
     spec: dict[str, Any]
     stats: TaskStats | None = None
+    live: TaskLive | None = None
 
 
 class TaskList(BaseModel):
@@ -85,9 +126,24 @@ class TaskResults(BaseModel):
 
 class ClusterState(BaseModel):
     leader: str | None
-    members: dict[str, Any]
+    members: dict[str, Any] = Field(
+        description="reducers: host, pid, started_ms, metrics, units (assigned), owned_units "
+        "(running), merge_rate"
+    )
     assignment: dict[str, Any] | None
-    mappers: dict[str, Any]
+    mappers: dict[str, Any] = Field(
+        description="mappers: host, pid, metrics, updated_ms, partitions (topic, partition, "
+        "position, end, lag, paused), backlog per task"
+    )
+    redis_used_memory_bytes: int | None = None
+    measured_ms: int
+
+
+class MetricsTarget(BaseModel):
+    """One entry of Prometheus's HTTP service discovery."""
+
+    targets: list[str]
+    labels: dict[str, str]
 
 
 class Health(BaseModel):

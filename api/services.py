@@ -12,6 +12,7 @@ import redis
 from fastapi import Request
 from kazoo.client import KazooClient
 
+from api.live import CounterSampler
 from api.topics import TaskTopics
 from mars.config import Settings
 from mars.registry import TaskRegistry
@@ -28,6 +29,7 @@ class ApiServices:
     redis: redis.Redis[bytes]
     seq_store: SeqStore
     topics: TaskTopics
+    sampler: CounterSampler
 
     @classmethod
     def open(cls, settings: Settings) -> ApiServices:
@@ -38,13 +40,17 @@ class ApiServices:
         try:
             registry = TaskRegistry(zk, root=settings.zookeeper.root)
             redis_client = redis.Redis.from_url(settings.redis.url)
+            store = SeqStore(redis_client)
+            sampler = CounterSampler(store, lambda: [r.task_id for r in registry.list()])
+            sampler.start()
             return cls(
                 settings=settings,
                 zk=zk,
                 registry=registry,
                 redis=redis_client,
-                seq_store=SeqStore(redis_client),
+                seq_store=store,
                 topics=TaskTopics(kafka=settings.kafka),
+                sampler=sampler,
             )
         except Exception:
             zk.stop()
@@ -52,6 +58,7 @@ class ApiServices:
             raise
 
     def close(self) -> None:
+        self.sampler.stop()
         self.redis.close()
         self.zk.stop()
         self.zk.close()

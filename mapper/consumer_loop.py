@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import redis
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
+from prometheus_client import CollectorRegistry
 
 from mapper.assignment import RETRY_BACKOFF_S, Assignment
 from mapper.backpressure import BackpressureGate, PressureMarks
@@ -35,6 +36,7 @@ from mapper.progress import ProgressBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.config import Settings
 from mars.engine.records import PartitionBatch
+from mars.registry.mapper_status import MapperStatus, PartitionStatus
 from mars.side_topics import SideRecordSink
 from mars.store import SeqStore
 from mars.tasks.topics import TopicError, ensure_task_topics
@@ -55,6 +57,10 @@ class LoopParts:
     router: TaskRouter
     side_records: SideRecordSink
     clock_ms: Callable[[], int]
+    member_id: str = "mapper"
+    metrics_registry: CollectorRegistry | None = None
+    metrics_address: str | None = None  # published with the status
+    publish_status: Callable[[MapperStatus], None] = lambda status: None
 
 
 class MapperLoop:
@@ -88,7 +94,10 @@ class MapperLoop:
         self._caught_up = CaughtUpTracker()
         bootstrap = self._settings.kafka.bootstrap_servers
         self._end_offsets = EndOffsetQuery(lambda: AdminClient({"bootstrap.servers": bootstrap}))
-        self.metrics = MapperMetrics()
+        self.metrics = MapperMetrics(registry=parts.metrics_registry)
+        self._member_id = parts.member_id
+        self._metrics_address = parts.metrics_address
+        self._publish_status = parts.publish_status
         self._subscribed: frozenset[str] = frozenset()
         self._partition_counts: dict[str, int] = {}
         self._last_topic_check_ms: int | None = None
@@ -118,13 +127,16 @@ class MapperLoop:
         if self._gate.due(now):
             self._check_pressure(now)
         if self._liveness.due(now):
+            owned = {(t, p) for t, ps in self._assignment.owned.items() for p in ps}
+            ends = self._end_offsets.ends(owned)  # None: no broker answered
             self._liveness.report(
                 now_ms=now,
                 tasks=self._router.tasks.values(),
                 partition_counts=self._partition_counts,
                 owned=self._assignment.owned_view(),
-                caught_up_since=self._check_caught_up(now),
+                caught_up_since=self._caught_up_since(owned, ends or {}, now),
             )
+            self._report_status(owned, ends or {}, now)
         self.metrics.log_if_due(now)
         messages = self._consumer.consume(
             num_messages=self._mapper.batch_size, timeout=self._mapper.batch_timeout_ms / 1000
@@ -175,6 +187,7 @@ class MapperLoop:
         self, task: ActiveTask, records: dict[int, PartitionBatch]
     ) -> WriteOutcome:
         extra = self.metrics.take_unflushed_paused(task.id)
+        started = time.monotonic()
         reread = False  # after a failure, re-read the truth from Redis before trying again
         for attempt in range(1_000_000):
             try:
@@ -195,7 +208,7 @@ class MapperLoop:
                 reread = True
         if not outcome.applied:
             self.metrics.return_unflushed_paused(task.id, extra)
-        self.metrics.record_write(task.id, outcome)
+        self.metrics.record_write(task.id, outcome, seconds=time.monotonic() - started)
         if outcome.datasets:
             self._gate.note_written(task.id, outcome.datasets, buckets=task.spec.options.buckets)
         return outcome
@@ -219,6 +232,7 @@ class MapperLoop:
     def _on_task_change(self, change: TaskSetChange) -> None:
         for task_id in change.removed:
             self._progress.forget_task(task_id)
+            self.metrics.forget(task_id)
             log.info("task %s: stopped mapping", task_id)
         for task_id in sorted(change.added):
             task = self._router.tasks[task_id]
@@ -288,7 +302,7 @@ class MapperLoop:
         self._gate.update(now_ms=now, backlogs=backlogs, memory_used=memory)
         for task_id, task in tasks.items():
             self._gate.evaluate(task_id, buckets=task.spec.options.buckets)
-            self.metrics.task(task_id).backlog = backlogs[task_id].unmerged
+            self.metrics.set_backlog(task_id, backlogs[task_id].unmerged)
         self._sync_pauses()
 
     def _sync_pauses(self) -> None:
@@ -300,23 +314,57 @@ class MapperLoop:
         ]
         self._assignment.set_paused(wanted)
 
-    def _check_caught_up(self, now: int) -> dict[PartitionKey, int | None]:
-        """Ask a broker, now, where each owned partition ends: since when is each one caught
-        up (None: it is not, or no broker answered). See `mapper.caught_up`."""
-        owned = {(t, p) for t, partitions in self._assignment.owned.items() for p in partitions}
+    def _caught_up_since(
+        self, owned: set[PartitionKey], ends: Mapping[PartitionKey, int], now: int
+    ) -> dict[PartitionKey, int | None]:
+        """Since when each owned partition is caught up by this round's broker answer (None:
+        it is not, or no broker answered). See `mapper.caught_up`."""
         self._caught_up.forget(owned)
         readable = {
             key
             for key in owned
             if key not in self._assignment.paused and not self._assignment.seeking(*key)
         }
-        ends = self._end_offsets.ends(readable) or {}  # None: no broker answered
         return {
             key: self._caught_up.confirmed(
-                key, caught_up=key in ends and self._read_position(key) >= ends[key], now_ms=now
+                key,
+                caught_up=key in readable and key in ends and self._read_position(key) >= ends[key],
+                now_ms=now,
             )
             for key in sorted(owned)
         }
+
+    def _report_status(
+        self, owned: set[PartitionKey], ends: Mapping[PartitionKey, int], now: int
+    ) -> None:
+        """Lag and pauses to the metrics, and the whole status to ZooKeeper."""
+        partitions = []
+        for key in sorted(owned):
+            position, end = self._read_position(key), ends.get(key)
+            lag = None if end is None or position < 0 else max(0, end - position)
+            partitions.append(
+                PartitionStatus(
+                    topic=key[0],
+                    partition=key[1],
+                    position=position,
+                    end=end,
+                    lag=lag,
+                    paused=key in self._assignment.paused,
+                )
+            )
+        self.metrics.set_partitions(
+            {(p.topic, p.partition): p.lag for p in partitions},
+            paused=self._assignment.paused,
+        )
+        self._publish_status(
+            MapperStatus(
+                member_id=self._member_id,
+                metrics=self._metrics_address,
+                updated_ms=now,
+                partitions=partitions,
+                backlog=self.metrics.backlogs(),
+            )
+        )
 
     def _read_position(self, key: PartitionKey) -> int:
         """The next offset this mapper reads from the partition (-1: unknown)."""

@@ -1,4 +1,5 @@
-"""The `mars mapper` process: build the clients, register in ZooKeeper, run the loop.
+"""The `mars mapper` process: build the clients, serve `/metrics`, register in ZooKeeper (the
+node holds the status, `mapper.status`), run the loop.
 
 SIGTERM / SIGINT set the stop event: the loop finishes the batch in hand (written to Redis),
 commits its Kafka offsets and leaves the consumer group, so the partitions move to the other
@@ -20,11 +21,15 @@ import redis
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
+from prometheus_client import CollectorRegistry
 
 from mapper.consumer_loop import LoopParts, MapperLoop, wall_clock_ms
+from mapper.status import ZkStatusPublisher
 from mapper.task_router import TaskRouter
 from mars.config import Settings
+from mars.metrics_http import serve_metrics
 from mars.registry import TaskRegistry
+from mars.registry.mapper_status import MapperStatus
 from mars.side_topics import SideTopicProducer
 from mars.store import SeqStore
 
@@ -69,10 +74,21 @@ def run_mapper(settings: Settings, *, stop: threading.Event | None = None) -> in
     side = SideTopicProducer.connect(settings.kafka.bootstrap_servers)
     consumer = Consumer(consumer_config(settings, member_id=member_id))
     router = TaskRouter()
+    metrics_registry = CollectorRegistry()
+    metrics = serve_metrics(metrics_registry, settings.metrics, role="mapper", member_id=member_id)
     watch = None
     try:
         registry = TaskRegistry(zk, root=settings.zookeeper.root)
-        zk.create(f"{registry.paths.mappers}/{member_id}", b"", ephemeral=True, makepath=True)
+        status = ZkStatusPublisher(zk, f"{registry.paths.mappers}/{member_id}")
+        status.register(
+            MapperStatus(
+                member_id=member_id,
+                metrics=metrics.address,
+                updated_ms=wall_clock_ms(),
+                partitions=[],
+                backlog={},
+            )
+        )
         watch = registry.watch(router.on_tasks)
         loop = MapperLoop(
             settings=settings,
@@ -83,12 +99,22 @@ def run_mapper(settings: Settings, *, stop: threading.Event | None = None) -> in
                 router=router,
                 side_records=side,
                 clock_ms=wall_clock_ms,
+                member_id=member_id,
+                metrics_registry=metrics_registry,
+                metrics_address=metrics.address,
+                publish_status=status.publish,
             ),
             stop=stop,
         )
-        log.info("mapper %s started (group %s)", member_id, settings.mapper.group_id)
+        log.info(
+            "mapper %s started (group %s, metrics on %s)",
+            member_id,
+            settings.mapper.group_id,
+            metrics.address,
+        )
         loop.run()
     finally:
+        metrics.close()
         if watch is not None:
             watch.stop()
         side.close()

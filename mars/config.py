@@ -79,6 +79,15 @@ class ApiSettings(_Section):
     token: str = Field(default="mars-dev-token", min_length=8)
 
 
+class MetricsSettings(_Section):
+    """Where a mapper or reducer serves Prometheus `/metrics` (the API serves its own on the
+    API port). Port 0 takes a free port; the address is published in ZooKeeper either way, and
+    `GET /metrics/targets` lists every process for Prometheus's HTTP service discovery."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)
+
+
 class LocalSettings(_Section):
     run_dir: Path = PROJECT_ROOT / ".mars" / "local"
     jars_dir: Path = PROJECT_ROOT / ".cache" / "jars"
@@ -102,6 +111,7 @@ class Settings(BaseSettings):
     mapper: MapperSettings = MapperSettings()
     reducer: ReducerSettings = ReducerSettings()
     api: ApiSettings = ApiSettings()
+    metrics: MetricsSettings = MetricsSettings()
     local: LocalSettings = LocalSettings()
 
     @classmethod

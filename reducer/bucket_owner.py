@@ -39,7 +39,7 @@ from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, wa
 from mars.store.watermark import watermark_held_by_backfills
 from mars.tasks.spec import TaskSpec
 from mars.windows import WindowAssigner
-from reducer.metrics import ReducerMetrics, UnitGauges
+from reducer.metrics import CommitFigures, ReducerMetrics, UnitGauges
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState
 from reducer.output import FencedError, OutputError, OutRecord
 from reducer.progress import COUNTER_NAMES, CheckpointRef, Progress, progress_key
@@ -144,6 +144,7 @@ class UnitOwner:
         self._rate_mark = (time.monotonic(), 0)
         self._merge_rate = 0.0
         self._commit_latency_ms: float | None = None
+        self._result_latency_ms: int | None = None
         self._last_publish = 0.0
 
     @property
@@ -208,6 +209,8 @@ class UnitOwner:
         session, self._session = self._session, None
         if session is not None:
             session.output.close()
+        if self._wiring.metrics is not None:
+            self._wiring.metrics.unit_stopped(self.spec.id, self.unit_bucket)
 
     def run(self, stop: threading.Event) -> StopReason:
         """Step until `stop`; returns why it ended."""
@@ -312,9 +315,14 @@ class UnitOwner:
         ref = CheckpointRef(
             number=1 if previous is None else previous.number + 1, token=uuid.uuid4().hex[:12]
         )
+        started = time.monotonic()
         data = encode_dataset(self._aggregates, state.windows, canonical=False)
         self._wiring.store.write_checkpoint(self.spec.id, self.unit_bucket, ref.field, data)
         state.checkpointed()
+        if self._wiring.metrics is not None:
+            self._wiring.metrics.checkpointed(
+                self.spec.id, self.unit_bucket, size=len(data), seconds=time.monotonic() - started
+            )
         return ref
 
     def _commit(
@@ -358,8 +366,10 @@ class UnitOwner:
         late = [late_record(self.spec, late) for late in outcome.late]
         started = time.monotonic()
         session.output.commit([*results, *late, progress_record])
-        self._commit_latency_ms = (time.monotonic() - started) * 1000
+        seconds = time.monotonic() - started
+        self._commit_latency_ms = seconds * 1000
         session.committed = progress
+        self._note_commit(outcome, rows=len(rows), seconds=seconds)
         store = self._wiring.store
         for bucket, rseq in progress.rseqs.items():
             if rseq > snapshots[bucket].rseq:
@@ -373,12 +383,36 @@ class UnitOwner:
     # -- metrics --------------------------------------------------------------------------
 
     def _note_merges(self, merged: int) -> None:
+        if self._wiring.metrics is not None:
+            self._wiring.metrics.merged(self.spec.id, self.unit_bucket, merged)
         self._merged_total += merged
         mark_time, mark_total = self._rate_mark
         elapsed = time.monotonic() - mark_time
         if elapsed >= 1.0:
             self._merge_rate = (self._merged_total - mark_total) / elapsed
             self._rate_mark = (time.monotonic(), self._merged_total)
+
+    def _note_commit(self, outcome: StepOutcome, *, rows: int, seconds: float) -> None:
+        """After a successful commit: what it carried, and how long each closed window waited
+        for it (wall clock now minus end + grace)."""
+        now = self._wiring.clock()
+        latencies = [now - self._assigner.closes_at(window.start) for window in outcome.closed]
+        if latencies:
+            self._result_latency_ms = max(latencies)
+        if self._wiring.metrics is None:
+            return
+        self._wiring.metrics.committed(
+            self.spec.id,
+            self.unit_bucket,
+            CommitFigures(
+                windows=len(outcome.closed),
+                rows=rows,
+                late_contributions=len(outcome.late),
+                late_records=sum(late.records for late in outcome.late),
+                seconds=seconds,
+                result_latencies_s=[latency / 1000 for latency in latencies],
+            ),
+        )
 
     def _publish(self, now: int, *, force: bool) -> None:
         metrics, session = self._wiring.metrics, self._session
@@ -398,6 +432,7 @@ class UnitOwner:
                 watermark_lag_ms=None if watermark is None else now - watermark,
                 merge_rate=self._merge_rate,
                 commit_latency_ms=self._commit_latency_ms,
+                result_latency_ms=self._result_latency_ms,
                 owner=self._member_id,
                 updated_ms=now,
             ),

@@ -1,32 +1,41 @@
-"""Reducer metrics, published to Redis (key names in `mars.store.keys`). The task's
-`late_reducer` counter reaches `GET /tasks/{id}` (`stats.counters`); the rest is read by the
-tests and by hand (`redis-cli HGETALL`), as no endpoint or dashboard shows it yet.
+"""Reducer metrics: Prometheus (this process's `/metrics`) and Redis (`mars.store.reducer_stats`,
+for the API, the dashboard and `mars top`, which see every reducer at once).
 
-- Per unit, hash `mars:{<task>}:reducer_stats`, fields `<bucket>.<name>`: the cumulative
+Redis:
+- per unit, hash `mars:{<task>}:reducer_stats`, fields `<bucket>.<name>`: the cumulative
   counters of the unit's committed progress (`windows_emitted`, `results_emitted`,
   `late_records`, `late_contributions`; exact, they travel in the Kafka transaction) and gauges
-  (`watermark`, `watermark_lag_ms`, `merge_rate` (data sets/s), `commit_latency_ms`, `owner`,
-  `updated_ms`).
-- The task's `mars:{<task>}:stats` field `late_reducer` = sum of the units' `late_records`,
-  kept exact by a script that adds only the growth of each unit's absolute count.
-- Per process, hash `mars:reducer:<member id>` with `owned_units` (JSON list), `merge_rate`,
-  `updated_ms`; it expires when the process stops refreshing it.
+  (`watermark`, `watermark_lag_ms`, `merge_rate` (data sets/s), `commit_latency_ms`,
+  `result_latency_ms` (of the last commit that closed windows), `owner`, `updated_ms`);
+- the task's `mars:{<task>}:stats` field `late_reducer` = sum of the units' `late_records`,
+  kept exact by a script that adds only the growth of each unit's absolute count;
+- per process, hash `mars:reducer:<member id>` with `owned_units` (JSON list), `merge_rate`,
+  `updated_ms`; it expires when the process stops refreshing.
+
+Prometheus (labels `task`, `bucket`): `mars_reducer_datasets_merged_total`,
+`mars_reducer_windows_emitted_total`, `mars_reducer_result_rows_total`,
+`mars_reducer_late_contributions_total`, `mars_reducer_late_records_total` (counted after the
+transaction commits, so a restarted owner's replay does not count twice; data sets merged are
+counted as read and do), `mars_reducer_commit_duration_seconds{task}`,
+`mars_reducer_result_latency_seconds{task}` (wall clock at commit minus window end + grace, per
+closed window: for live traffic, how long a closable window waited for its result),
+`mars_reducer_watermark_seconds`, `mars_reducer_watermark_lag_seconds` (wall clock minus
+watermark), `mars_reducer_checkpoint_bytes`, `mars_reducer_checkpoint_duration_seconds{task}`,
+`mars_reducer_owned_units`.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import redis
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from mars.store import TaskKeys
-from mars.store.keys import process_stats_key
-from mars.store.scripts import lua_source
-from mars.store.state import text_of
+from mars.store.reducer_stats import Figure, ReducerStats
 
-PROCESS_STATS_TTL_S = 30
+SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,16 +46,98 @@ class UnitGauges:
     watermark_lag_ms: int | None
     merge_rate: float
     commit_latency_ms: float | None
+    result_latency_ms: int | None
     owner: str
     updated_ms: int
 
 
-class ReducerMetrics:
-    """Writes the reducer's metrics to Redis (one instance per process, shared by owners)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitFigures:
+    """What one committed transaction of a unit carried."""
 
-    def __init__(self, client: redis.Redis[bytes]) -> None:
-        self._redis = client
-        self._advance_late = client.register_script(lua_source("advance_late"))
+    windows: int
+    rows: int
+    late_contributions: int
+    late_records: int
+    seconds: float
+    result_latencies_s: list[float]
+
+
+class _Instruments:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        unit = ["task", "bucket"]
+
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(f"mars_reducer_{name}", doc, unit, registry=registry)
+
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(f"mars_reducer_{name}", doc, unit, registry=registry)
+
+        def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(
+                f"mars_reducer_{name}", doc, ["task"], buckets=buckets, registry=registry
+            )
+
+        self.merged = counter("datasets_merged", "Data sets merged (replays after recovery too).")
+        self.windows = counter("windows_emitted", "Windows closed and committed.")
+        self.rows = counter("result_rows", "Result rows committed to the results topic.")
+        self.late_contributions = counter("late_contributions", "Late partials sent aside.")
+        self.late_records = counter("late_records", "Records in the late partials.")
+        self.watermark = gauge("watermark_seconds", "The unit's closed watermark (epoch s).")
+        self.watermark_lag = gauge("watermark_lag_seconds", "Wall clock minus the watermark.")
+        self.checkpoint_bytes = gauge("checkpoint_bytes", "Size of the last checkpoint.")
+        self.commit_seconds = histogram(
+            "commit_duration_seconds", "One Kafka transaction commit.", SECONDS_BUCKETS
+        )
+        self.result_latency = histogram(
+            "result_latency_seconds",
+            "Wall clock at commit minus the window's end + grace, per closed window.",
+            LATENCY_BUCKETS,
+        )
+        self.checkpoint_seconds = histogram(
+            "checkpoint_duration_seconds", "Encoding and writing one checkpoint.", SECONDS_BUCKETS
+        )
+        self.owned_units = Gauge(
+            "mars_reducer_owned_units", "Units this process runs.", registry=registry
+        )
+        self.unit_gauges = (self.watermark, self.watermark_lag, self.checkpoint_bytes)
+
+
+class ReducerMetrics:
+    """One instance per process, shared by its owners (Prometheus objects are thread-safe)."""
+
+    def __init__(self, stats: ReducerStats, *, registry: CollectorRegistry | None = None) -> None:
+        self._stats = stats
+        self.registry = registry or CollectorRegistry()
+        self._prom = _Instruments(self.registry)
+
+    # -- Prometheus, as things happen -----------------------------------------------------
+
+    def merged(self, task_id: str, bucket: int, datasets: int) -> None:
+        if datasets:
+            self._prom.merged.labels(task_id, str(bucket)).inc(datasets)
+
+    def committed(self, task_id: str, bucket: int, figures: CommitFigures) -> None:
+        prom, labels = self._prom, (task_id, str(bucket))
+        prom.windows.labels(*labels).inc(figures.windows)
+        prom.rows.labels(*labels).inc(figures.rows)
+        prom.late_contributions.labels(*labels).inc(figures.late_contributions)
+        prom.late_records.labels(*labels).inc(figures.late_records)
+        prom.commit_seconds.labels(task_id).observe(figures.seconds)
+        for latency in figures.result_latencies_s:
+            prom.result_latency.labels(task_id).observe(latency)
+
+    def checkpointed(self, task_id: str, bucket: int, *, size: int, seconds: float) -> None:
+        self._prom.checkpoint_bytes.labels(task_id, str(bucket)).set(size)
+        self._prom.checkpoint_seconds.labels(task_id).observe(seconds)
+
+    def unit_stopped(self, task_id: str, bucket: int) -> None:
+        """The unit left this process: its gauges go (its counters stay, as counters do)."""
+        for gauge in self._prom.unit_gauges:
+            with contextlib.suppress(KeyError):  # never set
+                gauge.remove(task_id, str(bucket))
+
+    # -- Redis (and the gauges), about once a second --------------------------------------
 
     def publish_unit(
         self,
@@ -56,41 +147,31 @@ class ReducerMetrics:
         counters: Mapping[str, int],
         gauges: UnitGauges,
     ) -> None:
-        prefix = f"{bucket}."
-        fields = {prefix + k: str(v) for k, v in counters.items() if k != "late_records"}
+        if gauges.watermark is not None and gauges.watermark_lag_ms is not None:
+            self._prom.watermark.labels(task_id, str(bucket)).set(gauges.watermark / 1000)
+            self._prom.watermark_lag.labels(task_id, str(bucket)).set(
+                gauges.watermark_lag_ms / 1000
+            )
         latency = gauges.commit_latency_ms
-        for name, value in (
-            ("watermark", gauges.watermark),
-            ("watermark_lag_ms", gauges.watermark_lag_ms),
-            ("merge_rate", round(gauges.merge_rate, 1)),
-            ("commit_latency_ms", None if latency is None else round(latency, 1)),
-            ("owner", gauges.owner),
-            ("updated_ms", gauges.updated_ms),
-        ):
-            fields[prefix + name] = "" if value is None else str(value)
-        key = TaskKeys(task_id).reducer_stats
-        self._redis.hset(key, mapping=fields)  # type: ignore[arg-type]
-        self._advance_late(
-            keys=[key, TaskKeys(task_id).stats],
-            args=[prefix + "late_records", str(counters.get("late_records", 0))],
+        figures: dict[str, Figure] = {k: v for k, v in counters.items() if k != "late_records"}
+        figures.update(
+            watermark=gauges.watermark,
+            watermark_lag_ms=gauges.watermark_lag_ms,
+            merge_rate=round(gauges.merge_rate, 1),
+            commit_latency_ms=None if latency is None else round(latency, 1),
+            result_latency_ms=gauges.result_latency_ms,
+            owner=gauges.owner,
+            updated_ms=gauges.updated_ms,
+        )
+        self._stats.publish_unit(
+            task_id, bucket, figures, late_records=counters.get("late_records", 0)
         )
 
     def publish_process(
         self, member_id: str, *, owned_units: Iterable[str], merge_rate: float, now_ms: int
     ) -> None:
-        key = process_stats_key(member_id)
-        with self._redis.pipeline(transaction=True) as pipe:
-            pipe.hset(
-                key,
-                mapping={
-                    "owned_units": json.dumps(sorted(owned_units)),
-                    "merge_rate": str(round(merge_rate, 1)),
-                    "updated_ms": str(now_ms),
-                },
-            )
-            pipe.expire(key, PROCESS_STATS_TTL_S)
-            pipe.execute()
-
-    def unit_stats(self, task_id: str) -> dict[str, str]:
-        raw = self._redis.hgetall(TaskKeys(task_id).reducer_stats)
-        return {text_of(k): text_of(v) for k, v in raw.items()}
+        owned = list(owned_units)
+        self._prom.owned_units.set(len(owned))
+        self._stats.publish_process(
+            member_id, owned_units=owned, merge_rate=merge_rate, now_ms=now_ms
+        )

@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from mars.config import Settings
+from mars.metrics_http import serve_metrics
 from mars.registry import TaskRecord, TaskRegistry, TaskStatus
 from mars.registry.units import Unit
 from mars.store import SeqStore
@@ -106,7 +107,10 @@ class ReducerProcess:
         zk.start(timeout=30)
         redis_client = redis.Redis.from_url(cfg.redis.url)
         store = SeqStore(redis_client)
-        metrics = ReducerMetrics(redis_client)
+        metrics = ReducerMetrics(store.reducer_stats)
+        metrics_server = serve_metrics(
+            metrics.registry, cfg.metrics, role="reducer", member_id=self.member_id
+        )
         admin = AdminClient({"bootstrap.servers": cfg.kafka.bootstrap_servers})
         ensure_topics(admin, [PROGRESS_TOPIC_PLAN], replication_factor=cfg.kafka.replication_factor)
         metadata = admin.list_topics(PROGRESS_TOPIC, timeout=30).topics[PROGRESS_TOPIC]
@@ -119,10 +123,11 @@ class ReducerProcess:
             on_suspended=self._on_suspended,
             root=cfg.zookeeper.root,
             refine=balance_unit_counts,
+            metrics_address=metrics_server.address,
         )
         self._coordinator = coordinator
         coordinator.start()
-        log.info("reducer %s started", self.member_id)
+        log.info("reducer %s started (metrics on %s)", self.member_id, metrics_server.address)
         last_publish = 0.0
         try:
             while not stop.is_set():
@@ -138,6 +143,7 @@ class ReducerProcess:
             zk.stop()
             zk.close()
             redis_client.close()
+            metrics_server.close()
             log.info("reducer %s stopped", self.member_id)
 
     def _owned_specs(self) -> dict[Unit, tuple[TaskSpec, list[int]]]:

@@ -5,11 +5,22 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from mars.config import load_settings
 from mars.gen import GeneratorConfig
-from mars.gen.produce import ProduceError, ensure_source_topic, produce
+from mars.gen.produce import ProduceError, ProgressCallback, ensure_source_topic, produce
 
 
 def register(subparsers: Any) -> None:
@@ -28,19 +39,27 @@ def register(subparsers: Any) -> None:
     gen.set_defaults(handler=_gen)
 
 
-def progress_bar(label: str) -> Any:
+@contextmanager
+def progress_bar(label: str) -> Iterator[ProgressCallback]:
+    """A rich progress bar on stderr (stdout keeps only the report) for `produce`'s
+    `on_progress(done, total)`; leaving the block stops it, even when producing fails."""
     started = time.monotonic()
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[counts]}  {task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+        bar = progress.add_task(label, total=None, counts="", rate="")
 
-    def show(done: int, total: int) -> None:
-        width = 30
-        filled = int(width * done / total) if total else width
-        rate = done / max(time.monotonic() - started, 1e-6)
-        bar = "#" * filled + "-" * (width - filled)
-        print(f"\r{label} [{bar}] {done:>10,}/{total:,}  {rate:,.0f}/s", end="", file=sys.stderr)
-        if done >= total:
-            print(file=sys.stderr)
+        def show(done: int, total: int) -> None:
+            rate = done / max(time.monotonic() - started, 1e-6)
+            counts = f"{done:>10,}/{total:,}"
+            progress.update(bar, completed=done, total=total, counts=counts, rate=f"{rate:,.0f}/s")
 
-    return show
+        yield show
 
 
 def _gen(args: argparse.Namespace) -> int:
@@ -58,9 +77,8 @@ def _gen(args: argparse.Namespace) -> int:
     )
     ensure_source_topic(bootstrap, args.topic, args.partitions)
     try:
-        report = produce(
-            bootstrap, args.topic, config, rate=args.rate, on_progress=progress_bar(args.topic)
-        )
+        with progress_bar(args.topic) as on_progress:
+            report = produce(bootstrap, args.topic, config, rate=args.rate, on_progress=on_progress)
     except ProduceError as error:
         print(f"mars gen: {error}", file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@ from mars.cli import (
     results_command,
     spark_command,
     task_commands,
+    top_command,
 )
 from mars.config import ConfigError
 
@@ -30,6 +31,7 @@ COMMAND_MODULES = [
     api_command,
     task_commands,
     results_command,
+    top_command,
     mapper_command,
     reducer_command,
     bench_command,

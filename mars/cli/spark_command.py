@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import redis
 from kazoo.client import KazooClient
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mars.config import Settings, load_settings
 from mars.registry import TaskRegistry
-from mars.spark.job import BackfillError, BackfillJob, run_backfill
+from mars.spark.job import BackfillError, BackfillJob, ProgressCallback, run_backfill
 from mars.spark.offsets import OffsetSpecError
 from mars.spark.session import DEFAULT_MASTER, build_spark_session
 from mars.spark.sources import FileSource, KafkaSource
@@ -67,9 +71,26 @@ def load_spec(settings: Settings, task_id: str) -> TaskSpec:
         zk.close()
 
 
-def _progress(done: int, total: int | None) -> None:
-    of = f"/{total:,}" if total is not None else ""
-    print(f"\rbackfill: {done:,}{of} records applied", end="", file=sys.stderr, flush=True)
+@contextmanager
+def _progress() -> Iterator[ProgressCallback]:
+    """A rich progress bar on stderr for `run_backfill`'s `on_progress(done, total)` (called
+    from its reporter thread; total None: the end offsets are unknown, the bar pulses).
+    Leaving the block stops it, so error messages start on a line of their own."""
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[applied]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+        bar = progress.add_task("backfill", total=None, applied="")
+
+        def show(done: int, total: int | None) -> None:
+            of = f"/{total:,}" if total is not None else ""
+            applied = f"{done:,}{of} records applied"
+            progress.update(bar, completed=done, total=total, applied=applied)
+
+        yield show
 
 
 def _preagg(args: argparse.Namespace) -> int:
@@ -87,20 +108,20 @@ def _preagg(args: argparse.Namespace) -> int:
     job = BackfillJob(spec=spec, source=source, job=args.job, chunk_size=args.chunk_size)
     spark = build_spark_session(master=args.master, jars_dir=settings.local.jars_dir, conf=conf)
     try:
-        summary = run_backfill(spark, settings=settings, job=job, on_progress=_progress)
+        with _progress() as on_progress:
+            summary = run_backfill(spark, settings=settings, job=job, on_progress=on_progress)
     except (BackfillError, OffsetSpecError) as error:
-        print(f"\nmars spark preagg: {error}", file=sys.stderr)
+        print(f"mars spark preagg: {error}", file=sys.stderr)
         return 2
     except Exception as error:
         print(
-            f"\nmars spark preagg: failed: {error}\nThe job's watermark hold is kept: re-run the "
+            f"mars spark preagg: failed: {error}\nThe job's watermark hold is kept: re-run the "
             "same command (it never applies a record twice) or `mars spark release-hold`.",
             file=sys.stderr,
         )
         return 1
     finally:
         spark.stop()
-    print(file=sys.stderr)
     print(summary.describe())
     return 0
 

@@ -1,7 +1,9 @@
 """Mars's own processes (mapper, reducer, api) started beside the local servers.
 
 They are ordinary `mars <role>` child processes with the cluster's `MARS_...` variables, so a
-test can SIGKILL one and start another exactly as an operator would.
+test can SIGKILL one and start another exactly as an operator would. Each one's address (the
+API's port; a mapper's or reducer's Prometheus `/metrics` on a free port) is recorded for
+`mars local status`, and a start waits until it answers there.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import sys
 from pathlib import Path
 
 from mars.local.cluster import ClusterState, LocalCluster, ProcessRecord
-from mars.local.process import ProcessHandle, port_is_open, spawn, wait_until
+from mars.local.process import ProcessHandle, free_port, port_is_open, spawn, wait_until
 
 ROLES = ("mapper", "reducer", "api")
 
@@ -32,21 +34,23 @@ def start_role(
     assert state is not None, "the cluster is not up"
     name = name or _next_name(state, role)
     env = {**os.environ, **state.env(), **(extra_env or {})}
-    address = None
     if role == "api":
         port = api_port or int(env.get("MARS_API__PORT", "8640"))
         env["MARS_API__PORT"] = str(port)
-        address = f"127.0.0.1:{port}"
+    else:  # its Prometheus /metrics, on a free port the status lists
+        port = free_port()
+        env["MARS_METRICS__HOST"] = "127.0.0.1"
+        env["MARS_METRICS__PORT"] = str(port)
+    address = f"127.0.0.1:{port}"
     argv = [sys.executable, "-m", "mars.cli.main", role]
     handle = spawn(name, argv, log=Path(state.run_dir) / "logs" / f"{name}.log", env=env)
-    if role == "api":
-        wait_until(
-            name,
-            lambda: port_is_open(port),
-            handle=handle,
-            timeout_s=timeout_s,
-            what=f"HTTP on {address}",
-        )
+    wait_until(
+        name,
+        lambda: port_is_open(port),
+        handle=handle,
+        timeout_s=timeout_s,
+        what=f"HTTP on {address}",
+    )
     cluster.add_process(
         ProcessRecord(
             name=name,

@@ -23,7 +23,7 @@ def _leader(client: KazooClient, paths: ZkPaths) -> str | None:
 
 
 def cluster_view(client: KazooClient, *, root: str = "/mars") -> dict[str, Any]:
-    """{"leader": id | None, "members": {id: {host, pid, started_ms, units}},
+    """{"leader": id | None, "members": {id: {host, pid, started_ms, metrics, units}},
     "assignment": {"generation", "leader", "units": {"<task>/<bucket>": member}} | None}.
 
     `members[id]["units"]` counts the units assigned to that member.
@@ -36,6 +36,7 @@ def cluster_view(client: KazooClient, *, root: str = "/mars") -> dict[str, Any]:
             "host": info.host,
             "pid": info.pid,
             "started_ms": info.started_ms,
+            "metrics": info.metrics,
             "units": sum(1 for owner in units.values() if owner == member_id),
         }
         for member_id, info in list_members(client, paths).items()

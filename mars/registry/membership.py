@@ -31,6 +31,7 @@ class MemberInfo:
     host: str
     pid: int
     started_ms: int
+    metrics: str | None = None  # "host:port" of its Prometheus /metrics
 
     def to_bytes(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":")).encode()
@@ -44,6 +45,7 @@ class MemberInfo:
                 host=str(doc.get("host", "")),
                 pid=int(doc.get("pid", 0)),
                 started_ms=int(doc.get("started_ms", 0)),
+                metrics=doc.get("metrics") or None,
             )
         except (ValueError, TypeError, AttributeError):
             return cls(member_id=member_id, host="", pid=0, started_ms=0)
@@ -52,7 +54,14 @@ class MemberInfo:
 class Membership:
     """Registers one member; `register` is safe to call again after a session loss."""
 
-    def __init__(self, client: KazooClient, *, paths: ZkPaths, member_id: str) -> None:
+    def __init__(
+        self,
+        client: KazooClient,
+        *,
+        paths: ZkPaths,
+        member_id: str,
+        metrics_address: str | None = None,
+    ) -> None:
         validate_task_id(member_id)  # same rule: one ZooKeeper node name
         self._client = client
         self._paths = paths
@@ -61,6 +70,7 @@ class Membership:
             host=socket.gethostname(),
             pid=os.getpid(),
             started_ms=time.time_ns() // 1_000_000,
+            metrics=metrics_address,
         )
 
     @property

@@ -15,6 +15,7 @@ import redis
 from mars.store.backfill import BackfillCoordination
 from mars.store.errors import MissingDataSetError, ProtocolViolationError
 from mars.store.keys import TaskKeys
+from mars.store.reducer_stats import ReducerStats
 from mars.store.results_cache import ResultsCache
 from mars.store.scripts import StoreScripts
 from mars.store.state import (
@@ -58,9 +59,10 @@ class SeqStore:
     """Per-task SEQ counters, data sets, source offsets and liveness in Redis.
 
     `client` is a `redis.Redis`; a client configured with `decode_responses=True` is
-    re-created over the same connection settings with byte replies. Two small neighbours share
-    the connection: `counters` (`TaskCounters`, the task's stats) and `results`
-    (`ResultsCache`, the latest rows for the REST API).
+    re-created over the same connection settings with byte replies. Three small neighbours share
+    the connection: `counters` (`TaskCounters`, the task's stats), `results` (`ResultsCache`,
+    the latest rows for the REST API) and `reducer_stats` (`ReducerStats`, the reducers'
+    published figures).
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class SeqStore:
         self._backfill = BackfillCoordination(self._redis)
         self.counters = TaskCounters(self._redis)
         self.results = ResultsCache(self._redis)
+        self.reducer_stats = ReducerStats(self._redis)
         self._read_chunk = read_chunk
         self._delete_batch = delete_batch
 

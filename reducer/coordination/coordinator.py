@@ -65,6 +65,7 @@ class ReducerCoordinator:
         vnodes: int = 64,
         refine: Refinement | None = None,
         debounce_s: float = 0.1,
+        metrics_address: str | None = None,
     ) -> None:
         self._client = client
         self._paths = ZkPaths(root=root)
@@ -74,7 +75,9 @@ class ReducerCoordinator:
         self._vnodes = vnodes
         self._refine = refine
         self._debounce_s = debounce_s
-        self._membership = Membership(client, paths=self._paths, member_id=member_id)
+        self._membership = Membership(
+            client, paths=self._paths, member_id=member_id, metrics_address=metrics_address
+        )
 
         self._callback_lock = threading.RLock()  # serializes the user callbacks + their state
         self._assignment: Assignment | None = None

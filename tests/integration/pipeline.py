@@ -227,12 +227,18 @@ class BackgroundProducer:
         self.error: BaseException | None = None
         self._args = (bootstrap, topic, config, rate)
         self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
+        self._stop = threading.Event()
 
     def start(self) -> None:
         self._thread.start()
 
     def done(self) -> bool:
         return not self._thread.is_alive()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """End the stream early (at the next progress report) and wait for the thread."""
+        self._stop.set()
+        self._thread.join(timeout_s)
 
     def join(self, timeout_s: float) -> ProduceReport:
         self._thread.join(timeout_s)
@@ -246,6 +252,8 @@ class BackgroundProducer:
 
         def progress(done: int, _total: int) -> None:
             self.produced = done
+            if self._stop.is_set():
+                raise _ProducerStopped
 
         try:
             self.report = produce(
@@ -257,8 +265,14 @@ class BackgroundProducer:
                 chunk_size=16_384,
                 on_progress=progress,
             )
+        except _ProducerStopped:
+            pass
         except BaseException as error:  # surfaced by join
             self.error = error
+
+
+class _ProducerStopped(Exception):
+    """Raised inside `produce`'s progress callback to end a stream early."""
 
 
 def _oracle_job(

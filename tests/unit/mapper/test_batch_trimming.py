@@ -30,7 +30,9 @@ def test_paused_time_is_handed_to_exactly_one_apply() -> None:
     metrics.add_paused("t", 200)
     assert metrics.take_unflushed_paused("t") == {"paused_ms": 500}
     assert metrics.take_unflushed_paused("t") == {}
-    metrics.record_write("t", WriteOutcome(applied=True, records_in=10, bad=1, late=2, datasets=3))
+    metrics.record_write(
+        "t", WriteOutcome(applied=True, records_in=10, bad=1, late=2, datasets=3), seconds=0.01
+    )
     snapshot = metrics.snapshot()["t"]
     assert snapshot["paused_ms"] == 500 and snapshot["records_in"] == 10
     assert snapshot["batches"] == 1 and snapshot["datasets"] == 3

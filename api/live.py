@@ -1,0 +1,135 @@
+"""Live figures of tasks and the cluster, as `GET /tasks/{id}`, `GET /cluster`, the dashboard
+and `mars top` show them.
+
+Everything is read from where the processes publish it: the exact counters and the reducers'
+figures from Redis, the mappers' status and the reducers' membership from ZooKeeper. Rates and
+sparklines need history, so a `CounterSampler` thread reads every task's counters once a
+second and keeps the last two minutes (per API process: two API processes sample on their own).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+
+import redis
+from kazoo.exceptions import KazooException
+
+from api.schemas import CounterSample, TaskLive, UnitLive
+from mars.store import SeqStore
+
+log = logging.getLogger(__name__)
+
+SAMPLE_INTERVAL_S = 1.0
+SAMPLES_KEPT = 120
+RATE_WINDOW_S = 10.0
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class CounterSampler:
+    """Every second, each task's records in / accepted / late / bad, kept for two minutes."""
+
+    def __init__(self, store: SeqStore, task_ids: Callable[[], Iterable[str]]) -> None:
+        self._store = store
+        self._task_ids = task_ids
+        self._samples: dict[str, deque[CounterSample]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="counter-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def sample_once(self) -> None:
+        try:
+            tasks = set(self._task_ids())
+            readings = {task: self._store.counters.read(task) for task in tasks}
+        except (redis.RedisError, KazooException) as exc:
+            log.debug("no counter sample: %s", exc)
+            return
+        at = now_ms()
+        with self._lock:
+            for task in list(self._samples):
+                if task not in tasks:
+                    del self._samples[task]
+            for task, counters in readings.items():
+                self._samples.setdefault(task, deque(maxlen=SAMPLES_KEPT)).append(
+                    CounterSample(
+                        t_ms=at,
+                        records_in=counters.get("records_in", 0),
+                        accepted=counters.get("accepted", 0),
+                        late=counters.get("late", 0) + counters.get("late_reducer", 0),
+                        bad=counters.get("bad", 0),
+                    )
+                )
+
+    def history(self, task: str) -> list[CounterSample]:
+        with self._lock:
+            return list(self._samples.get(task, ()))
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_INTERVAL_S):
+            self.sample_once()
+
+
+def input_rate(history: list[CounterSample]) -> float | None:
+    """Records in per second over the last `RATE_WINDOW_S` of samples (None: too few)."""
+    if len(history) < 2:
+        return None
+    last = history[-1]
+    first = next(s for s in history if last.t_ms - s.t_ms <= RATE_WINDOW_S * 1000)
+    if first is last:
+        first = history[-2]
+    return round((last.records_in - first.records_in) * 1000 / (last.t_ms - first.t_ms), 1)
+
+
+def task_live(store: SeqStore, sampler: CounterSampler, task: str, *, buckets: int) -> TaskLive:
+    """The task's live figures: rates from the sampler, the rest read now."""
+    now = now_ms()
+    units = [
+        UnitLive(
+            bucket=bucket,
+            owner=figures.get("owner") or None,
+            watermark=_int(figures.get("watermark")),
+            watermark_lag_ms=_int(figures.get("watermark_lag_ms")),
+            merge_rate=_float(figures.get("merge_rate")),
+            commit_latency_ms=_float(figures.get("commit_latency_ms")),
+            result_latency_ms=_int(figures.get("result_latency_ms")),
+            windows_emitted=_int(figures.get("windows_emitted")) or 0,
+            results_emitted=_int(figures.get("results_emitted")) or 0,
+            updated_ms=_int(figures.get("updated_ms")),
+        )
+        for bucket, figures in store.reducer_stats.units(task).items()
+    ]
+    marks = [unit.watermark for unit in units]
+    watermark = None if not marks or None in marks else min(m for m in marks if m is not None)
+    latencies = [unit.result_latency_ms for unit in units if unit.result_latency_ms is not None]
+    history = sampler.history(task)
+    return TaskLive(
+        input_rate=input_rate(history),
+        history=history,
+        watermark=watermark,
+        watermark_lag_ms=None if watermark is None else now - watermark,
+        backlog_datasets=store.backlog(task, buckets=buckets).unmerged,
+        result_latency_ms=max(latencies) if latencies else None,
+        units=units,
+        measured_ms=now,
+    )
+
+
+def _int(text: str | None) -> int | None:
+    return int(float(text)) if text else None
+
+
+def _float(text: str | None) -> float | None:
+    return float(text) if text else None

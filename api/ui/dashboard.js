@@ -1,0 +1,263 @@
+// The Mars dashboard: polls the REST API once a second and renders tasks, the cluster and the
+// selected task's latest results. No build step, no dependencies; every value from the API is
+// set as text (never as HTML). Mutating calls send the token from the header field (kept in
+// this browser's localStorage), exactly as any API client does.
+"use strict";
+
+const POLL_MS = 1000;
+const RESULTS_SHOWN = 20;
+const state = { selected: null, tasks: new Map() };
+
+// -- small helpers ---------------------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value);
+  }
+  for (const child of children) {
+    node.append(child instanceof Node ? child : document.createTextNode(String(child ?? "")));
+  }
+  return node;
+}
+
+const number = (n) => (n == null ? "–" : Math.round(n).toLocaleString("en-US"));
+
+function duration(ms) {
+  if (ms == null) return "–";
+  const s = ms / 1000;
+  if (Math.abs(s) < 10) return `${s.toFixed(1)} s`;
+  if (Math.abs(s) < 600) return `${Math.round(s)} s`;
+  return `${(s / 60).toFixed(1)} min`;
+}
+
+function bytes(n) {
+  if (n == null) return "–";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+  return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, options);
+  const body = response.status === 204 ? null : await response.json();
+  if (!response.ok) {
+    const error = new Error(body?.error?.message ?? `HTTP ${response.status}`);
+    error.detail = body?.error ?? {};
+    throw error;
+  }
+  return body;
+}
+
+function mutate(path, method, payload) {
+  const headers = { Authorization: `Bearer ${document.getElementById("token").value}` };
+  if (payload !== undefined) headers["Content-Type"] = "application/json";
+  return api(path, {
+    method, headers, body: payload === undefined ? undefined : JSON.stringify(payload),
+  });
+}
+
+// Records in per second between consecutive samples, drawn as a polyline.
+function sparkline(history) {
+  const width = 120, height = 24;
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("class", "spark");
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  const rates = [];
+  for (let i = 1; i < history.length; i += 1) {
+    const dt = (history[i].t_ms - history[i - 1].t_ms) / 1000;
+    rates.push(dt > 0 ? (history[i].records_in - history[i - 1].records_in) / dt : 0);
+  }
+  if (rates.length > 1) {
+    const top = Math.max(...rates, 1);
+    const points = rates.map((r, i) =>
+      `${(i * width / (rates.length - 1)).toFixed(1)},${(height - 2 - r / top * (height - 4)).toFixed(1)}`);
+    const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+    line.setAttribute("points", points.join(" "));
+    svg.append(line);
+  }
+  return svg;
+}
+
+// -- tasks -----------------------------------------------------------------------------------
+
+function taskActions(task) {
+  const act = (label, run) => el("button", {
+    type: "button", "data-action": label,
+    onclick: async (event) => {
+      event.stopPropagation();
+      const box = document.getElementById("action-error");
+      try { await run(); box.hidden = true; } catch (error) {
+        box.textContent = `${label} ${task.id}: ${error.message}`;
+        box.hidden = false;
+      }
+      refresh();
+    },
+  }, label);
+  const path = `/tasks/${encodeURIComponent(task.id)}`;
+  const toggle = task.status === "PAUSED"
+    ? act("resume", () => mutate(`${path}/resume`, "POST"))
+    : act("pause", () => mutate(`${path}/pause`, "POST"));
+  const remove = act("delete", () => {
+    if (!confirm(`Delete task ${task.id}? Its Redis state goes; its topics stay.`)) {
+      return Promise.resolve();
+    }
+    return mutate(path, "DELETE");
+  });
+  return el("td", { class: "actions" }, toggle, remove);
+}
+
+function taskRow(task) {
+  const stats = task.stats ?? {};
+  const live = task.live ?? {};
+  const late = (stats.late ?? 0) + (stats.counters?.late_reducer ?? 0);
+  const row = el("tr", { "data-task": task.id, onclick: () => select(task.id) },
+    el("td", {}, task.id),
+    el("td", {}, el("span", { class: `badge ${task.status}` }, task.status)),
+    el("td", { class: "sql", title: task.spec.sql }, task.spec.sql),
+    el("td", {}, sparkline(live.history ?? []), " ",
+      el("span", { class: "rate" }, live.input_rate == null ? "–" : `${number(live.input_rate)}/s`)),
+    el("td", { class: "num records-in" }, number(stats.records_in)),
+    el("td", { class: "num accepted" }, number(stats.accepted)),
+    el("td", { class: "num late" }, number(late)),
+    el("td", { class: "num bad" }, number(stats.bad)),
+    el("td", { class: "num watermark-lag" }, duration(live.watermark_lag_ms)),
+    el("td", { class: "num backlog" }, number(live.backlog_datasets)),
+    el("td", { class: "num result-latency" }, duration(live.result_latency_ms)),
+    taskActions(task));
+  if (task.id === state.selected) row.classList.add("selected");
+  return row;
+}
+
+async function refreshTasks() {
+  const { tasks } = await api("/tasks");
+  const detailed = await Promise.all(tasks.map((t) =>
+    api(`/tasks/${encodeURIComponent(t.id)}`).catch(() => t)));  // deleted meanwhile
+  state.tasks = new Map(detailed.map((t) => [t.id, t]));
+  document.querySelector("#tasks tbody").replaceChildren(...detailed.map(taskRow));
+  document.getElementById("no-tasks").hidden = detailed.length > 0;
+  if (state.selected && !state.tasks.has(state.selected)) select(null);
+}
+
+// -- results of the selected task ------------------------------------------------------------
+
+function select(taskId) {
+  state.selected = taskId;
+  document.getElementById("results-panel").hidden = taskId == null;
+  document.getElementById("results-task").textContent = taskId ?? "";
+  for (const row of document.querySelectorAll("#tasks tbody tr")) {
+    row.classList.toggle("selected", row.dataset.task === taskId);
+  }
+  refreshResults();
+}
+
+async function refreshResults() {
+  const taskId = state.selected;
+  if (taskId == null) return;
+  const { results } = await api(
+    `/tasks/${encodeURIComponent(taskId)}/results?limit=${RESULTS_SHOWN}`);
+  if (taskId !== state.selected) return;
+  const columns = [...new Set(results.flatMap((row) => Object.keys(row)))];
+  const table = document.getElementById("results");
+  table.tHead.replaceChildren(el("tr", {}, ...columns.map((c) => el("th", {}, c))));
+  table.tBodies[0].replaceChildren(...results.map((row) => el("tr", {},
+    ...columns.map((c) => el("td", {}, typeof row[c] === "object" ? JSON.stringify(row[c]) : row[c])))));
+}
+
+// -- cluster ---------------------------------------------------------------------------------
+
+function metricsLink(address) {
+  return address ? el("a", { href: `http://${address}/metrics` }, address) : "–";
+}
+
+function partitionList(partitions) {
+  if (!partitions?.length) return "none";
+  const items = partitions.map((p) => el("span", { class: p.paused ? "paused" : "" },
+    `${p.topic}[${p.partition}] ${p.lag == null ? "?" : number(p.lag)}${p.paused ? " paused" : ""}`));
+  return el("span", {}, ...items.flatMap((item, i) => (i ? [", ", item] : [item])));
+}
+
+async function refreshCluster() {
+  const cluster = await api("/cluster");
+  const reducers = Object.entries(cluster.members).map(([id, m]) => el("tr", { "data-member": id },
+    el("td", {}, id, " ", id === cluster.leader ? el("span", { class: "badge leader" }, "leader") : ""),
+    el("td", { class: "num" }, number(m.owned_units?.length ?? m.units)),
+    el("td", { class: "num" }, number(m.merge_rate)),
+    el("td", {}, metricsLink(m.metrics))));
+  document.querySelector("#reducers tbody").replaceChildren(...reducers);
+  const mappers = Object.entries(cluster.mappers).map(([id, m]) => el("tr", { "data-member": id },
+    el("td", {}, id), el("td", {}, partitionList(m.partitions)), el("td", {}, metricsLink(m.metrics))));
+  document.querySelector("#mappers tbody").replaceChildren(...mappers);
+  document.getElementById("redis-memory").textContent = bytes(cluster.redis_used_memory_bytes);
+  document.getElementById("generation").textContent = cluster.assignment?.generation ?? "–";
+}
+
+// -- register --------------------------------------------------------------------------------
+
+// The SQL with a caret under the reported line and column.
+function showSqlError(sql, detail) {
+  const box = document.getElementById("sql-error");
+  box.querySelector(".message").textContent = detail.line == null
+    ? detail.message ?? "error"
+    : `line ${detail.line}, column ${detail.column}: ${detail.message}`;
+  const where = box.querySelector(".where");
+  if (detail.line != null && detail.column != null) {
+    const line = sql.split("\n")[detail.line - 1] ?? "";
+    where.textContent = `${line}\n${" ".repeat(Math.max(0, detail.column - 1))}^`;
+    where.hidden = false;
+  } else {
+    where.hidden = true;
+  }
+  box.hidden = false;
+}
+
+async function register(event) {
+  event.preventDefault();
+  const sql = document.getElementById("sql").value;
+  const id = document.getElementById("task-id").value.trim();
+  const optionsText = document.getElementById("options").value.trim();
+  const ok = document.getElementById("register-ok");
+  ok.hidden = true;
+  document.getElementById("sql-error").hidden = true;
+  const payload = { sql };
+  if (id) payload.id = id;
+  try {
+    if (optionsText) payload.options = JSON.parse(optionsText);
+  } catch (error) {
+    showSqlError(sql, { message: `options are not JSON: ${error.message}` });
+    return;
+  }
+  try {
+    const task = await mutate("/tasks", "POST", payload);
+    ok.textContent = `Registered ${task.id}.`;
+    ok.hidden = false;
+    refresh();
+  } catch (error) {
+    showSqlError(sql, error.detail?.message ? error.detail : { message: error.message });
+  }
+}
+
+// -- the loop --------------------------------------------------------------------------------
+
+async function refresh() {
+  const health = document.getElementById("health");
+  try {
+    await Promise.all([refreshTasks(), refreshCluster(), refreshResults()]);
+    health.textContent = "live";
+    health.className = "badge ok";
+  } catch (error) {
+    health.textContent = `API unreachable: ${error.message}`;
+    health.className = "badge down";
+  }
+}
+
+const token = document.getElementById("token");
+token.value = localStorage.getItem("mars-token") ?? "";
+token.addEventListener("change", () => localStorage.setItem("mars-token", token.value));
+document.getElementById("register-form").addEventListener("submit", register);
+refresh();
+setInterval(refresh, POLL_MS);

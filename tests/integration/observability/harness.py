@@ -1,0 +1,144 @@
+"""A pipeline to watch: `mars mapper`, `mars reducer` and `mars api` processes started by the
+local launcher (so each serves `/metrics` where `mars local status` says), a source topic, and
+helpers to scrape and sum Prometheus metrics and to read the API."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+from mars.gen import GeneratorConfig
+from mars.local import LocalCluster
+from mars.local.process import free_port
+from mars.local.roles import start_role
+from tests.integration.pipeline import BackgroundProducer, PipelineProcesses
+
+Labels = frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Scrape:
+    """One parsed `/metrics` text: sample name -> labels -> value."""
+
+    samples: Mapping[str, Mapping[Labels, float]]
+
+    @classmethod
+    def parse(cls, text: str) -> Scrape:
+        """Parse with `prometheus_client.parser` (a malformed text raises)."""
+        samples: dict[str, dict[Labels, float]] = defaultdict(dict)
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                samples[sample.name][frozenset(sample.labels.items())] = sample.value
+        return cls(samples)
+
+    def total(self, name: str, **labels: str) -> float:
+        """The sum of `name` over the samples carrying `labels`."""
+        wanted = set(labels.items())
+        return sum(v for key, v in self.samples.get(name, {}).items() if wanted <= key)
+
+    def values(self, name: str) -> dict[Labels, float]:
+        return dict(self.samples.get(name, {}))
+
+
+def scrape(address: str) -> Scrape:
+    response = httpx.get(f"http://{address}/metrics", timeout=10)
+    response.raise_for_status()
+    assert response.headers["content-type"].startswith("text/plain")
+    return Scrape.parse(response.text)
+
+
+def total(scrapes: list[Scrape], name: str, **labels: str) -> float:
+    return sum(s.total(name, **labels) for s in scrapes)
+
+
+@dataclass
+class WatchedPipeline:
+    """Mappers, reducers and one API of one ZooKeeper root and consumer group."""
+
+    cluster: LocalCluster
+    procs: PipelineProcesses
+    api_url: str
+    token: str
+    topics: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(
+        cls, cluster: LocalCluster, *, name: str, token: str, env: Mapping[str, str]
+    ) -> WatchedPipeline:
+        procs = PipelineProcesses(
+            cluster=cluster,
+            name=name,
+            env={
+                "MARS_ZOOKEEPER__ROOT": f"/{name}",
+                "MARS_MAPPER__GROUP_ID": f"mappers-{name}",
+                **env,
+            },
+        )
+        port = free_port()
+        api_name = f"{name}-api-0"
+        procs.handles[api_name] = start_role(
+            cluster, "api", name=api_name, extra_env=dict(procs.env), api_port=port
+        )
+        return cls(cluster=cluster, procs=procs, api_url=f"http://127.0.0.1:{port}", token=token)
+
+    @property
+    def bootstrap(self) -> str:
+        assert self.cluster.state is not None
+        return self.cluster.state.kafka_bootstrap
+
+    def get(self, path: str) -> Any:
+        response = httpx.get(self.api_url + path, timeout=30)
+        response.raise_for_status()
+        return response.json()
+
+    def register(self, sql: str, *, task_id: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        response = httpx.post(
+            self.api_url + "/tasks",
+            json={"sql": sql, "id": task_id, "options": dict(options)},
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=60,
+        )
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+    def targets(self) -> dict[str, list[str]]:
+        """Role -> the `/metrics` addresses `GET /metrics/targets` lists."""
+        by_role: dict[str, list[str]] = defaultdict(list)
+        for entry in self.get("/metrics/targets"):
+            by_role[entry["labels"]["role"]].extend(entry["targets"])
+        return dict(by_role)
+
+    def logs(self) -> str:
+        return self.procs.logs(40)
+
+    def stop(self) -> None:
+        self.procs.stop_all()
+
+
+def make_topic(admin: AdminClient, name: str, *, partitions: int) -> str:
+    admin.create_topics([NewTopic(name, num_partitions=partitions)])[name].result(timeout=30)
+    deadline = time.monotonic() + 30
+    while name not in admin.list_topics(timeout=30).topics:
+        assert time.monotonic() < deadline, f"topic {name} not listed 30 s after creation"
+        time.sleep(0.1)
+    return name
+
+
+def live_producer(
+    bootstrap: str, topic: str, *, start_s: int, rate: float, seconds: int, **config: Any
+) -> BackgroundProducer:
+    """Records whose event times follow the wall clock from `start_s` (now), at `rate` per
+    second for `seconds`."""
+    generated = GeneratorConfig(
+        count=int(rate * seconds), start_s=start_s, span_s=seconds, **config
+    )
+    producer = BackgroundProducer(bootstrap=bootstrap, topic=topic, config=generated, rate=rate)
+    producer.start()
+    return producer
