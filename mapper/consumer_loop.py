@@ -4,7 +4,8 @@ Everything Kafka and Redis happens on the thread that calls `run` (rebalance cal
 inside `consume`, between batches), so no batch is ever half processed when partitions move.
 Per iteration: apply task changes from the registry, keep the subscription equal to the
 existing source topics of the RUNNING tasks, check backpressure (every 0.5 s), heartbeat (with
-a fresh broker answer per owned partition: `mapper.caught_up`), then `consume` up to
+a fresh broker answer per owned partition: `mapper.caught_up`, which also gives the consumer
+lag for the metrics and the status in ZooKeeper), then `consume` up to
 `batch_size` records and hand each task its share
 (`TaskBatchWriter.write`: one Redis round trip per task). Kafka offsets are committed after
 Redis answered for every task of the batch.
@@ -127,16 +128,7 @@ class MapperLoop:
         if self._gate.due(now):
             self._check_pressure(now)
         if self._liveness.due(now):
-            owned = {(t, p) for t, ps in self._assignment.owned.items() for p in ps}
-            ends = self._end_offsets.ends(owned)  # None: no broker answered
-            self._liveness.report(
-                now_ms=now,
-                tasks=self._router.tasks.values(),
-                partition_counts=self._partition_counts,
-                owned=self._assignment.owned_view(),
-                caught_up_since=self._caught_up_since(owned, ends or {}, now),
-            )
-            self._report_status(owned, ends or {}, now)
+            self._heartbeat(now)
         self.metrics.log_if_due(now)
         messages = self._consumer.consume(
             num_messages=self._mapper.batch_size, timeout=self._mapper.batch_timeout_ms / 1000
@@ -314,33 +306,46 @@ class MapperLoop:
         ]
         self._assignment.set_paused(wanted)
 
+    def _heartbeat(self, now: int) -> None:
+        """One broker answer for every owned partition's end, then: the idle heartbeats to
+        Redis, the lag to the metrics and the status to ZooKeeper."""
+        owned = {(t, p) for t, partitions in self._assignment.owned.items() for p in partitions}
+        ends = self._end_offsets.ends(owned) or {}  # None: no broker answered
+        positions = {key: self._read_position(key) for key in sorted(owned)}
+        self._liveness.report(
+            now_ms=now,
+            tasks=self._router.tasks.values(),
+            partition_counts=self._partition_counts,
+            owned=self._assignment.owned_view(),
+            caught_up_since=self._caught_up_since(positions, ends, now),
+        )
+        self._report_status(positions, ends, now)
+
     def _caught_up_since(
-        self, owned: set[PartitionKey], ends: Mapping[PartitionKey, int], now: int
+        self, positions: Mapping[PartitionKey, int], ends: Mapping[PartitionKey, int], now: int
     ) -> dict[PartitionKey, int | None]:
         """Since when each owned partition is caught up by this round's broker answer (None:
         it is not, or no broker answered). See `mapper.caught_up`."""
-        self._caught_up.forget(owned)
-        readable = {
-            key
-            for key in owned
-            if key not in self._assignment.paused and not self._assignment.seeking(*key)
-        }
+        self._caught_up.forget(set(positions))
         return {
             key: self._caught_up.confirmed(
                 key,
-                caught_up=key in readable and key in ends and self._read_position(key) >= ends[key],
+                caught_up=key in ends
+                and position >= ends[key]
+                and key not in self._assignment.paused
+                and not self._assignment.seeking(*key),
                 now_ms=now,
             )
-            for key in sorted(owned)
+            for key, position in positions.items()
         }
 
     def _report_status(
-        self, owned: set[PartitionKey], ends: Mapping[PartitionKey, int], now: int
+        self, positions: Mapping[PartitionKey, int], ends: Mapping[PartitionKey, int], now: int
     ) -> None:
         """Lag and pauses to the metrics, and the whole status to ZooKeeper."""
         partitions = []
-        for key in sorted(owned):
-            position, end = self._read_position(key), ends.get(key)
+        for key, position in positions.items():
+            end = ends.get(key)
             lag = None if end is None or position < 0 else max(0, end - position)
             partitions.append(
                 PartitionStatus(

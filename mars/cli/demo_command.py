@@ -22,7 +22,7 @@ from mars.config import Settings, load_settings
 from mars.gen import GeneratorConfig
 from mars.gen.produce import ensure_source_topic, produce
 from mars.local import LocalCluster
-from mars.local.roles import start_role
+from mars.local.roles import process_url, start_role
 
 PAPER_TASK_ID = "paper"
 PAPER_SQL = (
@@ -56,7 +56,11 @@ def _demo(args: argparse.Namespace) -> int:
     assert cluster.state is not None
     settings = load_settings(**cluster.state.settings_overrides())
     for row in cluster.status()["processes"]:
-        print(f"  {row['name']:<10} pid {row['pid']:<7} {row['address'] or ''}")
+        print(f"  {row['name']:<10} pid {row['pid']:<7} {process_url(row['role'], row['address'])}")
+    print(
+        f"\nwatch it: the dashboard at http://{settings.api.host}:{settings.api.port}/ui, "
+        "or `.venv/bin/mars top`"
+    )
 
     ensure_source_topic(settings.kafka.bootstrap_servers, SOURCE_TOPIC, 4)
     spec = _register_paper_task(settings)

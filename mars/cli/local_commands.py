@@ -9,7 +9,7 @@ from typing import Any
 
 from mars.config import load_settings
 from mars.local import LocalCluster, ServiceError
-from mars.local.roles import start_role
+from mars.local.roles import process_url, start_role
 
 
 def register(subparsers: Any) -> None:
@@ -53,7 +53,7 @@ def _up(args: argparse.Namespace) -> int:
     print(f"redis      {state.redis_url}")
     for process in state.processes:
         if process.role in ("mapper", "reducer", "api"):
-            address = _shown_address(process.role, process.address)
+            address = process_url(process.role, process.address)
             print(f"{process.name:<10} pid {process.pid} {address}")
     print(f"run folder {state.run_dir}   (stop with `mars local down`)")
     return 0
@@ -73,18 +73,6 @@ def _status(args: argparse.Namespace) -> int:
         print(f"run folder {status['run_dir']}: {'UP' if status['up'] else 'DOWN'}")
         for row in status["processes"]:
             health = "healthy" if row["healthy"] else ("running" if row["running"] else "stopped")
-            address = _shown_address(row["role"], row["address"])
+            address = process_url(row["role"], row["address"])
             print(f"  {row['name']:<12} pid {row['pid']:<8} {address:<36} {health}")
     return 0 if status["up"] else 1
-
-
-def _shown_address(role: str, address: str | None) -> str:
-    """Where to reach a process: a mapper's or reducer's address is its Prometheus /metrics;
-    the API serves the dashboard at /ui."""
-    if address is None:
-        return ""
-    if role in ("mapper", "reducer"):
-        return f"http://{address}/metrics"
-    if role == "api":
-        return f"http://{address}/ui"
-    return address

@@ -71,3 +71,15 @@ def _next_name(state: ClusterState, role: str) -> str:
     while f"{role}-{index}" in taken:
         index += 1
     return f"{role}-{index}"
+
+
+def process_url(role: str, address: str | None) -> str:
+    """Where to reach a process, for people: a mapper's or reducer's address is its Prometheus
+    `/metrics`; the API serves the dashboard at `/ui`; a server's address as it is."""
+    if address is None:
+        return ""
+    if role in ("mapper", "reducer"):
+        return f"http://{address}/metrics"
+    if role == "api":
+        return f"http://{address}/ui"
+    return address

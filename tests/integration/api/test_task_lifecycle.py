@@ -220,8 +220,24 @@ def test_cluster_health_and_docs(
     cluster = http.get("/cluster")
     assert cluster.status_code == 200
     body = cluster.json()
-    assert set(body) == {"leader", "members", "assignment", "mappers"}
+    assert set(body) == {
+        "leader",
+        "members",
+        "assignment",
+        "mappers",
+        "redis_used_memory_bytes",
+        "measured_ms",
+    }
     assert body["mappers"][f"mapper-{unique_name}"] == {"host": "h1", "pid": 42}
+    assert body["redis_used_memory_bytes"] > 0
     assert http.get("/docs").status_code == 200
     paths = http.get("/openapi.json").json()["paths"]
-    assert {"/tasks", "/tasks/{task_id}", "/cluster", "/healthz"} <= set(paths)
+    assert {
+        "/tasks",
+        "/tasks/{task_id}",
+        "/cluster",
+        "/healthz",
+        "/metrics",
+        "/metrics/targets",
+    } <= set(paths)
+    assert http.get("/ui", follow_redirects=True).text.startswith("<!doctype html>")
