@@ -105,6 +105,20 @@ class MarsApiClient:
         rows: list[dict[str, Any]] = answer["results"]
         return rows
 
+    def current_windows(
+        self,
+        task_id: str,
+        *,
+        groups: dict[str, str] | None = None,
+        window_start: int | None = None,
+    ) -> dict[str, Any]:
+        """`GET /tasks/{id}/windows`: current values of open windows (pull query)."""
+        params: dict[str, Any] = {f"group.{k}": v for k, v in (groups or {}).items()}
+        if window_start is not None:
+            params["window_start"] = window_start
+        answer: dict[str, Any] = self._call("GET", f"/tasks/{task_id}/windows", params=params)
+        return answer
+
     def cluster(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/cluster")
         return result

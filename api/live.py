@@ -20,6 +20,7 @@ from kazoo.exceptions import KazooException
 
 from api.schemas import CounterSample, TaskLive, UnitLive
 from mars.store import SeqStore
+from mars.store.reducer_stats import figure_float, figure_int
 
 log = logging.getLogger(__name__)
 
@@ -100,14 +101,14 @@ def task_live(store: SeqStore, sampler: CounterSampler, task: str, *, buckets: i
         UnitLive(
             bucket=bucket,
             owner=figures.get("owner") or None,
-            watermark=_int(figures.get("watermark")),
-            watermark_lag_ms=_int(figures.get("watermark_lag_ms")),
-            merge_rate=_float(figures.get("merge_rate")),
-            commit_latency_ms=_float(figures.get("commit_latency_ms")),
-            result_latency_ms=_int(figures.get("result_latency_ms")),
-            windows_emitted=_int(figures.get("windows_emitted")) or 0,
-            results_emitted=_int(figures.get("results_emitted")) or 0,
-            updated_ms=_int(figures.get("updated_ms")),
+            watermark=figure_int(figures, "watermark"),
+            watermark_lag_ms=figure_int(figures, "watermark_lag_ms"),
+            merge_rate=figure_float(figures, "merge_rate"),
+            commit_latency_ms=figure_float(figures, "commit_latency_ms"),
+            result_latency_ms=figure_int(figures, "result_latency_ms"),
+            windows_emitted=figure_int(figures, "windows_emitted") or 0,
+            results_emitted=figure_int(figures, "results_emitted") or 0,
+            updated_ms=figure_int(figures, "updated_ms"),
         )
         for bucket, figures in store.reducer_stats.units(task).items()
     ]
@@ -125,11 +126,3 @@ def task_live(store: SeqStore, sampler: CounterSampler, task: str, *, buckets: i
         units=units,
         measured_ms=now,
     )
-
-
-def _int(text: str | None) -> int | None:
-    return int(float(text)) if text else None
-
-
-def _float(text: str | None) -> float | None:
-    return float(text) if text else None

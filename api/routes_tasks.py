@@ -1,4 +1,5 @@
-"""`/tasks`: register, list, show, pause, resume and delete tasks; their latest results."""
+"""`/tasks`: register, list, show, pause, resume and delete tasks; their latest results and the
+current values of their open windows (pull queries)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import logging
 from dataclasses import replace
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from api.auth import require_token
 from api.errors import ApiError
-from api.live import task_live
+from api.live import now_ms, task_live
+from api.pull_queries import PullQueryError, current_windows
 from api.schemas import (
     ErrorResponse,
     LastWindow,
@@ -20,6 +22,7 @@ from api.schemas import (
     TaskResults,
     TaskStats,
     TaskTopics,
+    TaskWindows,
 )
 from api.services import ApiServices, get_services
 from api.task_ids import generate_task_id, is_task_id
@@ -182,6 +185,42 @@ def delete_task(
     if delete_topics:
         services.topics.delete_for(record.spec)
     return Response(status_code=204)
+
+
+@router.get("/{task_id}/windows", response_model=TaskWindows)
+def task_windows(
+    task_id: str,
+    request: Request,
+    services: Services,
+    window_start: Annotated[int | None, Query(description="only this window (epoch ms)")] = None,
+) -> TaskWindows:
+    """Pull query: the current aggregates of the task's open windows, from the checkpoints the
+    reducers keep, then the final rows still kept. Filter groups with `group.<column>=<value>`
+    (e.g. `?group.type=dns`); the answer says how old the values may be (`as_of_ms`)."""
+    record = _record(services, task_id)
+    groups = {
+        name.removeprefix("group."): value
+        for name, value in request.query_params.items()
+        if name.startswith("group.")
+    }
+    try:
+        current = current_windows(
+            services.seq_store, record.spec, groups=groups, window_start=window_start
+        )
+    except PullQueryError as exc:
+        raise ApiError(422, str(exc)) from exc
+    measured = now_ms()
+    return TaskWindows(
+        task=task_id,
+        rows=current.rows,
+        watermark=current.watermark,
+        as_of_ms=current.as_of_ms,
+        staleness_ms=None if current.as_of_ms is None else measured - current.as_of_ms,
+        backlog_datasets=services.seq_store.backlog(
+            task_id, buckets=record.spec.options.buckets
+        ).unmerged,
+        measured_ms=measured,
+    )
 
 
 @router.get("/{task_id}/results", response_model=TaskResults)

@@ -124,6 +124,23 @@ class TaskResults(BaseModel):
     results: list[dict[str, Any]] = Field(description="latest emitted rows, newest first")
 
 
+class TaskWindows(BaseModel):
+    """`GET /tasks/{id}/windows`: current values of open windows and the final rows kept."""
+
+    task: str
+    rows: list[dict[str, Any]] = Field(
+        description="open windows' current rows (`final`: false), then final rows still kept"
+    )
+    watermark: int | None = Field(description="min over the units' closed watermarks")
+    as_of_ms: int | None = Field(
+        description="the open windows' values hold every data set the reducers had merged at "
+        "this time (None: a unit has no checkpoint yet)"
+    )
+    staleness_ms: int | None = Field(description="measured_ms minus as_of_ms")
+    backlog_datasets: int = Field(description="data sets written that no reducer merged yet")
+    measured_ms: int
+
+
 class ClusterState(BaseModel):
     leader: str | None
     members: dict[str, Any] = Field(

@@ -11,10 +11,12 @@ One `step` (`_read`, `_watermark`, then `_commit` if anything is to be committed
 4. close windows with `end + grace <= watermark`;
 5. every `checkpoint_interval_ms`, if open windows hold contributions merged since the last
    checkpoint: write the open windows to a new checkpoint in Redis (rseq := merged + 1);
-6. if something closed, arrived late, was checkpointed, or rseq can move: ONE Kafka transaction
-   with the result records, the late records and the progress record (which names the
-   checkpoint); then release data sets below rseq in Redis (GC), drop older checkpoints, push
-   the rows to the REST list and publish metrics.
+6. if something closed, arrived late, was checkpointed, rseq can move, or (EMIT CHANGES) groups
+   changed and the last updates are `emit_interval` old: ONE Kafka transaction with the result
+   records, the update records (current values of changed groups, final values of closed
+   windows), the late records and the progress record (which names the checkpoint); then
+   release data sets below rseq in Redis (GC), drop older checkpoints, push the rows to the
+   REST list and publish metrics (with the committed checkpoint, which pull queries read).
 
 `recover` (on start and after any failure) opens an `OwnerSession`: init_transactions (fences
 a zombie, aborts its open transaction), read the unit's committed progress, load the checkpoint
@@ -30,20 +32,21 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from mars.aggregates import aggregates_for, wire_name
 from mars.config import ReducerSettings
 from mars.engine.dataset import OpenWindows, decode_dataset, encode_dataset
+from mars.engine.finalize import result_spec
 from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, watermark_of
 from mars.store.watermark import watermark_held_by_backfills
 from mars.tasks.spec import TaskSpec
 from mars.windows import WindowAssigner
 from reducer.metrics import CommitFigures, ReducerMetrics, UnitGauges
-from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState
+from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, WindowGroups
 from reducer.output import FencedError, OutputError, OutRecord
 from reducer.progress import COUNTER_NAMES, CheckpointRef, Progress, progress_key
-from reducer.results import late_record, result_record, result_spec, rows_of
+from reducer.results import late_record, result_record, rows_of, update_record
 from reducer.topics import partition_for
 
 log = logging.getLogger(__name__)
@@ -96,6 +99,8 @@ class OwnerSession:
     state: OpenWindowState
     committed: Progress
     last_checkpoint_ms: int
+    last_updates_ms: int = 0
+    checkpoint_written_ms: int | None = None  # by this session (None: loaded at recovery)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,6 +177,7 @@ class UnitOwner:
                 replayed_through=progress.merged,
                 closed_watermark=progress.closed_watermark,
                 checkpoint=self._load_checkpoint(progress.checkpoint),
+                track_changes=self.spec.updates_topic is not None,
             )
         except BaseException:
             output.close()
@@ -250,15 +256,19 @@ class UnitOwner:
         outcome.closed = session.state.close(outcome.watermark)
         self._note_merges(outcome.merged)
         checkpoint = self._checkpoint_due(session, now)
+        updates = self._updates_due(session, now)
         if (
             outcome.closed
             or outcome.late
             or checkpoint
+            or updates
             or session.state.rseqs() != dict(session.committed.rseqs)
         ):
             if (stop is not None and stop.is_set()) or not self._wiring.may_emit():
                 raise OutputError("not the owner any more; not emitting")
-            self._commit(session, outcome, read.unit.snapshots, now, checkpoint=checkpoint)
+            self._commit(
+                session, outcome, read.unit.snapshots, now, checkpoint=checkpoint, updates=updates
+            )
             outcome.committed = True
         self._publish(now, force=outcome.committed)
         return outcome
@@ -303,6 +313,15 @@ class UnitOwner:
             return None
         return watermark_held_by_backfills(min(known), backfill_holds=unit.backfill_holds)
 
+    def _updates_due(self, session: OwnerSession, now: int) -> bool:
+        """EMIT CHANGES: some group changed, and the last updates are an interval old."""
+        interval = self.spec.options.emit_interval_ms
+        return (
+            interval is not None
+            and session.state.has_changes
+            and now - session.last_updates_ms >= interval
+        )
+
     def _checkpoint_due(self, session: OwnerSession, now: int) -> bool:
         if not session.state.needs_checkpoint:
             return False
@@ -333,9 +352,11 @@ class UnitOwner:
         now: int,
         *,
         checkpoint: bool,
+        updates: bool,
     ) -> None:
-        """ONE transaction: results, late records and the progress (naming the checkpoint);
-        then release data sets below rseq, drop older checkpoints, push the REST rows."""
+        """ONE transaction: results, updates (EMIT CHANGES), late records and the progress
+        (naming the checkpoint); then release data sets below rseq, drop older checkpoints,
+        push the REST rows."""
         state, committed = session.state, session.committed
         checkpoint_ref = committed.checkpoint
         if checkpoint:
@@ -357,6 +378,7 @@ class UnitOwner:
             committed_ms=now,
         )
         results = [result_record(self._result_spec, row) for row in rows]
+        update_records = self._update_records(state, rows, changes=updates)
         progress_record = OutRecord(
             topic=self._wiring.progress_topic,
             key=self._key.encode(),
@@ -365,10 +387,14 @@ class UnitOwner:
         )
         late = [late_record(self.spec, late) for late in outcome.late]
         started = time.monotonic()
-        session.output.commit([*results, *late, progress_record])
+        session.output.commit([*results, *update_records, *late, progress_record])
         seconds = time.monotonic() - started
         self._commit_latency_ms = seconds * 1000
         session.committed = progress
+        if updates:
+            session.last_updates_ms = now
+        if checkpoint:
+            session.checkpoint_written_ms = now
         self._note_commit(outcome, rows=len(rows), seconds=seconds)
         store = self._wiring.store
         for bucket, rseq in progress.rseqs.items():
@@ -379,6 +405,21 @@ class UnitOwner:
         if results and self._settings.results_kept > 0:
             values = [record.value for record in results]
             store.results.push_encoded(self.spec.id, values, keep=self._settings.results_kept)
+
+    def _update_records(
+        self, state: OpenWindowState, final_rows: list[dict[str, Any]], *, changes: bool
+    ) -> list[OutRecord]:
+        """EMIT CHANGES: the current rows of the changed groups (a top-k task's whole changed
+        windows: its top k is taken over all groups) and the final rows, for the updates
+        topic. Windows closed in this step carry only their final rows."""
+        if self.spec.updates_topic is None:
+            return []
+        changed = state.take_changes() if changes else []
+        if self.spec.top_k is not None:
+            changed = [WindowGroups(start=w.start, groups=state.windows[w.start]) for w in changed]
+        spec = self._result_spec
+        current = [update_record(spec, row, final=False) for row in rows_of(spec, changed)]
+        return current + [update_record(spec, row, final=True) for row in final_rows]
 
     # -- metrics --------------------------------------------------------------------------
 
@@ -423,6 +464,7 @@ class UnitOwner:
             return
         self._last_publish = time.monotonic()
         watermark = state.closed_watermark
+        checkpoint = committed.checkpoint
         metrics.publish_unit(
             self.spec.id,
             self.unit_bucket,
@@ -433,6 +475,10 @@ class UnitOwner:
                 merge_rate=self._merge_rate,
                 commit_latency_ms=self._commit_latency_ms,
                 result_latency_ms=self._result_latency_ms,
+                checkpoint=None if checkpoint is None else checkpoint.field,
+                # The committed checkpoint holds the open windows as merged at this time:
+                # now if nothing was merged since it was written.
+                view_ms=session.checkpoint_written_ms if state.needs_checkpoint else now,
                 owner=self._member_id,
                 updated_ms=now,
             ),

@@ -6,7 +6,9 @@ Redis:
   counters of the unit's committed progress (`windows_emitted`, `results_emitted`,
   `late_records`, `late_contributions`; exact, they travel in the Kafka transaction) and gauges
   (`watermark`, `watermark_lag_ms`, `merge_rate` (data sets/s), `commit_latency_ms`,
-  `result_latency_ms` (of the last commit that closed windows), `owner`, `updated_ms`);
+  `result_latency_ms` (of the last commit that closed windows), `checkpoint` (the committed
+  checkpoint's field) and `view_ms` (the open windows as merged at this time are in it), `owner`,
+  `updated_ms`);
 - the task's `mars:{<task>}:stats` field `late_reducer` = sum of the units' `late_records`,
   kept exact by a script that adds only the growth of each unit's absolute count;
 - per process, hash `mars:reducer:<member id>` with `owned_units` (JSON list), `merge_rate`,
@@ -47,6 +49,8 @@ class UnitGauges:
     merge_rate: float
     commit_latency_ms: float | None
     result_latency_ms: int | None
+    checkpoint: str | None  # field of the committed checkpoint (pull queries read it)
+    view_ms: int | None  # the checkpoint holds the open windows as merged at this time
     owner: str
     updated_ms: int
 
@@ -160,6 +164,8 @@ class ReducerMetrics:
             merge_rate=round(gauges.merge_rate, 1),
             commit_latency_ms=None if latency is None else round(latency, 1),
             result_latency_ms=gauges.result_latency_ms,
+            checkpoint=gauges.checkpoint,
+            view_ms=gauges.view_ms,
             owner=gauges.owner,
             updated_ms=gauges.updated_ms,
         )

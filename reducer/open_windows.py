@@ -8,7 +8,9 @@ needs (docs/reducer.md):
   checkpoint, so `rseq(b)` = the first data set still needed to rebuild the open windows from
   that checkpoint (or `merged[b] + 1`); `checkpointed()` says the current windows are saved;
 - `closed_watermark`: every window with `end + grace <= closed_watermark` is closed (emitted,
-  or empty). It only moves forward.
+  or empty). It only moves forward;
+- with `track_changes` (EMIT CHANGES), the groups of open windows that merges changed since
+  `take_changes` last ran.
 
 A contribution to a closed window is either already accounted for (the data set was merged
 before the last committed progress: `seq <= replayed_through[b]`, dropped silently on replay)
@@ -43,11 +45,16 @@ class LateContribution:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ClosedWindow:
-    """A window whose watermark passed `end + grace`, with its merged groups."""
+class WindowGroups:
+    """Some or all merged groups of one window."""
 
     start: int
     groups: Groups
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosedWindow(WindowGroups):
+    """A window whose watermark passed `end + grace`, with all its merged groups."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -60,8 +67,10 @@ class OpenWindowState:
     replayed_through: dict[int, int] = field(default_factory=dict)
     closed_watermark: int | None = None
     windows: OpenWindows = field(default_factory=dict)
+    track_changes: bool = False  # EMIT CHANGES: remember the groups each merge changed
     _first_seq: dict[int, dict[int, int]] = field(default_factory=dict)
     _closed_since_checkpoint: bool = False
+    _changed: dict[int, set[GroupKey]] = field(default_factory=dict)
 
     @classmethod
     def starting(
@@ -73,6 +82,7 @@ class OpenWindowState:
         replayed_through: Mapping[int, int] | None = None,
         closed_watermark: int | None = None,
         checkpoint: OpenWindows | None = None,
+        track_changes: bool = False,
     ) -> OpenWindowState:
         """State about to replay each bucket `b` from data set `rseqs[b]`, on top of the
         committed `checkpoint` (its windows closed since then are dropped: they were emitted)."""
@@ -82,6 +92,7 @@ class OpenWindowState:
             merged={b: r - 1 for b, r in rseqs.items()},
             replayed_through=dict(replayed_through or {}),
             closed_watermark=closed_watermark,
+            track_changes=track_changes,
         )
         state.windows = {
             start: groups
@@ -118,6 +129,8 @@ class OpenWindowState:
                 continue
             merge_groups(self.aggregates, self.windows.setdefault(start, {}), groups)
             first_seqs.setdefault(start, seq)
+            if self.track_changes:
+                self._changed.setdefault(start, set()).update(groups)
         self.merged[bucket] = seq
         return late
 
@@ -132,11 +145,26 @@ class OpenWindowState:
             for start in sorted(self.windows)
             if self.is_closed(start)
         ]
-        for first_seqs in self._first_seq.values():
-            for window in closed:
+        for window in closed:
+            self._changed.pop(window.start, None)
+            for first_seqs in self._first_seq.values():
                 first_seqs.pop(window.start, None)
         self._closed_since_checkpoint = self._closed_since_checkpoint or bool(closed)
         return closed
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self._changed)
+
+    def take_changes(self) -> list[WindowGroups]:
+        """The current states of the groups merges changed since the last call, per open
+        window in start order; then forgets them (`track_changes` only)."""
+        changes = [
+            WindowGroups(start=start, groups={key: self.windows[start][key] for key in keys})
+            for start, keys in sorted(self._changed.items())
+        ]
+        self._changed.clear()
+        return changes
 
     @property
     def needs_checkpoint(self) -> bool:

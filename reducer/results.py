@@ -1,4 +1,4 @@
-"""Result and late records of closed windows, in the form written to Kafka.
+"""Result, update and late records, in the form written to Kafka.
 
 Result record value (JSON): `task`, `window_start` / `window_end` (epoch ms),
 `window_start_iso` / `window_end_iso` (ISO-8601 UTC), every output column of the task by name,
@@ -7,20 +7,23 @@ Key (JSON): `[task, window_start, [group values...]]`, unique per window and gro
 compacted topic keeps one record per window and group. JSON is written by msgspec (a window's
 rows are encoded on the critical path of its latency): NaN and infinities become `null`, and
 values JSON has no type for are written as their `str`.
+
+Update record (EMIT CHANGES, `mars.updates.<task>`): the same key and row plus `"final"`: false
+for the current value of an open window's group, true for its final value (the same row as the
+result).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import msgspec
 
-from mars.engine.finalize import finalize_window, iso_utc, select_top_k
-from mars.tasks.spec import OutputColumn, TaskSpec
+from mars.engine.finalize import iso_utc, window_rows
+from mars.tasks.spec import TaskSpec
 from mars.windows import WindowAssigner
-from reducer.open_windows import ClosedWindow, LateContribution
+from reducer.open_windows import LateContribution, WindowGroups
 from reducer.output import OutRecord
 
 LATE_REASON = "window already closed by the reducer (its partition was idle)"
@@ -29,27 +32,13 @@ LATE_REASON = "window already closed by the reducer (its partition was idle)"
 _dumps = msgspec.json.Encoder(enc_hook=str).encode
 
 
-def result_spec(spec: TaskSpec) -> TaskSpec:
-    """`spec` whose outputs also carry each group column and aggregate (by name / alias)."""
-    names = {output.name for output in spec.outputs}
-    extra = [
-        OutputColumn(name=name, expression=name)
-        for name in [g.name for g in spec.group_keys] + [a.alias for a in spec.aggregates]
-        if name not in names
-    ]
-    return replace(spec, outputs=spec.outputs + tuple(extra)) if extra else spec
-
-
-def window_rows(spec: TaskSpec, window: ClosedWindow) -> list[dict[str, Any]]:
-    """The final rows of one closed window: HAVING, outputs, then top-k (`spec` from
-    `result_spec`); each row starts with the task id."""
-    rows = select_top_k(spec.top_k, finalize_window(spec, window.start, window.groups))
-    return [{"task": spec.id, **row} for row in rows]
+def row_key(spec: TaskSpec, row: dict[str, Any]) -> bytes:
+    """`[task, window_start, [group values...]]`: one per window and group."""
+    return _dumps([spec.id, row["window_start"], [row.get(g.name) for g in spec.group_keys]])
 
 
 def result_record(spec: TaskSpec, row: dict[str, Any]) -> OutRecord:
-    key = [spec.id, row["window_start"], [row.get(g.name) for g in spec.group_keys]]
-    return OutRecord(topic=spec.output_topic, key=_dumps(key), value=_dumps(row))
+    return OutRecord(topic=spec.output_topic, key=row_key(spec, row), value=_dumps(row))
 
 
 def late_record(spec: TaskSpec, late: LateContribution) -> OutRecord:
@@ -74,5 +63,13 @@ def late_record(spec: TaskSpec, late: LateContribution) -> OutRecord:
     return OutRecord(topic=spec.late_topic, key=_dumps(key), value=_dumps(value))
 
 
-def rows_of(spec: TaskSpec, windows: Sequence[ClosedWindow]) -> list[dict[str, Any]]:
-    return [row for window in windows for row in window_rows(spec, window)]
+def rows_of(spec: TaskSpec, windows: Sequence[WindowGroups]) -> list[dict[str, Any]]:
+    """The rows of `windows` (`spec` from `result_spec`)."""
+    return [row for window in windows for row in window_rows(spec, window.start, window.groups)]
+
+
+def update_record(spec: TaskSpec, row: dict[str, Any], *, final: bool) -> OutRecord:
+    """A row for the EMIT CHANGES updates topic: keyed like the result, marked final or not."""
+    assert spec.updates_topic is not None
+    value = _dumps({**row, "final": final})
+    return OutRecord(topic=spec.updates_topic, key=row_key(spec, row), value=value)

@@ -148,24 +148,37 @@ async function refreshTasks() {
 function select(taskId) {
   state.selected = taskId;
   document.getElementById("results-panel").hidden = taskId == null;
-  document.getElementById("results-task").textContent = taskId ?? "";
+  for (const name of document.querySelectorAll(".selected-task")) name.textContent = taskId ?? "";
   for (const row of document.querySelectorAll("#tasks tbody tr")) {
     row.classList.toggle("selected", row.dataset.task === taskId);
   }
   refreshResults();
 }
 
+function fillTable(table, rows) {
+  const columns = [...new Set(rows.flatMap((row) => Object.keys(row)))];
+  table.tHead.replaceChildren(el("tr", {}, ...columns.map((c) => el("th", {}, c))));
+  table.tBodies[0].replaceChildren(...rows.map((row) => el("tr", {},
+    ...columns.map((c) => el("td", {}, typeof row[c] === "object" ? JSON.stringify(row[c]) : row[c])))));
+}
+
+// The selected task's latest results, and the current values of its open windows (a pull
+// query: as fresh as the reducers' last checkpoint, which the answer dates).
 async function refreshResults() {
   const taskId = state.selected;
   if (taskId == null) return;
-  const { results } = await api(
-    `/tasks/${encodeURIComponent(taskId)}/results?limit=${RESULTS_SHOWN}`);
+  const path = `/tasks/${encodeURIComponent(taskId)}`;
+  const [{ results }, current] = await Promise.all([
+    api(`${path}/results?limit=${RESULTS_SHOWN}`), api(`${path}/windows`)]);
   if (taskId !== state.selected) return;
-  const columns = [...new Set(results.flatMap((row) => Object.keys(row)))];
-  const table = document.getElementById("results");
-  table.tHead.replaceChildren(el("tr", {}, ...columns.map((c) => el("th", {}, c))));
-  table.tBodies[0].replaceChildren(...results.map((row) => el("tr", {},
-    ...columns.map((c) => el("td", {}, typeof row[c] === "object" ? JSON.stringify(row[c]) : row[c])))));
+  fillTable(document.getElementById("results"), results);
+  const open = current.rows.filter((row) => !row.final).slice(0, RESULTS_SHOWN)
+    .map(({ final, ...row }) => row);
+  fillTable(document.getElementById("current"), open);
+  document.getElementById("current-age").textContent = open.length === 0
+    ? "No open window holds data."
+    : `Values as of ${duration(current.staleness_ms)} ago (the reducers' last checkpoint); `
+      + `${number(current.backlog_datasets)} data sets not merged yet.`;
 }
 
 // -- cluster ---------------------------------------------------------------------------------

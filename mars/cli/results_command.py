@@ -1,5 +1,7 @@
 """`mars results <id> [--follow] [--from-beginning]`: a task's results, read from its Kafka
 result topic with `isolation.level=read_committed` (only committed, final records).
+`mars results <id> --current [--group col=value ...] [--window-start MS]`: the current values
+of its open windows instead (a pull query, `GET /tasks/<id>/windows`).
 
 The topic name comes from the REST API (`GET /tasks/<id>`) unless `--topic` names it. Without
 `--from-beginning` reading starts `--tail` records before the end of each partition. Without
@@ -41,6 +43,21 @@ def register(subparsers: Any) -> None:
     results.add_argument("--topic", help="result topic (default: asked from the REST API)")
     results.add_argument(
         "--timeout", type=float, default=30.0, help="seconds to wait for Kafka without --follow"
+    )
+    results.add_argument(
+        "--current",
+        action="store_true",
+        help="the current values of open windows (pull query) instead of the result topic",
+    )
+    results.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="COL=VALUE",
+        help="with --current: only groups whose column equals the value (repeatable)",
+    )
+    results.add_argument(
+        "--window-start", type=int, help="with --current: only the window starting here (ms)"
     )
     add_api_argument(results)
     results.set_defaults(handler=_results)
@@ -166,7 +183,44 @@ def _topic_of(args: argparse.Namespace) -> str:
     return str(task["topics"]["output"])
 
 
+def _current(args: argparse.Namespace) -> int:
+    """Print the pull query's rows as a table, with the watermark and how old the values are."""
+    settings = load_settings()
+    groups = dict(item.split("=", 1) for item in args.group if "=" in item)
+    if len(groups) != len(args.group):
+        print("mars results: --group needs COL=VALUE", file=sys.stderr)
+        return 2
+    try:
+        with MarsApiClient(
+            base_url=api_url(settings, args.api), token=settings.api.token
+        ) as client:
+            answer = client.current_windows(
+                args.task_id, groups=groups, window_start=args.window_start
+            )
+    except ApiCallError as error:
+        print(f"mars results: {format_error(error)}", file=sys.stderr)
+        return 1
+    staleness = answer["staleness_ms"]
+    print(
+        f"watermark {answer['watermark']}  values as of {answer['as_of_ms']} "
+        f"({'unknown age' if staleness is None else f'{staleness} ms old'}), "
+        f"{answer['backlog_datasets']} data sets not merged yet"
+    )
+    rows = sorted(answer["rows"], key=sort_key)
+    table = ResultTable()
+    table.fit(rows)
+    if not rows:
+        print("(no open window matches)")
+        return 0
+    print(table.header())
+    for row in rows:
+        print(table.line(row))
+    return 0
+
+
 def _results(args: argparse.Namespace) -> int:
+    if args.current:
+        return _current(args)
     settings = load_settings()
     try:
         topic = _topic_of(args)

@@ -10,6 +10,7 @@ two window columns.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,7 +18,7 @@ import polars as pl
 
 from mars.aggregates import aggregates_for
 from mars.sql.expressions import to_polars
-from mars.tasks.spec import TaskSpec, TopK
+from mars.tasks.spec import OutputColumn, TaskSpec, TopK
 from mars.windows import WindowAssigner
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -85,3 +86,24 @@ def select_top_k(top_k: TopK | None, rows: Sequence[Mapping[str, Any]]) -> list[
         nulls_last=True,
     )
     return ranked.head(top_k.limit).drop(order).to_dicts()
+
+
+def result_spec(spec: TaskSpec) -> TaskSpec:
+    """`spec` whose outputs also carry each group column and aggregate (by name / alias): the
+    columns of a result record."""
+    names = {output.name for output in spec.outputs}
+    extra = [
+        OutputColumn(name=name, expression=name)
+        for name in [g.name for g in spec.group_keys] + [a.alias for a in spec.aggregates]
+        if name not in names
+    ]
+    return replace(spec, outputs=spec.outputs + tuple(extra)) if extra else spec
+
+
+def window_rows(
+    spec: TaskSpec, window_start: int, groups: Mapping[tuple[Any, ...], Sequence[Any]]
+) -> list[dict[str, Any]]:
+    """The rows of one window as results carry them: HAVING, outputs, then top-k (`spec` from
+    `result_spec`); each row starts with the task id."""
+    rows = select_top_k(spec.top_k, finalize_window(spec, window_start, groups))
+    return [{"task": spec.id, **row} for row in rows]

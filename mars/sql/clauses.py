@@ -1,9 +1,11 @@
 """Splits the Mars-specific clauses off a task's SQL, keeping character positions.
 
-`WINDOWING <n> <unit>`, `SLIDE <n> <unit>`, `GRACE <n> <unit>` and `WITH (key = value, ...)` are
-not SQL, so they are found among sqlglot's tokens (at parenthesis depth 0, so a string or a
-nested expression never matches) and replaced by spaces. The rest keeps every character at its
-original offset, which lets sqlglot's positions point into the user's text unchanged.
+`WINDOWING <n> <unit>`, `SLIDE <n> <unit>`, `GRACE <n> <unit>`, `EMIT CHANGES [EVERY <n>
+<unit>]` / `EMIT FINAL` and `WITH (key = value, ...)` are not SQL, so they are found among
+sqlglot's tokens (at parenthesis depth 0, so a string or a nested expression never matches)
+and replaced by spaces. The rest keeps every character at its original offset, which lets
+sqlglot's positions point into the user's text unchanged. The EMIT clause becomes the options
+`emit` and `emit_interval`, as if given in WITH (...).
 """
 
 from __future__ import annotations
@@ -59,9 +61,7 @@ def tokenize(sql: str) -> list[Token]:
 def split_mars_clauses(sql: str) -> MarsClauses:
     """Find the Mars clauses in `sql`; raise TaskError for a malformed or repeated one."""
     tokens = tokenize(sql)
-    durations: dict[str, Duration] = {}
-    options: dict[str, OptionValue] = {}
-    spans: list[tuple[int, int]] = []
+    found = _Found()
     depth = 0
     i = 0
     while i < len(tokens):
@@ -70,26 +70,51 @@ def split_mars_clauses(sql: str) -> MarsClauses:
             depth += 1
         elif token.token_type == TokenType.R_PAREN:
             depth -= 1
-        elif depth == 0 and _is_clause_keyword(tokens, i):
-            keyword = token.text.upper()
-            if keyword in durations:
-                raise TaskError(f"{keyword} is given twice", position=token.start)
-            ms, i = _read_duration(tokens, i, sql)
-            durations[keyword] = Duration(ms=ms, position=token.start)
-            spans.append((token.start, tokens[i - 1].end))
-            continue
-        elif depth == 0 and _is_options_clause(tokens, i):
-            if options:
-                raise TaskError(
-                    "the WITH (...) options clause is given twice", position=token.start
-                )
-            i = _read_options(tokens, i + 2, sql, into=options)
-            if not options:
-                raise TaskError("the WITH (...) options clause is empty", position=token.start)
-            spans.append((token.start, tokens[i - 1].end))
-            continue
+        elif depth == 0:
+            after = _read_clause(tokens, i, sql, found)
+            if after is not None:
+                found.spans.append((token.start, tokens[after - 1].end))
+                i = after
+                continue
         i += 1
-    return MarsClauses(sql=_blank(sql, spans), durations=durations, options=options)
+    return MarsClauses(
+        sql=_blank(sql, found.spans), durations=found.durations, options=found.options
+    )
+
+
+@dataclass(slots=True)
+class _Found:
+    durations: dict[str, Duration] = field(default_factory=dict)
+    options: dict[str, OptionValue] = field(default_factory=dict)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    with_seen: bool = False
+
+
+def _read_clause(tokens: list[Token], i: int, sql: str, found: _Found) -> int | None:
+    """If a Mars clause starts at token `i`, read it into `found` and return the index after
+    it; else None."""
+    token = tokens[i]
+    if _is_clause_keyword(tokens, i):
+        keyword = token.text.upper()
+        if keyword in found.durations:
+            raise TaskError(f"{keyword} is given twice", position=token.start)
+        ms, after = _read_duration(tokens, i, sql)
+        found.durations[keyword] = Duration(ms=ms, position=token.start)
+        return after
+    if _is_emit_clause(tokens, i):
+        if "emit" in found.options:
+            raise TaskError("EMIT is given twice", position=token.start)
+        return _read_emit(tokens, i, sql, into=found.options)
+    if _is_options_clause(tokens, i):
+        if found.with_seen:
+            raise TaskError("the WITH (...) options clause is given twice", position=token.start)
+        found.with_seen = True
+        before = len(found.options)
+        after = _read_options(tokens, i + 2, sql, into=found.options)
+        if len(found.options) == before:
+            raise TaskError("the WITH (...) options clause is empty", position=token.start)
+        return after
+    return None
 
 
 def _is_clause_keyword(tokens: list[Token], i: int) -> bool:
@@ -104,6 +129,49 @@ def _is_clause_keyword(tokens: list[Token], i: int) -> bool:
         TokenType.DASH,
         TokenType.SEMICOLON,
     )
+
+
+def _is_emit_clause(tokens: list[Token], i: int) -> bool:
+    """`EMIT` followed by a word or nothing (`SELECT emit FROM S` stays an identifier)."""
+    following = tokens[i + 1] if i + 1 < len(tokens) else None
+    return (
+        tokens[i].token_type == TokenType.VAR
+        and tokens[i].text.upper() == "EMIT"
+        and (
+            following is None
+            or (
+                following.token_type == TokenType.VAR
+                and following.text.upper() not in (*CLAUSE_KEYWORDS, "EMIT")
+            )
+        )
+    )
+
+
+def _read_emit(tokens: list[Token], i: int, sql: str, *, into: dict[str, OptionValue]) -> int:
+    """Read `EMIT FINAL` or `EMIT CHANGES [EVERY <n> <unit>]` into the emit options; return the
+    next index."""
+    if i + 1 >= len(tokens):
+        raise TaskError(
+            "EMIT needs CHANGES [EVERY <n> <unit>] or FINAL", position=len(sql.rstrip())
+        )
+    mode = tokens[i + 1]
+    if mode.text.upper() not in ("CHANGES", "FINAL"):
+        raise TaskError(
+            f"EMIT needs CHANGES [EVERY <n> <unit>] or FINAL, found '{mode.text}'",
+            position=mode.start,
+        )
+    into["emit"] = OptionValue(value=mode.text.lower(), position=mode.start)
+    every = tokens[i + 2] if i + 2 < len(tokens) else None
+    if every is None or every.text.upper() != "EVERY":
+        return i + 2
+    if mode.text.upper() == "FINAL":
+        raise TaskError("EMIT FINAL takes no EVERY: only EMIT CHANGES does", position=every.start)
+    _ms, after = _read_duration(tokens, i + 2, sql)
+    start = tokens[i + 3].start
+    into["emit_interval"] = OptionValue(
+        value=sql[start : tokens[after - 1].end + 1], position=start
+    )
+    return after
 
 
 def _is_options_clause(tokens: list[Token], i: int) -> bool:

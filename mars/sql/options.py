@@ -1,7 +1,8 @@
 """Task options: from the SQL's `WITH (...)` clause and the caller's mapping (which wins).
 
 Options: event_time, event_time_format, format, csv_columns, csv_delimiter, output_topic,
-buckets, idle_timeout. Every value is validated here; an unknown name is an error.
+buckets, idle_timeout, emit ('final' or 'changes'; the SQL's `EMIT` clause sets it too) and
+emit_interval. Every value is validated here; an unknown name is an error.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ KNOWN_OPTIONS = (
     "output_topic",
     "buckets",
     "idle_timeout",
+    "emit",
+    "emit_interval",
 )
 DEFAULT_EVENT_TIME_FIELD = "timestamp"
 PROCESSING_TIME = "processing"
 MAX_BUCKETS = 1024
+DEFAULT_EMIT_INTERVAL_MS = 1_000
+MIN_EMIT_INTERVAL_MS = 100
 
 _FIELD_NAME = re.compile(r"^[^\s,]+$")
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -110,6 +115,7 @@ class _OptionReader:
             output_topic=output_topic,
             buckets=self._buckets(),
             idle_timeout_ms=self._idle_timeout_ms(),
+            emit_interval_ms=self._emit_interval_ms(),
         )
 
     def _csv(self, input_format: InputFormat) -> CsvFormat | None:
@@ -148,18 +154,29 @@ class _OptionReader:
         return value
 
     def _idle_timeout_ms(self) -> int:
-        option = self._options.get("idle_timeout")
-        if option is None:
+        if "idle_timeout" not in self._options:
             return TaskOptions().idle_timeout_ms
-        value = option.value
+        return self._duration_ms("idle_timeout", minimum_ms=1)
+
+    def _emit_interval_ms(self) -> int | None:
+        """None: final results only; else at most one update per window and group per this
+        many ms (EMIT CHANGES)."""
+        changes = self._choice("emit", ("final", "changes")) == "changes"
+        if "emit_interval" in self._options:
+            if not changes:
+                raise self._fail("emit_interval", "needs EMIT CHANGES (or emit = 'changes')")
+            return self._duration_ms("emit_interval", minimum_ms=MIN_EMIT_INTERVAL_MS)
+        return DEFAULT_EMIT_INTERVAL_MS if changes else None
+
+    def _duration_ms(self, key: str, *, minimum_ms: int) -> int:
+        value = self._options[key].value
         try:
             if isinstance(value, bool):
                 raise DurationError(f"expected a duration, got {value!r}")
             ms = value if isinstance(value, int) else parse_duration_text(str(value))
         except DurationError as err:
-            raise self._fail("idle_timeout", str(err)) from None
-        if not 0 < ms <= MAX_DURATION_MS:
-            raise self._fail(
-                "idle_timeout", f"must be positive and at most 10 years, got {value!r}"
-            )
+            raise self._fail(key, str(err)) from None
+        if not minimum_ms <= ms <= MAX_DURATION_MS:
+            least = "positive" if minimum_ms == 1 else f"at least {minimum_ms} ms"
+            raise self._fail(key, f"must be {least} and at most 10 years, got {value!r}")
         return ms

@@ -23,6 +23,17 @@ PROCESS_STATS_TTL_S = 30
 Figure = str | int | float | None
 
 
+def figure_int(figures: Mapping[str, str], name: str) -> int | None:
+    """A unit figure as an integer (None: not published or unknown)."""
+    text = figures.get(name)
+    return int(float(text)) if text else None
+
+
+def figure_float(figures: Mapping[str, str], name: str) -> float | None:
+    text = figures.get(name)
+    return float(text) if text else None
+
+
 class ReducerStats:
     """Writes and reads the reducers' figures on the store's connection."""
 

@@ -113,6 +113,9 @@ class TaskOptions:
     output_topic: str | None = None  # default: mars.results.<task id>
     buckets: int = 8
     idle_timeout_ms: int = 10_000
+    # EMIT CHANGES: the reducers publish the current value of changed groups of open windows,
+    # at most once per this interval, to the updates topic. None: final results only.
+    emit_interval_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +145,11 @@ class TaskSpec:
     def dead_letter_topic(self) -> str:
         return f"mars.dlq.{self.id}"
 
+    @property
+    def updates_topic(self) -> str | None:
+        """Where EMIT CHANGES publishes current values (None: the task emits final only)."""
+        return None if self.options.emit_interval_ms is None else f"mars.updates.{self.id}"
+
     def to_json_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -157,6 +165,7 @@ class TaskSpec:
             output_topic=opts.get("output_topic"),
             buckets=int(opts.get("buckets", 8)),
             idle_timeout_ms=int(opts.get("idle_timeout_ms", 10_000)),
+            emit_interval_ms=opts.get("emit_interval_ms"),
         )
         top_k = data.get("top_k")
         return cls(

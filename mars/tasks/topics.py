@@ -7,9 +7,11 @@ never depend on who came first.
 
 - output (`mars.results.<task>`): compacted, because results are keyed by (window, group): a
   consumer that reads it from the beginning gets the final record of every window and group;
-- late (`mars.late.<task>`) and dead-letter (`mars.dlq.<task>`): kept by retention.
+- late (`mars.late.<task>`) and dead-letter (`mars.dlq.<task>`): kept by retention;
+- updates (`mars.updates.<task>`, only for EMIT CHANGES): compacted and keyed like the results,
+  so the last record of each window and group is its final value.
 
-All three get `kafka.result_partitions` partitions and `kafka.replication_factor` replicas.
+All of them get `kafka.result_partitions` partitions and `kafka.replication_factor` replicas.
 The source topic is the user's and is never created here.
 """
 
@@ -41,13 +43,16 @@ class TopicPlan:
 
 
 def task_topic_plans(spec: TaskSpec, kafka: KafkaSettings) -> tuple[TopicPlan, ...]:
-    """The output, late and dead-letter topics of `spec`."""
+    """The output, late and dead-letter topics of `spec`, and its updates topic if any."""
     partitions = kafka.result_partitions
-    return (
+    plans = [
         TopicPlan(name=spec.output_topic, partitions=partitions, config=COMPACTED),
         TopicPlan(name=spec.late_topic, partitions=partitions),
         TopicPlan(name=spec.dead_letter_topic, partitions=partitions),
-    )
+    ]
+    if spec.updates_topic is not None:
+        plans.append(TopicPlan(name=spec.updates_topic, partitions=partitions, config=COMPACTED))
+    return tuple(plans)
 
 
 def ensure_task_topics(
@@ -65,7 +70,7 @@ def ensure_task_topics(
 def delete_task_topics(
     admin: AdminClient, spec: TaskSpec, kafka: KafkaSettings, *, timeout_s: float = 30.0
 ) -> None:
-    """Delete the task's output, late and dead-letter topics (missing ones are ignored)."""
+    """Delete the task's topics (missing ones are ignored)."""
     names = [plan.name for plan in task_topic_plans(spec, kafka)]
     futures = admin.delete_topics(names, request_timeout=timeout_s)
     for name, future in futures.items():

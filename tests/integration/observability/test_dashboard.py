@@ -1,8 +1,9 @@
 """The web dashboard in a real browser (Debian's Chromium driven by Playwright) against the
-real local cluster: a running task's counts grow live, its results table fills as windows
-close, the token guards the actions, a task registered through the form appears, a bad query's
-SQL error is shown at its position, and pause / resume / delete work from the page. `mars top
---once` shows the same task and mappers in the terminal.
+real local cluster: a running task's counts grow live, the current values of its open windows
+show and its results table fills as windows close, the token guards the actions, a task
+registered through the form appears, a bad query's SQL error is shown at its position, and
+pause / resume / delete work from the page. `mars top --once` shows the same task and mappers
+in the terminal.
 
 The screenshot goes to the test's folder; with `MARS_UPDATE_SCREENSHOT=1` it also replaces
 `docs/img/dashboard.png` (what the README shows).
@@ -24,7 +25,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from mars.config import Settings
 from mars.local import ClusterState, LocalCluster
-from tests.integration.observability.harness import WatchedPipeline, live_producer, make_topic
+from tests.integration.watched import WatchedPipeline, live_producer, make_topic
 
 pytestmark = pytest.mark.integration
 
@@ -48,15 +49,10 @@ def browser() -> Iterator[Browser]:
 def pipeline(
     local_cluster: LocalCluster, settings: Settings, unique_name: str
 ) -> Iterator[WatchedPipeline]:
-    watched = WatchedPipeline.start(
-        local_cluster, name=unique_name, token=settings.api.token, env={}
-    )
-    watched.procs.start("mapper")
-    watched.procs.start("reducer")
-    try:
+    with WatchedPipeline.running(
+        local_cluster, name=unique_name, token=settings.api.token, env={}, mappers=1, reducers=1
+    ) as watched:
         yield watched
-    finally:
-        watched.stop()
 
 
 def _count(page: Page, task: str, column: str) -> int:
@@ -97,6 +93,8 @@ def test_dashboard_shows_live_tasks_and_changes_them(
     page.wait_for_timeout(3_000)
     assert _count(page, first, "records-in") > before
     row.click()
+    expect(page.locator("#current tbody tr").first).to_be_visible(timeout=30_000)
+    expect(page.locator("#current-age")).to_contain_text("Values as of")
     expect(page.locator("#results tbody tr").first).to_be_visible(timeout=30_000)
     expect(page.locator("#mappers tbody tr")).to_have_count(1)
     expect(page.locator("#reducers .badge.leader")).to_be_visible()

@@ -20,7 +20,8 @@ from confluent_kafka.admin import AdminClient
 
 from mars.config import Settings
 from mars.local import ClusterState, LocalCluster
-from tests.integration.observability.harness import (
+from tests.integration.pipeline import BackgroundProducer, TopicReader, wait_for
+from tests.integration.watched import (
     Scrape,
     WatchedPipeline,
     live_producer,
@@ -28,7 +29,6 @@ from tests.integration.observability.harness import (
     scrape,
     total,
 )
-from tests.integration.pipeline import BackgroundProducer, TopicReader, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -44,16 +44,11 @@ SQL = "SELECT type, count(*) FROM {topic} GROUP BY type WINDOWING 5 s"
 def pipeline(
     local_cluster: LocalCluster, settings: Settings, unique_name: str
 ) -> Iterator[WatchedPipeline]:
-    watched = WatchedPipeline.start(
-        local_cluster,
-        name=unique_name,
-        token=settings.api.token,
-        env={"MARS_MAPPER__BACKLOG_HIGH_DATASETS": "40"},
-    )
-    try:
+    env = {"MARS_MAPPER__BACKLOG_HIGH_DATASETS": "40"}  # mappers and reducers start in the test
+    with WatchedPipeline.running(
+        local_cluster, name=unique_name, token=settings.api.token, env=env
+    ) as watched:
         yield watched
-    finally:
-        watched.stop()
 
 
 def _mapper_scrapes(pipeline: WatchedPipeline) -> list[Scrape]:

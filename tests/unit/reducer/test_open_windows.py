@@ -71,3 +71,24 @@ def test_progress_round_trip_and_bad_record() -> None:
     assert Progress.from_bytes(progress.to_bytes()).covering([1, 2]).rseqs == {1: 1, 2: 1}
     with pytest.raises(ProgressFormatError):
         Progress.from_bytes(b"{}")
+
+
+def test_changes_are_the_current_values_of_changed_groups_of_open_windows() -> None:
+    s = state(track_changes=True)
+    s.merge(0, 1, dataset({0: {("a",): [1, 2], ("b",): [1, 1]}}))
+    s.merge(0, 2, dataset({0: {("a",): [1, 3]}, 10: {("c",): [1, 5]}}))
+    changes = s.take_changes()
+    assert [(w.start, w.groups) for w in changes] == [
+        (0, {("a",): [2, 5], ("b",): [1, 1]}),
+        (10, {("c",): [1, 5]}),
+    ]
+    assert not s.has_changes and s.take_changes() == []
+    s.merge(0, 3, dataset({0: {("b",): [1, 1]}, 10: {("c",): [1, 1]}}))
+    s.close(15)  # window 0 closes: its change goes with its final value, not as an update
+    assert [(w.start, w.groups) for w in s.take_changes()] == [(10, {("c",): [2, 6]})]
+
+
+def test_changes_are_not_tracked_unless_asked() -> None:
+    s = state()
+    s.merge(0, 1, dataset({0: {("a",): [1, 2]}}))
+    assert not s.has_changes

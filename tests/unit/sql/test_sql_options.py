@@ -8,7 +8,7 @@ import pytest
 
 from mars.sql import parse_task
 from mars.sql.durations import DurationError, parse_duration_text
-from mars.tasks.spec import CsvFormat, EventTime, InputFormat, TaskOptions, TimeFormat
+from mars.tasks.spec import CsvFormat, EventTime, InputFormat, TaskOptions, TaskSpec, TimeFormat
 
 BASE = "SELECT a, count(*) FROM S GROUP BY a WINDOWING 1 s"
 
@@ -77,3 +77,29 @@ def test_bad_duration_text(text: str) -> None:
 def test_idle_timeout_forms(value: Any) -> None:
     spec = parse_task(BASE, task_id="t", options={"idle_timeout": value})
     assert spec.options.idle_timeout_ms == 10_000
+
+
+@pytest.mark.parametrize(
+    ("clauses", "options", "interval_ms"),
+    [
+        ("", None, None),
+        ("EMIT FINAL", None, None),
+        ("EMIT CHANGES", None, 1_000),
+        ("EMIT CHANGES EVERY 5 s", None, 5_000),
+        ("emit changes every 250 ms", None, 250),
+        ("WITH (emit = 'changes', emit_interval = '10 s')", None, 10_000),
+        ("", {"emit": "changes", "emit_interval": "2 s"}, 2_000),
+        ("EMIT CHANGES EVERY 5 s", {"emit_interval": "7 s"}, 7_000),  # the caller's wins
+    ],
+)
+def test_emit_sets_the_update_interval_and_the_updates_topic(
+    clauses: str, options: dict[str, str] | None, interval_ms: int | None
+) -> None:
+    spec = parse_task(
+        f"SELECT type, count(*) FROM S GROUP BY type WINDOWING 10 m {clauses}",
+        task_id="t",
+        options=options,
+    )
+    assert spec.options.emit_interval_ms == interval_ms
+    assert spec.updates_topic == (None if interval_ms is None else "mars.updates.t")
+    assert TaskSpec.from_json_dict(spec.to_json_dict()) == spec

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -66,7 +67,27 @@ class WatchedPipeline:
     procs: PipelineProcesses
     api_url: str
     token: str
-    topics: list[str] = field(default_factory=list)
+
+    @classmethod
+    @contextmanager
+    def running(
+        cls,
+        cluster: LocalCluster,
+        *,
+        name: str,
+        token: str,
+        env: Mapping[str, str],
+        mappers: int = 0,
+        reducers: int = 0,
+    ) -> Iterator[WatchedPipeline]:
+        """The API (and `mappers`, `reducers`) started; every process stopped afterwards."""
+        watched = cls.start(cluster, name=name, token=token, env=env)
+        try:
+            for role in ["mapper"] * mappers + ["reducer"] * reducers:
+                watched.procs.start(role)
+            yield watched
+        finally:
+            watched.stop()
 
     @classmethod
     def start(

@@ -1,0 +1,115 @@
+"""Pull queries: the current aggregates of a task's open windows, read from the state the
+reducers already keep (`GET /tasks/{id}/windows`, `mars results <id> --current`).
+
+Each reducer unit checkpoints its open windows into Redis every `reducer.checkpoint_interval_ms`
+while data arrives, and publishes which checkpoint its committed progress names and `view_ms`:
+the open windows as merged at that time are in the checkpoint (the time of publication when
+nothing was merged since). A pull query decodes those checkpoints, keeps the groups and windows
+asked for, and finalizes them exactly as a closing window would be (HAVING, outputs, top-k):
+the values are the windows' state as of `as_of_ms` (the oldest unit's `view_ms`), which is at
+most about one checkpoint interval plus one merge behind the data sets written to Redis; the
+answer also gives the watermark and the data sets no reducer has merged yet. Windows closed
+since a checkpoint was written are left out: their final rows come from the latest results the
+reducers keep (`reducer.results_kept`), marked `"final": true`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mars.engine.dataset import OpenWindows, decode_dataset
+from mars.engine.finalize import result_spec, window_rows
+from mars.store import SeqStore
+from mars.store.reducer_stats import figure_int
+from mars.tasks.spec import TaskSpec
+from mars.windows import WindowAssigner
+
+CHECKPOINT_READ_ATTEMPTS = 3  # a checkpoint may be dropped between reading its name and it
+
+
+class PullQueryError(ValueError):
+    """A filter names no group column of the task (the message says which are)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurrentWindows:
+    rows: list[dict[str, Any]]  # open windows' current rows ("final": false), then final ones
+    watermark: int | None
+    as_of_ms: int | None  # None: some unit has published no checkpoint yet
+    units_read: int
+
+
+def current_windows(
+    store: SeqStore,
+    spec: TaskSpec,
+    *,
+    groups: Mapping[str, str],
+    window_start: int | None,
+) -> CurrentWindows:
+    """The current rows of the task's open windows (and the final rows still kept) whose group
+    columns equal `groups` (as text) and whose window starts at `window_start` (if given)."""
+    positions = {key.name: i for i, key in enumerate(spec.group_keys)}
+    unknown = sorted(set(groups) - set(positions))
+    if unknown:
+        raise PullQueryError(
+            f"group.{unknown[0]}: not a group column of the task "
+            f"(group columns: {', '.join(positions) or 'none'})"
+        )
+    wanted = {positions[name]: value for name, value in groups.items()}
+    output_spec = result_spec(spec)
+    assigner = WindowAssigner.from_spec(spec.window)
+    units = store.reducer_stats.units(spec.id)
+    marks = [figure_int(figures, "watermark") for figures in units.values()]
+    watermark = None if not marks or None in marks else min(m for m in marks if m is not None)
+    rows: list[dict[str, Any]] = []
+    views: list[int | None] = []
+    for bucket in units:
+        windows, unit_watermark, view_ms = _unit_windows(store, spec.id, bucket)
+        views.append(view_ms)
+        for start, window_groups in sorted(windows.items()):
+            if window_start not in (None, start) or assigner.is_closed(start, unit_watermark):
+                continue  # a window the unit closed since: its final rows follow
+            kept = {key: states for key, states in window_groups.items() if _matches(key, wanted)}
+            rows.extend({**row, "final": False} for row in window_rows(output_spec, start, kept))
+    for row in store.results.latest(spec.id, 1_000):
+        key = tuple(row.get(g.name) for g in spec.group_keys)
+        if _matches(key, wanted) and window_start in (None, row.get("window_start")):
+            rows.append({**row, "final": True})
+    known = [view for view in views if view is not None]
+    return CurrentWindows(
+        rows=rows,
+        watermark=watermark,
+        as_of_ms=min(known) if known and len(known) == len(views) else None,
+        units_read=len(views),
+    )
+
+
+def _unit_windows(
+    store: SeqStore, task: str, bucket: int
+) -> tuple[OpenWindows, int | None, int | None]:
+    """The unit's checkpointed windows, its closed watermark and its `view_ms`."""
+    for _ in range(CHECKPOINT_READ_ATTEMPTS):
+        figures = store.reducer_stats.units(task).get(bucket, {})
+        watermark, view_ms = figure_int(figures, "watermark"), figure_int(figures, "view_ms")
+        field = figures.get("checkpoint")
+        if not field:  # nothing checkpointed: no open window holds data (as of view_ms)
+            return {}, watermark, view_ms
+        data = store.read_checkpoint(task, bucket, field)
+        if data is not None:
+            return decode_dataset(data).windows, watermark, view_ms
+    return {}, None, None  # the owner kept replacing it: the unit counts as unknown
+
+
+def _matches(key: tuple[Any, ...], wanted: Mapping[int, str]) -> bool:
+    return all(_text(key[i]) == value for i, value in wanted.items())
+
+
+def _text(value: Any) -> str:
+    """A group value as a query string would spell it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
