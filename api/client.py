@@ -70,9 +70,14 @@ class MarsApiClient:
         return response.json() if response.content else None
 
     def create_task(
-        self, sql: str, *, task_id: str | None = None, options: dict[str, Any] | None = None
+        self,
+        sql: str,
+        *,
+        task_id: str | None = None,
+        options: dict[str, Any] | None = None,
+        paused: bool = False,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"sql": sql}
+        body: dict[str, Any] = {"sql": sql, "status": "PAUSED" if paused else "RUNNING"}
         if task_id is not None:
             body["id"] = task_id
         if options:

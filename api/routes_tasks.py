@@ -106,7 +106,8 @@ def _parse(body: TaskCreate) -> TaskSpec:
 @router.post("", status_code=201, response_model=Task, dependencies=[Authorized])
 def create_task(body: TaskCreate, services: Services) -> Task:
     """Register a task: parse, check the source topic, create the output (compacted), late and
-    dead-letter topics, then write the spec to ZooKeeper as RUNNING."""
+    dead-letter topics (and the updates topic for EMIT CHANGES), then write the spec to
+    ZooKeeper as RUNNING, or PAUSED if asked (resume it after a backfill)."""
     spec = _parse(body)
     if not services.topics.exists(spec.source_topic):
         raise ApiError(422, f"source topic '{spec.source_topic}' does not exist in Kafka")
@@ -123,7 +124,7 @@ def create_task(body: TaskCreate, services: Services) -> Task:
     # Topics first: once the spec is in ZooKeeper, mappers and reducers start using them.
     services.topics.create_for(spec)
     try:
-        record = services.registry.create(spec)
+        record = services.registry.create(spec, status=TaskStatus(body.status))
     except TaskExistsError as exc:
         raise ApiError(409, f"task '{spec.id}' is already registered") from exc
     return _task_body(record)

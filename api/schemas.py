@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,7 +36,12 @@ class TaskCreate(BaseModel):
     options: dict[str, Any] | None = Field(
         None,
         description="event_time, event_time_format, format, csv_columns, csv_delimiter, "
-        "output_topic, buckets, idle_timeout",
+        "output_topic, buckets, idle_timeout, emit, emit_interval",
+    )
+    status: Literal["RUNNING", "PAUSED"] = Field(
+        "RUNNING",
+        description="PAUSED: registered, but no mapper writes it until it is resumed (start a "
+        "backfill first)",
     )
 
 

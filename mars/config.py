@@ -73,10 +73,13 @@ class ReducerSettings(_Section):
     checkpoint_interval_ms: int = Field(default=2000, ge=0)
 
 
+DEV_TOKEN = "mars-dev-token"  # fine on loopback only: `api.server` refuses it elsewhere
+
+
 class ApiSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8640, ge=1, le=65535)
-    token: str = Field(default="mars-dev-token", min_length=8)
+    token: str = Field(default=DEV_TOKEN, min_length=8)
 
 
 class MetricsSettings(_Section):

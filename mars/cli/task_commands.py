@@ -28,6 +28,11 @@ def register(subparsers: Any) -> None:
     add.add_argument("sql", help='e.g. "SELECT sip, count(*) FROM S GROUP BY sip WINDOWING 60 s"')
     add.add_argument("--id", dest="task_id", help="task id (default: generated)")
     add.add_argument(
+        "--paused",
+        action="store_true",
+        help="register it PAUSED (no mapper writes it until `mars task resume`: backfill first)",
+    )
+    add.add_argument(
         "--option",
         action="append",
         default=[],
@@ -110,7 +115,9 @@ def _add(args: argparse.Namespace) -> int:
         return 2
 
     def call(client: MarsApiClient) -> None:
-        task = client.create_task(args.sql, task_id=args.task_id, options=options or None)
+        task = client.create_task(
+            args.sql, task_id=args.task_id, options=options or None, paused=args.paused
+        )
         print(f"registered {task['id']} ({task['status']})")
         print(f"  results    {task['topics']['output']}")
         print(f"  late       {task['topics']['late']}")

@@ -64,13 +64,14 @@ class TaskRegistry:
     def paths(self) -> ZkPaths:
         return self._paths
 
-    def create(self, spec: TaskSpec) -> TaskRecord:
-        """Register `spec` as RUNNING; `TaskExistsError` if the id is taken."""
+    def create(self, spec: TaskSpec, *, status: TaskStatus = TaskStatus.RUNNING) -> TaskRecord:
+        """Register `spec` as RUNNING (or PAUSED: no mapper writes it until it is resumed, so a
+        backfill can go first); `TaskExistsError` if the id is taken."""
+        if status not in (TaskStatus.RUNNING, TaskStatus.PAUSED):
+            raise ValueError(f"a task is registered RUNNING or PAUSED, not {status.value}")
         validate_task_id(spec.id)
         now = self._clock_ms()
-        record = TaskRecord(
-            spec=spec, status=TaskStatus.RUNNING, reason=None, created_ms=now, updated_ms=now
-        )
+        record = TaskRecord(spec=spec, status=status, reason=None, created_ms=now, updated_ms=now)
         path = self._paths.task(spec.id)
         try:
             self._client.create(path, record.to_bytes())

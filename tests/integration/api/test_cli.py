@@ -70,6 +70,9 @@ def test_task_cli_round_trip(
     assert http.get(f"/tasks/{unique_name}").json()["status"] == "PAUSED"
     assert f"{unique_name}: RUNNING" in mars(running_api, "task", "resume", unique_name).stdout
 
+    paused = mars(running_api, "task", "add", sql, "--id", f"{unique_name}p", "--paused")
+    assert f"registered {unique_name}p (PAUSED)" in paused.stdout, paused.stderr
+
     duplicate = mars(running_api, "task", "add", sql, "--id", unique_name)
     assert duplicate.returncode == 1 and "error (409)" in duplicate.stderr
 

@@ -194,6 +194,20 @@ def test_duplicate_id_is_409(
     assert unique_name in again.json()["error"]["message"]
 
 
+def test_a_task_registered_paused_waits_for_resume(
+    http: httpx.Client, running_api: RunningApi, source_topic: str, unique_name: str
+) -> None:
+    body = {"sql": _sql(source_topic), "id": unique_name, "status": "PAUSED"}
+    created = http.post("/tasks", json=body, headers=running_api.auth())
+    assert created.status_code == 201 and created.json()["status"] == "PAUSED"
+    assert http.get(f"/tasks/{unique_name}").json()["status"] == "PAUSED"
+    resumed = http.post(f"/tasks/{unique_name}/resume", headers=running_api.auth())
+    assert resumed.json()["status"] == "RUNNING"
+    bad = {"sql": _sql(source_topic), "id": f"{unique_name}x", "status": "DELETED"}
+    refused = http.post("/tasks", json=bad, headers=running_api.auth())
+    assert refused.status_code == 422 and "status" in refused.json()["error"]["message"]
+
+
 def test_unknown_task_is_404_everywhere(
     http: httpx.Client, running_api: RunningApi, unique_name: str
 ) -> None:
