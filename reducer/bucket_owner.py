@@ -100,7 +100,7 @@ class OwnerSession:
     committed: Progress
     last_checkpoint_ms: int
     last_updates_ms: int = 0
-    checkpoint_written_ms: int | None = None  # by this session (None: loaded at recovery)
+    checkpoint_written_ms: int | None = None  # by this session (None: of unknown age)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,11 +182,15 @@ class UnitOwner:
         except BaseException:
             output.close()
             raise
+        now = self._wiring.clock()
         self._session = OwnerSession(
             output=output,
             state=state,
             committed=progress,
-            last_checkpoint_ms=self._wiring.clock(),
+            last_checkpoint_ms=now,
+            # A first owner's (empty) state holds everything merged so far; a later owner's
+            # checkpoint is of unknown age until it writes its own.
+            checkpoint_written_ms=now if stored is None else None,
         )
         log.info(
             "unit %s: recovered (closed watermark %s, rseq %s, checkpoint %s)",

@@ -15,6 +15,10 @@ registered. In the order docs/spark.md prescribes:
 Read with isolation.level=read_committed, every (window, sip, type) of history + live appears
 exactly once and equals the DuckDB oracle over all records; nothing is late or bad, and the
 counters account for every record.
+
+The second case runs the same on a cluster that is already running: the processes start
+first, the task is registered PAUSED (no mapper or reducer runs it), the backfill claims its
+hand-over points, then the task is resumed (step 3) and the live mappers take it from there.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from mars.config import Settings
 from mars.gen.partitioning import PartitionStrategy
 from mars.gen.produce import produce
 from mars.local import ClusterState, LocalCluster
-from mars.registry import TaskRegistry
+from mars.registry import TaskRegistry, TaskStatus
 from mars.spark.job import BackfillJob, run_backfill
 from mars.spark.sources import KafkaSource
 from mars.spark.summary import BackfillSummary
@@ -105,7 +109,13 @@ class BackfillThread:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    "paused",
+    [False, True],
+    ids=["registered-before-the-processes", "registered-paused-on-a-running-cluster"],
+)
 def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
+    paused: bool,
     spark: Any,
     settings: Settings,
     local_cluster: LocalCluster,
@@ -144,7 +154,12 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
         )
         phases["history produced"] = time.monotonic() - started
 
-        TaskRegistry(zk_client, root=zk_root).create(spec)  # 1. register
+        registry = TaskRegistry(zk_client, root=zk_root)
+        if paused:  # the cluster runs first; the task waits, paused, for the backfill
+            _start_processes(procs)
+            registry.create(spec, status=TaskStatus.PAUSED)  # 1. register
+        else:
+            registry.create(spec)  # 1. register
         backfill = BackfillThread(spark, settings, spec)  # 2. hold + hand-over, then Spark
         wait_for(
             lambda: len(coordination.handovers(spec.id)) == PARTITIONS or backfill.done(),
@@ -155,8 +170,10 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
         assert sum(coordination.handovers(spec.id).values()) == HISTORY
         assert "history" in coordination.holds(spec.id)
 
-        for role in ("reducer", "reducer", "mapper", "mapper"):  # 3. live processes
-            procs.start(role)
+        if paused:  # 3. live processes take the task
+            registry.set_status(spec.id, TaskStatus.RUNNING)
+        else:
+            _start_processes(procs)
         units = {f"{spec.id}/{bucket}" for bucket in range(spec.options.buckets)}
         wait_for(
             lambda: ReducerCluster.read(zk_client, root=zk_root).settled(members=2, units=units),
@@ -217,6 +234,11 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
         oracle.close()
         store.delete_task(spec.id)
         delete_task_topics(kafka_admin, spec)
+
+
+def _start_processes(procs: PipelineProcesses) -> None:
+    for role in ("reducer", "reducer", "mapper", "mapper"):
+        procs.start(role)
 
 
 def _counted(reader: TopicReader, spec: TaskSpec) -> int:
