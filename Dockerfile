@@ -1,4 +1,12 @@
 # One image for every Mars process (mapper, reducer, api, spark jobs); the command picks the role.
+
+# The Spark-Kafka connector jars, from the same Maven description `make setup` uses, so
+# `mars spark preagg` runs inside the image as it does on a developer's machine.
+FROM maven:3.9-eclipse-temurin-17 AS jars
+COPY scripts/jars /build/jars
+RUN mvn -q -B -s /build/jars/settings.xml -f /build/jars/spark-kafka/pom.xml \
+        dependency:copy-dependencies -DoutputDirectory=/jars/spark-kafka
+
 FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/*
@@ -10,5 +18,7 @@ COPY reducer ./reducer
 COPY api ./api
 COPY configs ./configs
 RUN pip install --no-cache-dir .
-ENV MARS_CONFIG_FILE=/opt/mars/configs/mars.toml
+COPY --from=jars /jars /opt/mars/jars
+ENV MARS_CONFIG_FILE=/opt/mars/configs/mars.toml \
+    MARS_LOCAL__JARS_DIR=/opt/mars/jars
 CMD ["mars", "--help"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent, cached set-up for a fresh machine: system packages (Redis, Java, Maven, Chromium),
-# the venv with the project, and the Maven Central jars of Kafka, ZooKeeper and Spark's Kafka
-# source.
+# Idempotent, cached set-up for a fresh machine: system packages (Redis, Java, Maven, Chromium,
+# docker-compose), the venv with the project, and the Maven Central jars of Kafka, ZooKeeper
+# and Spark's Kafka source.
 # Each step is skipped when its stamp matches; a failure names the missing piece.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,8 @@ command -v java >/dev/null || apt_packages+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || apt_packages+=(maven)
 # The dashboard's browser test drives Debian's Chromium through Playwright (no browser download).
 command -v chromium >/dev/null || apt_packages+=(chromium)
+# Validates docker-compose.yml without a Docker engine (`docker-compose config`).
+command -v docker-compose >/dev/null || apt_packages+=(docker-compose)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   say "installing Debian packages: ${apt_packages[*]}"
   as_root apt-get update -qq || fail "apt-get update (needed for ${apt_packages[*]})"

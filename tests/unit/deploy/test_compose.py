@@ -1,8 +1,11 @@
-"""docker-compose.yml is checked against the code, since no Docker engine runs here."""
+"""docker-compose.yml is checked against the code, since no Docker engine runs here, and
+validated by Debian's `docker-compose config` (installed by `make setup`), which needs none."""
 
 from __future__ import annotations
 
 import copy
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,9 @@ from mars.cli.main import entry_point_names
 from mars.config import PROJECT_ROOT, known_setting_env_names
 
 COMPOSE_FILE = PROJECT_ROOT / "docker-compose.yml"
-INFRASTRUCTURE = {"kafka": 9092, "zookeeper": 2181, "redis": 6379}
+DOCKERFILE = PROJECT_ROOT / "Dockerfile"
+INFRASTRUCTURE = {"kafka": 29092, "zookeeper": 2181, "redis": 6379}  # in the compose network
+PUBLISHED = {"kafka": 9092, "zookeeper": 2181, "redis": 6379}  # on the host
 
 
 def load_compose(path: Path = COMPOSE_FILE) -> dict[str, Any]:
@@ -34,12 +39,24 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
         ]
         if "build" in service:
             problems += _mars_service_problems(name, service)
-    for host, port in INFRASTRUCTURE.items():
+    for host, port in PUBLISHED.items():
         if host not in services:
             problems.append(f"missing infrastructure service {host!r}")
-        elif str(port) not in _published(services[host]):
+            continue
+        if str(port) not in _published(services[host]):
             problems.append(f"{host}: port {port} is not published")
-    return problems
+        if "healthcheck" not in services[host]:
+            problems.append(f"{host}: no health check")
+        if not services[host].get("volumes"):
+            problems.append(f"{host}: its data is in no volume")
+    return problems + _kafka_listener_problems(services.get("kafka", {}))
+
+
+def _kafka_listener_problems(kafka: dict[str, Any]) -> list[str]:
+    """Containers reach Kafka at kafka:<internal port>, host clients at 127.0.0.1:<published>."""
+    advertised = str(kafka.get("environment", {}).get("KAFKA_ADVERTISED_LISTENERS", ""))
+    wanted = [f"kafka:{INFRASTRUCTURE['kafka']}", f"127.0.0.1:{PUBLISHED['kafka']}"]
+    return [f"kafka: does not advertise {a}" for a in wanted if a not in advertised]
 
 
 def _mars_service_problems(name: str, service: dict[str, Any]) -> list[str]:
@@ -48,9 +65,15 @@ def _mars_service_problems(name: str, service: dict[str, Any]) -> list[str]:
     command = service.get("command", [])
     if command[:1] != ["mars"] or len(command) < 2 or command[1] not in entry_point_names():
         problems.append(f"{name}: command {command} is not a `mars` entry point")
-    missing = set(INFRASTRUCTURE) - set(service.get("depends_on", []))
-    if missing:
-        problems.append(f"{name}: does not depend on {sorted(missing)}")
+    depends_on = service.get("depends_on", {})
+    unhealthy = [
+        host
+        for host in INFRASTRUCTURE
+        if not isinstance(depends_on, dict)
+        or depends_on.get(host, {}).get("condition") != "service_healthy"
+    ]
+    if unhealthy:
+        problems.append(f"{name}: does not wait for {sorted(unhealthy)} to be healthy")
     env: dict[str, str] = service.get("environment", {})
     settings = known_setting_env_names()
     for variable, value in env.items():
@@ -75,6 +98,29 @@ def test_compose_file_matches_the_code() -> None:
     assert compose_problems(load_compose()) == []
 
 
+def test_docker_compose_validates_the_file_and_would_catch_a_mistake(tmp_path: Path) -> None:
+    docker_compose = shutil.which("docker-compose")
+    assert docker_compose, "Debian's docker-compose is missing: `make setup` installs it"
+    ok = subprocess.run(
+        [docker_compose, "-f", str(COMPOSE_FILE), "config", "-q"], capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stderr
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text(COMPOSE_FILE.read_text().replace("service_healthy", "service_ready", 1))
+    refused = subprocess.run(
+        [docker_compose, "-f", str(broken), "config", "-q"], capture_output=True, text=True
+    )
+    assert refused.returncode != 0 and "service_ready" in refused.stderr
+
+
+def test_the_image_carries_the_spark_kafka_jars_where_the_settings_look() -> None:
+    dockerfile = DOCKERFILE.read_text()
+    assert "COPY scripts/jars /build/jars" in dockerfile  # the same pom.xml `make setup` uses
+    assert "-f /build/jars/spark-kafka/pom.xml" in dockerfile
+    assert "MARS_LOCAL__JARS_DIR=/opt/mars/jars" in dockerfile
+    assert "COPY --from=jars /jars /opt/mars/jars" in dockerfile  # spark-kafka/ beneath it
+
+
 def test_every_mars_role_is_in_compose() -> None:
     commands = [s.get("command", []) for s in load_compose()["services"].values()]
     roles = [c[1] for c in commands if c[:1] == ["mars"]]
@@ -92,6 +138,15 @@ def test_every_mars_role_is_in_compose() -> None:
             "unknown setting MARS_REDUCER__TYPO",
         ),
         (lambda c: c["services"]["api"].update(depends_on=["kafka", "zk"]), "unknown service"),
+        (lambda c: c["services"]["api"].update(depends_on=["kafka"]), "to be healthy"),
+        (lambda c: c["services"]["redis"].pop("healthcheck"), "redis: no health check"),
+        (lambda c: c["services"]["kafka"].pop("volumes"), "kafka: its data is in no volume"),
+        (
+            lambda c: c["services"]["kafka"]["environment"].update(
+                KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://kafka:29092"
+            ),
+            "does not advertise 127.0.0.1:9092",
+        ),
         (lambda c: c["services"]["api"].update(ports=["9999:9999"]), "not published"),
         (
             lambda c: c["services"]["mapper-2"]["environment"].update(
