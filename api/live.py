@@ -14,13 +14,22 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import redis
 from kazoo.exceptions import KazooException
 
-from api.schemas import CounterSample, TaskLive, UnitLive
+from api.schemas import ClusterState, CounterSample, RoleAdvice, TaskLive, UnitLive
+from mars.elasticity import CpuBand, advise
+from mars.registry import ZkPaths
+from mars.registry.cluster_view import cluster_view
+from mars.registry.mapper_status import list_mappers
 from mars.store import SeqStore
 from mars.store.reducer_stats import figure_float, figure_int
+
+if TYPE_CHECKING:  # the services hold a `CounterSampler`: no import cycle at run time
+    from api.services import ApiServices
 
 log = logging.getLogger(__name__)
 
@@ -125,4 +134,39 @@ def task_live(store: SeqStore, sampler: CounterSampler, task: str, *, buckets: i
         result_latency_ms=max(latencies) if latencies else None,
         units=units,
         measured_ms=now,
+    )
+
+
+def cluster_state(services: ApiServices) -> ClusterState:
+    """The reducers (ZooKeeper membership plus what each publishes in Redis), the mappers'
+    status nodes, Redis memory and the elasticity advice for both roles."""
+    root = services.settings.zookeeper.root
+    view = cluster_view(services.zk, root=root)
+    members = view["members"]
+    memory: int | None = None
+    try:
+        for member_id, member in members.items():
+            running = services.seq_store.reducer_stats.process(member_id)
+            member["owned_units"] = running.get("owned_units", [])
+            member["merge_rate"] = running.get("merge_rate")
+            member["cpu"] = running.get("cpu")
+        memory = services.seq_store.memory_used()
+    except redis.RedisError:
+        pass  # ZooKeeper's view alone is still worth showing
+    mappers = list_mappers(services.zk, ZkPaths(root=root))
+    elasticity = services.settings.elasticity
+    band = CpuBand(
+        target=elasticity.cpu_target, upper=elasticity.cpu_upper, lower=elasticity.cpu_lower
+    )
+    return ClusterState(
+        leader=view["leader"],
+        members=members,
+        assignment=view["assignment"],
+        mappers=mappers,
+        redis_used_memory_bytes=memory,
+        advice={
+            role: RoleAdvice(**asdict(advise([p.get("cpu") for p in processes.values()], band)))
+            for role, processes in (("reducers", members), ("mappers", mappers))
+        },
+        measured_ms=now_ms(),
     )

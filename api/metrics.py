@@ -3,8 +3,9 @@
 Mappers and reducers serve their process's metrics themselves (`mars.metrics_http`); the API
 adds what belongs to no single process: each task's exact counters (moved by the same Redis
 scripts as the data, so they are the figures to alert on), its backlog and watermark lag, Redis
-memory, the assignment generation and the leader. `GET /metrics/targets` lists every process
-for Prometheus's HTTP service discovery (`configs/prometheus.yml`).
+memory, the assignment generation, the leader and the elasticity advice per role. `GET
+/metrics/targets` lists every process for Prometheus's HTTP service discovery
+(`configs/prometheus.yml`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from api.live import task_live
+from api.live import cluster_state, task_live
 from api.services import ApiServices
-from mars.registry import ZkPaths
-from mars.registry.cluster_view import cluster_view
-from mars.registry.mapper_status import list_mappers
 
 log = logging.getLogger(__name__)
 
@@ -50,28 +48,40 @@ class ClusterCollector(Collector):
             log.warning("metrics incomplete: %s", exc)
 
     def _cluster(self) -> Iterator[Metric]:
-        services = self._services
-        view = cluster_view(services.zk, root=services.settings.zookeeper.root)
+        state = cluster_state(self._services)
         leader = GaugeMetricFamily("mars_leader_info", "The reducer leader.", labels=["member"])
-        if view["leader"] is not None:
-            leader.add_metric([view["leader"]], 1)
+        if state.leader is not None:
+            leader.add_metric([state.leader], 1)
         yield leader
-        assignment = view["assignment"]
         yield GaugeMetricFamily(
             "mars_assignment_generation",
             "Generation of the reducers' assignment (moves when units move).",
-            value=assignment["generation"] if assignment else 0,
+            value=state.assignment["generation"] if state.assignment else 0,
         )
         yield GaugeMetricFamily(
-            "mars_reducers", "Live reducer processes.", value=len(view["members"])
+            "mars_reducers", "Live reducer processes.", value=len(state.members)
         )
-        mappers = list_mappers(services.zk, ZkPaths(root=services.settings.zookeeper.root))
-        yield GaugeMetricFamily("mars_mappers", "Live mapper processes.", value=len(mappers))
-        yield GaugeMetricFamily(
-            "mars_redis_used_memory_bytes",
-            "Redis used_memory.",
-            value=services.seq_store.memory_used(),
+        yield GaugeMetricFamily("mars_mappers", "Live mapper processes.", value=len(state.mappers))
+        if state.redis_used_memory_bytes is not None:
+            yield GaugeMetricFamily(
+                "mars_redis_used_memory_bytes",
+                "Redis used_memory.",
+                value=state.redis_used_memory_bytes,
+            )
+        needed = GaugeMetricFamily(
+            "mars_advice_processes_needed",
+            "Processes of the role the current CPU load needs (elasticity advice).",
+            labels=["role"],
         )
+        mean_cpu = GaugeMetricFamily(
+            "mars_cpu_share_mean", "Mean CPU share per process of the role.", labels=["role"]
+        )
+        for role, advice in state.advice.items():
+            needed.add_metric([role], advice.needed)
+            if advice.mean_cpu is not None:
+                mean_cpu.add_metric([role], advice.mean_cpu)
+        yield needed
+        yield mean_cpu
 
     def _tasks(self) -> Iterator[Metric]:
         store = self._services.seq_store

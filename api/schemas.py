@@ -146,6 +146,15 @@ class TaskWindows(BaseModel):
     measured_ms: int
 
 
+class RoleAdvice(BaseModel):
+    """How many processes of a role the load needs (`mars.elasticity`)."""
+
+    current: int
+    needed: int
+    mean_cpu: float | None = Field(description="mean CPU share per process (1.0 = one core)")
+    reason: str
+
+
 class ClusterState(BaseModel):
     leader: str | None
     members: dict[str, Any] = Field(
@@ -158,6 +167,9 @@ class ClusterState(BaseModel):
         "position, end, lag, paused), backlog per task"
     )
     redis_used_memory_bytes: int | None = None
+    advice: dict[str, RoleAdvice] = Field(
+        description="`reducers` and `mappers`: the count the current CPU load needs"
+    )
     measured_ms: int
 
 

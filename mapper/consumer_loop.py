@@ -36,6 +36,7 @@ from mapper.partition_batches import group_by_partition
 from mapper.progress import ProgressBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.config import Settings
+from mars.cpu_meter import CpuMeter
 from mars.engine.records import PartitionBatch
 from mars.registry.mapper_status import MapperStatus, PartitionStatus
 from mars.side_topics import SideRecordSink
@@ -99,6 +100,7 @@ class MapperLoop:
         self._member_id = parts.member_id
         self._metrics_address = parts.metrics_address
         self._publish_status = parts.publish_status
+        self._cpu = CpuMeter()
         self._subscribed: frozenset[str] = frozenset()
         self._partition_counts: dict[str, int] = {}
         self._last_topic_check_ms: int | None = None
@@ -368,6 +370,7 @@ class MapperLoop:
                 updated_ms=now,
                 partitions=partitions,
                 backlog=self.metrics.backlogs(),
+                cpu=self._cpu.share(),
             )
         )
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -91,6 +91,21 @@ class MetricsSettings(_Section):
     port: int = Field(default=0, ge=0, le=65535)
 
 
+class ElasticitySettings(_Section):
+    """The CPU band of the elasticity advice (seed 000's TUT, UUT, LUT), as a share of one core
+    per process (`mars.elasticity`)."""
+
+    cpu_target: float = Field(default=0.6, gt=0)
+    cpu_upper: float = Field(default=0.8, gt=0)
+    cpu_lower: float = Field(default=0.3, gt=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ElasticitySettings:
+        if not self.cpu_lower < self.cpu_target < self.cpu_upper:
+            raise ValueError("needs cpu_lower < cpu_target < cpu_upper")
+        return self
+
+
 class LocalSettings(_Section):
     run_dir: Path = PROJECT_ROOT / ".mars" / "local"
     jars_dir: Path = PROJECT_ROOT / ".cache" / "jars"
@@ -115,6 +130,7 @@ class Settings(BaseSettings):
     reducer: ReducerSettings = ReducerSettings()
     api: ApiSettings = ApiSettings()
     metrics: MetricsSettings = MetricsSettings()
+    elasticity: ElasticitySettings = ElasticitySettings()
     local: LocalSettings = LocalSettings()
 
     @classmethod

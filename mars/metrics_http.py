@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from threading import Thread
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Gauge, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Gauge,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    start_http_server,
+)
 
 from mars.config import MetricsSettings
 
@@ -33,7 +40,11 @@ class MetricsServer:
 def serve_metrics(
     registry: CollectorRegistry, settings: MetricsSettings, *, role: str, member_id: str
 ) -> MetricsServer:
-    """Start the endpoint on a thread of its own; adds `mars_process_info{role, member}`."""
+    """Start the endpoint on a thread of its own; adds `mars_process_info{role, member}` and
+    the standard `process_*` (CPU, memory, file descriptors) and `python_*` collectors."""
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
     info = Gauge(
         "mars_process_info",
         "One per Mars process: its role and member id.",

@@ -12,7 +12,8 @@ Redis:
 - the task's `mars:{<task>}:stats` field `late_reducer` = sum of the units' `late_records`,
   kept exact by a script that adds only the growth of each unit's absolute count;
 - per process, hash `mars:reducer:<member id>` with `owned_units` (JSON list), `merge_rate`,
-  `updated_ms`; it expires when the process stops refreshing.
+  `cpu` (its CPU share, for the elasticity advice), `updated_ms`; it expires when the process
+  stops refreshing.
 
 Prometheus (labels `task`, `bucket`): `mars_reducer_datasets_merged_total`,
 `mars_reducer_windows_emitted_total`, `mars_reducer_result_rows_total`,
@@ -174,10 +175,16 @@ class ReducerMetrics:
         )
 
     def publish_process(
-        self, member_id: str, *, owned_units: Iterable[str], merge_rate: float, now_ms: int
+        self,
+        member_id: str,
+        *,
+        owned_units: Iterable[str],
+        merge_rate: float,
+        cpu: float | None,
+        now_ms: int,
     ) -> None:
         owned = list(owned_units)
         self._prom.owned_units.set(len(owned))
         self._stats.publish_process(
-            member_id, owned_units=owned, merge_rate=merge_rate, now_ms=now_ms
+            member_id, owned_units=owned, merge_rate=merge_rate, cpu=cpu, now_ms=now_ms
         )

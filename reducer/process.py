@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from mars.config import Settings
+from mars.cpu_meter import CpuMeter
 from mars.metrics_http import serve_metrics
 from mars.registry import TaskRecord, TaskRegistry, TaskStatus
 from mars.registry.units import Unit
@@ -79,6 +80,7 @@ class ReducerProcess:
         self._topics_ready: set[str] = set()
         self._coordinator: ReducerCoordinator | None = None
         self._progress_partitions = PROGRESS_TOPIC_PLAN.partitions
+        self._cpu = CpuMeter()
 
     # -- coordinator callbacks (quick: flags only) --------------------------------------------
 
@@ -260,6 +262,7 @@ class ReducerProcess:
                 self.member_id,
                 owned_units=[unit.key for unit in entries],
                 merge_rate=sum(e.owner.merge_rate for e in entries.values()),
+                cpu=self._cpu.share(),
                 now_ms=wall_clock_ms(),
             )
         except redis.RedisError as exc:

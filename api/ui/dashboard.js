@@ -33,6 +33,8 @@ function duration(ms) {
   return `${(s / 60).toFixed(1)} min`;
 }
 
+const cpu = (share) => (share == null ? "–" : `${Math.round(share * 100)} %`);
+
 function bytes(n) {
   if (n == null) return "–";
   const units = ["B", "KiB", "MiB", "GiB"];
@@ -200,13 +202,21 @@ async function refreshCluster() {
     el("td", {}, id, " ", id === cluster.leader ? el("span", { class: "badge leader" }, "leader") : ""),
     el("td", { class: "num" }, number(m.owned_units?.length ?? m.units)),
     el("td", { class: "num" }, number(m.merge_rate)),
+    el("td", { class: "num" }, cpu(m.cpu)),
     el("td", {}, metricsLink(m.metrics))));
   document.querySelector("#reducers tbody").replaceChildren(...reducers);
   const mappers = Object.entries(cluster.mappers).map(([id, m]) => el("tr", { "data-member": id },
-    el("td", {}, id), el("td", {}, partitionList(m.partitions)), el("td", {}, metricsLink(m.metrics))));
+    el("td", {}, id), el("td", {}, partitionList(m.partitions)),
+    el("td", { class: "num" }, cpu(m.cpu)), el("td", {}, metricsLink(m.metrics))));
   document.querySelector("#mappers tbody").replaceChildren(...mappers);
   document.getElementById("redis-memory").textContent = bytes(cluster.redis_used_memory_bytes);
   document.getElementById("generation").textContent = cluster.assignment?.generation ?? "–";
+  for (const [role, id] of [["reducers", "reducer-advice"], ["mappers", "mapper-advice"]]) {
+    const advice = cluster.advice?.[role];
+    document.getElementById(id).textContent = advice == null ? "–"
+      : `Advice: ${advice.needed} ${role} for the current load (${advice.current} now; `
+        + `${advice.reason}).`;
+  }
 }
 
 // -- register --------------------------------------------------------------------------------

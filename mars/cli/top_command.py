@@ -194,6 +194,9 @@ def summary_line(cluster: Json, source: str) -> Text:
     text.append(f"  leader {cluster.get('leader') or MISSING}")
     text.append(f"  generation {assignment.get('generation', MISSING)}")
     text.append(f"  Redis memory {size(cluster.get('redis_used_memory_bytes'))}")
+    for role, advice in sorted((cluster.get("advice") or {}).items()):
+        if advice.get("needed") != advice.get("current"):
+            text.append(f"  {role}: {advice['needed']} needed", style="bold yellow")
     text.append(f"  at {at}", style="dim")
     return text
 

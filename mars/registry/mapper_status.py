@@ -36,6 +36,7 @@ class MapperStatus:
     updated_ms: int
     partitions: list[PartitionStatus]
     backlog: dict[str, int]  # task -> unmerged data sets (last reading)
+    cpu: float | None = None  # CPU seconds per second since the last status (`mars.cpu_meter`)
     host: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
 

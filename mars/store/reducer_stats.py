@@ -3,7 +3,8 @@
 
 - per unit, hash `mars:{<task>}:reducer_stats`, fields `<bucket>.<name>` (names in
   `reducer.metrics`);
-- per process, hash `mars:reducer:<member id>` (`owned_units`, `merge_rate`, `updated_ms`), with
+- per process, hash `mars:reducer:<member id>` (`owned_units`, `merge_rate`, `cpu` (CPU seconds
+  per second, `mars.cpu_meter`), `updated_ms`), with
   a time to live: it goes when the process stops refreshing it.
 """
 
@@ -65,7 +66,13 @@ class ReducerStats:
         return dict(sorted(units.items()))
 
     def publish_process(
-        self, member_id: str, *, owned_units: Iterable[str], merge_rate: float, now_ms: int
+        self,
+        member_id: str,
+        *,
+        owned_units: Iterable[str],
+        merge_rate: float,
+        cpu: float | None,
+        now_ms: int,
     ) -> None:
         key = process_stats_key(member_id)
         with self._redis.pipeline(transaction=True) as pipe:
@@ -74,6 +81,7 @@ class ReducerStats:
                 mapping={
                     "owned_units": json.dumps(sorted(owned_units)),
                     "merge_rate": str(round(merge_rate, 1)),
+                    "cpu": "" if cpu is None else str(cpu),
                     "updated_ms": str(now_ms),
                 },
             )
@@ -81,7 +89,8 @@ class ReducerStats:
             pipe.execute()
 
     def process(self, member_id: str) -> dict[str, object]:
-        """{"owned_units": [...], "merge_rate": float, "updated_ms": int} ({}: not published)."""
+        """{"owned_units": [...], "merge_rate": float, "cpu": float | None, "updated_ms": int}
+        ({}: not published)."""
         raw = {
             text_of(k): text_of(v)
             for k, v in self._redis.hgetall(process_stats_key(member_id)).items()
@@ -91,5 +100,6 @@ class ReducerStats:
         return {
             "owned_units": json.loads(raw.get("owned_units", "[]")),
             "merge_rate": float(raw.get("merge_rate", 0) or 0),
+            "cpu": figure_float(raw, "cpu"),
             "updated_ms": int(raw.get("updated_ms", 0) or 0),
         }

@@ -240,6 +240,7 @@ def test_cluster_health_and_docs(
         "assignment",
         "mappers",
         "redis_used_memory_bytes",
+        "advice",
         "measured_ms",
     }
     assert body["mappers"][f"mapper-{unique_name}"] == {"host": "h1", "pid": 42}

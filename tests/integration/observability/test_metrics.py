@@ -107,6 +107,7 @@ def test_metrics_agree_with_exact_counters_and_lag_moves(
     scrapes = {role: [scrape(a) for a in addresses] for role, addresses in targets.items()}
     for role in ("mapper", "reducer"):
         assert all(s.total("mars_process_info", role=role) == 1 for s in scrapes[role])
+        assert all(s.total("process_cpu_seconds_total") > 0 for s in scrapes[role])
     counters = pipeline.get(f"/tasks/{task}")["stats"]["counters"]
     assert counters["records_in"] == produced
     _check_mappers(pipeline, scrapes, task, counters)
@@ -242,3 +243,12 @@ def _check_cluster(pipeline: WatchedPipeline, api: Scrape, task: str) -> None:
     assert api.total("mars_redis_used_memory_bytes") > 0
     assert api.total("mars_task_backlog_datasets", task=task) == 0
     assert api.total("mars_task_info", task=task, status="RUNNING") == 1
+    # Elasticity advice from the CPU share each process publishes.
+    cluster = pipeline.get("/cluster")
+    assert all(
+        m["cpu"] is not None for m in [*cluster["members"].values(), *cluster["mappers"].values()]
+    )
+    for role in ("reducers", "mappers"):
+        advice = cluster["advice"][role]
+        assert advice["current"] == 2 and advice["needed"] >= 1 and advice["mean_cpu"] is not None
+        assert api.total("mars_advice_processes_needed", role=role) >= 1
