@@ -9,7 +9,7 @@ from typing import Any
 
 from mars.config import load_settings
 from mars.local import LocalCluster, ServiceError
-from mars.local.roles import process_url, start_role
+from mars.local.roles import process_url, scale_role, start_role
 
 
 def register(subparsers: Any) -> None:
@@ -24,6 +24,15 @@ def register(subparsers: Any) -> None:
 
     down = commands.add_parser("down", help="stop every process the cluster started")
     down.set_defaults(handler=_down)
+
+    scale = commands.add_parser(
+        "scale",
+        help="run exactly N mappers / reducers (GET /cluster's advice says how many the load "
+        "needs)",
+    )
+    scale.add_argument("--mappers", type=int, help="mapper processes to run")
+    scale.add_argument("--reducers", type=int, help="reducer processes to run")
+    scale.set_defaults(handler=_scale)
 
     status = commands.add_parser("status", help="services and processes with PID and health")
     status.add_argument("--json", action="store_true", help="machine-readable output")
@@ -62,6 +71,29 @@ def _up(args: argparse.Namespace) -> int:
 def _down(args: argparse.Namespace) -> int:
     stopped = _cluster().down()
     print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    return 0
+
+
+def _scale(args: argparse.Namespace) -> int:
+    cluster = _cluster()
+    if cluster.state is None:
+        print("mars local scale: no local cluster is up (`mars local up`)", file=sys.stderr)
+        return 1
+    wanted = {"mapper": args.mappers, "reducer": args.reducers}
+    if any(count is not None and count < 0 for count in wanted.values()):
+        print("mars local scale: a count must not be negative", file=sys.stderr)
+        return 2
+    try:
+        for role, count in wanted.items():
+            if count is None:
+                continue
+            started, stopped = scale_role(cluster, role, count)
+            changes = [f"started {name}" for name in started]
+            changes += [f"stopped {name}" for name in stopped]
+            print(f"{role}s: {count} ({', '.join(changes) or 'unchanged'})")
+    except ServiceError as error:
+        print(f"mars local scale: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -165,6 +165,12 @@ class LocalCluster:
         self.state.processes.append(record)
         self.state.save()
 
+    def remove_process(self, name: str) -> None:
+        """Forget a Mars process (after stopping it)."""
+        assert self.state is not None, "cluster is not up"
+        self.state.processes = [p for p in self.state.processes if p.name != name]
+        self.state.save()
+
     def restart(self, role: str, *, kill: bool = True) -> ProcessHandle:
         """Stop a server (`kill`: SIGKILL, a crash; else SIGTERM) and start it again with the
         same command line: same ports, same data folder (Redis replays its AOF, Kafka and

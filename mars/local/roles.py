@@ -65,6 +65,29 @@ def start_role(
     return handle
 
 
+def scale_role(cluster: LocalCluster, role: str, count: int) -> tuple[list[str], list[str]]:
+    """Run exactly `count` processes of `role` (mapper or reducer): start the missing ones,
+    stop the newest extra ones with SIGTERM (a mapper leaves its group and a reducer hands its
+    units over). Records of processes that died are dropped. Returns (started, stopped)."""
+    if role not in ("mapper", "reducer"):
+        raise ValueError(f"only mappers and reducers scale, not {role!r}")
+    state = cluster.state
+    assert state is not None, "the cluster is not up"
+    running = []
+    for record in [p for p in state.processes if p.role == role]:
+        if record.handle().is_running():
+            running.append(record)
+        else:
+            cluster.remove_process(record.name)
+    started = [start_role(cluster, role).name for _ in range(count - len(running))]
+    stopped = []
+    for record in sorted(running, key=lambda r: r.started)[count:][::-1]:
+        record.handle().stop()
+        cluster.remove_process(record.name)
+        stopped.append(record.name)
+    return started, stopped
+
+
 def _next_name(state: ClusterState, role: str) -> str:
     taken = {p.name for p in state.processes}
     index = 1

@@ -54,6 +54,31 @@ def test_up_status_down_leaves_no_process_and_no_port(tmp_path: Path) -> None:
     assert _mars("local", "status", run_dir=run_dir).returncode == 1
 
 
+def test_scale_starts_and_stops_reducers_and_mappers(tmp_path: Path) -> None:
+    run_dir = tmp_path / "local"
+    up = _mars("local", "up", "--reducers", "1", run_dir=run_dir)
+    assert up.returncode == 0, up.stderr
+
+    def running(role: str) -> list[dict[str, object]]:
+        status = json.loads(_mars("local", "status", "--json", run_dir=run_dir).stdout)
+        return [p for p in status["processes"] if p["role"] == role and p["healthy"]]
+
+    try:
+        grown = _mars("local", "scale", "--reducers", "3", "--mappers", "1", run_dir=run_dir)
+        assert grown.returncode == 0, grown.stderr
+        assert "reducers: 3 (started reducer-2, started reducer-3)" in grown.stdout
+        assert len(running("reducer")) == 3 and len(running("mapper")) == 1
+        first = running("reducer")[0]
+        shrunk = _mars("local", "scale", "--reducers", "1", run_dir=run_dir)
+        assert "reducers: 1 (stopped reducer-3, stopped reducer-2)" in shrunk.stdout
+        assert [p["name"] for p in running("reducer")] == [first["name"]]
+        same = _mars("local", "scale", "--reducers", "1", run_dir=run_dir)
+        assert "reducers: 1 (unchanged)" in same.stdout
+    finally:
+        down = _mars("local", "down", run_dir=run_dir)
+    assert down.returncode == 0, down.stderr
+
+
 def test_a_taken_port_names_the_service(tmp_path: Path) -> None:
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", 0))
