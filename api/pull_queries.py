@@ -65,8 +65,8 @@ def current_windows(
     watermark = None if not marks or None in marks else min(m for m in marks if m is not None)
     rows: list[dict[str, Any]] = []
     views: list[int | None] = []
-    for bucket in units:
-        windows, unit_watermark, view_ms = _unit_windows(store, spec.id, bucket)
+    for bucket, figures in units.items():
+        windows, unit_watermark, view_ms = _unit_windows(store, spec.id, bucket, figures)
         views.append(view_ms)
         for start, window_groups in sorted(windows.items()):
             if window_start not in (None, start) or assigner.is_closed(start, unit_watermark):
@@ -87,11 +87,13 @@ def current_windows(
 
 
 def _unit_windows(
-    store: SeqStore, task: str, bucket: int
+    store: SeqStore, task: str, bucket: int, figures: Mapping[str, str]
 ) -> tuple[OpenWindows, int | None, int | None]:
-    """The unit's checkpointed windows, its closed watermark and its `view_ms`."""
-    for _ in range(CHECKPOINT_READ_ATTEMPTS):
-        figures = store.reducer_stats.units(task).get(bucket, {})
+    """The unit's checkpointed windows, its closed watermark and its `view_ms`, from the
+    `figures` it published (read again only when their checkpoint was replaced meanwhile)."""
+    for attempt in range(CHECKPOINT_READ_ATTEMPTS):
+        if attempt:
+            figures = store.reducer_stats.units(task).get(bucket, {})
         watermark, view_ms = figure_int(figures, "watermark"), figure_int(figures, "view_ms")
         field = figures.get("checkpoint")
         if not field:  # nothing checkpointed: no open window holds data (as of view_ms)
