@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 from benchmarks.harness import BenchCluster, Run, fresh_id
@@ -25,6 +26,26 @@ from benchmarks.watermark_times import crossing_times, read_event_times, waterma
 from benchmarks.workload import paper_sql
 from mars.gen import Encoding, GeneratorConfig
 from mars.gen.produce import produce
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Traffic:
+    """The load generator's process, started at `start_s` (epoch s, its first event time)."""
+
+    process: BaseProcess
+    start_s: int
+
+    def join(self) -> None:
+        """Until every record is sent; a failed generator raises."""
+        self.process.join()
+        if self.process.exitcode != 0:
+            raise RuntimeError(f"the load generator failed (exit code {self.process.exitcode})")
+
+    def stop(self) -> None:
+        """SIGTERM the generator if it is still sending (the measurement is over)."""
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join(timeout=10)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +63,12 @@ class LiveTask:
     def send(self, *, rate: float, duration_s: int, sips: int = 1000) -> int:
         """Paced traffic (event time = wall clock, `sips` distinct sips x 8 types) from a
         separate process, until sent; the first event time (epoch s)."""
+        traffic = self.start_traffic(rate=rate, duration_s=duration_s, sips=sips)
+        traffic.join()
+        return traffic.start_s
+
+    def start_traffic(self, *, rate: float, duration_s: int, sips: int = 1000) -> Traffic:
+        """The same traffic as `send`, returning at once: measure while it flows."""
         start_s = int(time.time())
         config = GeneratorConfig(
             count=int(rate * duration_s),
@@ -57,10 +84,7 @@ class LiveTask:
             kwargs={"rate": rate, "chunk_size": max(1000, int(rate))},
         )
         generator.start()
-        generator.join()
-        if generator.exitcode != 0:
-            raise RuntimeError(f"the load generator failed (exit code {generator.exitcode})")
-        return start_s
+        return Traffic(process=generator, start_s=start_s)
 
     def passages(self, *, start_s: int, duration_s: int) -> dict[int, int]:
         """Window end (ms) -> when the watermark passed it (ms), from the source data."""

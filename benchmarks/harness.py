@@ -25,7 +25,7 @@ from benchmarks.procstat import cpu_seconds, peak_rss_mb, rss_mb
 from benchmarks.stats import MemorySample, ProgressSample
 from mars.config import Settings, load_settings
 from mars.local import LocalCluster
-from mars.local.process import ProcessHandle
+from mars.local.process import ProcessHandle, free_port
 from mars.local.roles import start_role
 from mars.registry import TaskRegistry
 from mars.registry.paths import ZkPaths
@@ -59,6 +59,7 @@ class Run:
     env: dict[str, str]
     mappers: list[ProcessHandle] = field(default_factory=list)
     reducers: list[ProcessHandle] = field(default_factory=list)
+    apis: list[ProcessHandle] = field(default_factory=list)
     spec: TaskSpec | None = None
     cpu_at_register: dict[int, float] = field(default_factory=dict)
 
@@ -73,6 +74,21 @@ class Run:
         self.reducers += new
         self.bench.wait_members(ZkPaths(root=self.root).reducers, _running(self.reducers))
         return new
+
+    def start_api(self) -> tuple[ProcessHandle, str]:
+        """`mars api` under this run's root on a free port; the handle and its base URL."""
+        port = free_port()
+        handle = start_role(self.bench.cluster, "api", extra_env=self.env, api_port=port)
+        self.apis.append(handle)
+        return handle, f"http://127.0.0.1:{port}"
+
+    def metrics_urls(self, handles: Sequence[ProcessHandle]) -> list[str]:
+        """Where the processes `handles` serve Prometheus `/metrics` (the local cluster's
+        record of each process's address)."""
+        state = self.bench.cluster.state
+        assert state is not None, "the cluster is not up"
+        addresses = {record.pid: record.address for record in state.processes}
+        return [f"http://{addresses[handle.pid]}/metrics" for handle in handles]
 
     def register(self, sql: str, *, task_id: str | None = None) -> TaskSpec:
         """Register the task (RUNNING) under this run's root; the mappers start at once."""
@@ -129,7 +145,7 @@ class Run:
         }
 
     def stop(self) -> None:
-        for handle in self.mappers + self.reducers:
+        for handle in self.apis + self.mappers + self.reducers:
             handle.stop(timeout_s=10)
         if self.spec is not None:
             self.bench.store.delete_task(self.spec.id)

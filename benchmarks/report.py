@@ -5,15 +5,31 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from benchmarks.report_format import fmt
+from benchmarks.report_pull import PULL_HEADING, pull_section
 from benchmarks.state_figures import growth, window_label
 from benchmarks.targets import STATE_GROWTH_TARGET, check_targets
 
-
-def fmt(value: Any, spec: str = ",.0f") -> str:
-    """A number for a table; `—` for missing or NaN."""
-    if not isinstance(value, int | float) or math.isnan(value):
-        return "—"
-    return format(value, spec)
+BATCH_HEADING = "## 1. Mapper throughput vs batch size"
+PROCESSES_HEADING = "## 2. Throughput vs number of mapper processes"
+E2E_HEADING = "## 3. End to end: Mars vs PySpark Structured Streaming vs the ceiling"
+LATENCY_HEADING = "## 4. Latency: watermark past window end + grace -> results readable"
+MEMORY_HEADING = "## 5. Memory"
+FAULTS_HEADING = "## 6. Accuracy under faults (Table 1, smaller)"
+STATE_HEADING = "## 7. Memory vs window length (bounded state)"
+PROFILE_HEADING = "## Where a mapper spends its time, and what limits it"
+# The sections each experiment renders: a run of some experiments replaces only these in an
+# earlier report (benchmarks.report_merge).
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "batch": (BATCH_HEADING,),
+    "processes": (PROCESSES_HEADING,),
+    "e2e": (E2E_HEADING, MEMORY_HEADING),
+    "latency": (LATENCY_HEADING,),
+    "faults": (FAULTS_HEADING,),
+    "state": (STATE_HEADING,),
+    "pull": (PULL_HEADING,),
+    "profile": (PROFILE_HEADING,),
+}
 
 
 def _med(node: Any, spec: str = ",.0f") -> str:
@@ -40,12 +56,7 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
         "",
         f"- command: `{results.get('command', 'mars bench')}`",
         f"- date: {machine.get('date', '?')}",
-        f"- code: commit `{code.get('commit', '?')}`"
-        + (
-            f" plus uncommitted changes in {', '.join(code['uncommitted'])}"
-            if code.get("uncommitted")
-            else ""
-        ),
+        f"- code: {_code_text(code)}",
         f"- machine: {machine.get('nproc', '?')} CPUs ({machine.get('cpu_model', '?')}), "
         f"{machine.get('ram_gib', '?')} GiB RAM, Linux {machine.get('kernel', '?')}, "
         f"Python {machine.get('python', '?')}",
@@ -81,9 +92,26 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
     lines += _memory_section(results.get("e2e"))
     lines += _faults_section(results.get("faults"))
     lines += _state_section(results.get("state"), images)
+    lines += pull_section(results.get("pull"))
     lines += _profile_section(results.get("profile"))
     lines += _method_section()
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _code_text(code: dict[str, Any]) -> str:
+    uncommitted = code.get("uncommitted")
+    changes = f" plus uncommitted changes in {', '.join(uncommitted)}" if uncommitted else ""
+    return f"commit `{code.get('commit', '?')}`{changes}"
+
+
+def run_note(results: dict[str, Any]) -> str:
+    """The line that opens a section merged into an earlier report: which run measured it."""
+    machine = results.get("machine", {})
+    return (
+        f"*Measured by `{results.get('command', 'mars bench')}` on {machine.get('date', '?')}, "
+        f"{_code_text(results.get('code', {}))}, load average at start "
+        f'{machine.get("load_average", "?")}: not the run of "Machine and run" above.*'
+    )
 
 
 def _notes(notes: list[str]) -> list[str]:
@@ -95,7 +123,7 @@ def _image(images: dict[str, str], name: str, title: str) -> list[str]:
 
 
 def _batch_section(batch: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
-    lines = ["## 1. Mapper throughput vs batch size", ""]
+    lines = [BATCH_HEADING, ""]
     if not batch:
         return [*lines, "Not run.", ""]
     lines += [
@@ -118,7 +146,7 @@ def _batch_section(batch: dict[str, Any] | None, images: dict[str, str]) -> list
 
 
 def _process_section(processes: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
-    lines = ["## 2. Throughput vs number of mapper processes", ""]
+    lines = [PROCESSES_HEADING, ""]
     if not processes:
         return [*lines, "Not run.", ""]
     lines += [
@@ -136,7 +164,7 @@ def _process_section(processes: dict[str, Any] | None, images: dict[str, str]) -
 
 
 def _e2e_section(e2e: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
-    lines = ["## 3. End to end: Mars vs PySpark Structured Streaming vs the ceiling", ""]
+    lines = [E2E_HEADING, ""]
     if not e2e:
         return [*lines, "Not run.", ""]
     mars, spark, ceiling = e2e["mars"], e2e["spark"], e2e["ceiling"]
@@ -180,7 +208,7 @@ def _latency_points(latency: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
 
 
 def _latency_section(latency: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
-    lines = ["## 4. Latency: watermark past window end + grace -> results readable", ""]
+    lines = [LATENCY_HEADING, ""]
     if not latency:
         return [*lines, "Not run.", ""]
     lines += [
@@ -212,7 +240,7 @@ def _latency_section(latency: dict[str, Any] | None, images: dict[str, str]) -> 
 
 
 def _memory_section(e2e: dict[str, Any] | None) -> list[str]:
-    lines = ["## 5. Memory", ""]
+    lines = [MEMORY_HEADING, ""]
     if not e2e:
         return [*lines, "Not run (measured in the end-to-end runs).", ""]
     memory = e2e["memory"]
@@ -234,7 +262,7 @@ def _memory_section(e2e: dict[str, Any] | None) -> list[str]:
 
 
 def _faults_section(faults: dict[str, Any] | None) -> list[str]:
-    lines = ["## 6. Accuracy under faults (Table 1, smaller)", ""]
+    lines = [FAULTS_HEADING, ""]
     if not faults:
         return [*lines, "Not run.", ""]
     verdict = "**exact**" if faults["ok"] else "**MISMATCH**"
@@ -253,7 +281,7 @@ def _faults_section(faults: dict[str, Any] | None) -> list[str]:
 
 
 def _state_section(state: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
-    lines = ["## 7. Memory vs window length (bounded state)", ""]
+    lines = [STATE_HEADING, ""]
     if not state:
         return [*lines, "Not run.", ""]
     by_window = state["by_window"]
@@ -347,7 +375,7 @@ def limits(shares: dict[str, float]) -> list[str]:
 
 
 def _profile_section(profile: dict[str, Any] | None) -> list[str]:
-    lines = ["## Where a mapper spends its time, and what limits it", ""]
+    lines = [PROFILE_HEADING, ""]
     if not profile:
         return [*lines, "Not profiled in this run.", ""]
     top = profile.get("top", [])

@@ -22,17 +22,20 @@ from benchmarks.exp_end_to_end import end_to_end_experiment
 from benchmarks.exp_faults import faults_experiment
 from benchmarks.exp_latency import latency_experiment
 from benchmarks.exp_mapper import batch_size_experiment, process_count_experiment
+from benchmarks.exp_pull_query import PullPlan, pull_experiment
 from benchmarks.exp_state import state_experiment
 from benchmarks.harness import BenchCluster
 from benchmarks.machine import code_version, load_average, machine_info
 from benchmarks.plots import plot_all
 from benchmarks.profile_reading import hot_frame_lines, hot_frame_shares, top_functions
-from benchmarks.report import render_report
+from benchmarks.report import SECTIONS, render_report, run_note
+from benchmarks.report_merge import merge_report
 from benchmarks.state_figures import STATE_WINDOWS_S
 from benchmarks.workload import Dataset, paper_sql, preload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-EXPERIMENTS = ("batch", "processes", "e2e", "latency", "faults", "state", "profile")
+EXPERIMENTS = ("batch", "processes", "e2e", "latency", "faults", "state", "pull", "profile")
+DATASET_EXPERIMENTS = ("batch", "processes", "e2e", "profile")  # read the preloaded topic S
 Log = Callable[[str], None]
 TITLES = {
     "batch": "experiment 1, mapper throughput vs batch size",
@@ -41,6 +44,7 @@ TITLES = {
     "latency": "experiment 4, latency at half the measured maximum rate",
     "faults": "experiment 6, accuracy under faults",
     "state": "experiment 7, Redis and reducer memory vs window length (bounded state)",
+    "pull": "experiment 8, pull-query latency and cost under live traffic",
     "profile": "one mapper sampled by py-spy",
 }
 
@@ -68,6 +72,11 @@ class BenchConfig:
     state_sips: int = 250  # x 8 types: 2,000 groups, every one in a window's first seconds
     state_duration_s: int = 180
     state_runs: int = 1  # unless --runs says otherwise: the 3 lengths x 180 s take 10 min
+    pull_sips: tuple[int, ...] = (250, 2500)  # x 8 types: 2,000 and 20,000 open groups
+    pull_rate: float = 4000.0
+    pull_queries: int = 200
+    pull_query_rate: float = 20.0
+    pull_baseline_s: float = 10.0
     timeout_s: float = 900.0
     run_dir: Path = PROJECT_ROOT / ".mars" / "bench"
     results_dir: Path = PROJECT_ROOT / "benchmarks" / "results"
@@ -94,6 +103,8 @@ class BenchConfig:
                 fault_records=50_000,
                 state_duration_s=30,
                 state_runs=runs or 1,
+                pull_queries=50,
+                pull_baseline_s=5.0,
                 command=command,
             )
         return cls(
@@ -120,8 +131,10 @@ def run_benchmarks(config: BenchConfig, *, log: Log = print) -> dict[str, Any]:
     log(f"starting a fresh local cluster in {config.run_dir} ...")
     bench = BenchCluster(run_dir=config.run_dir)
     try:
-        data = _dataset(bench, config, log)
-        results["dataset"] = {**asdict(data), "mbytes": data.mbytes}
+        data = None
+        if set(config.experiments) & set(DATASET_EXPERIMENTS):
+            data = _dataset(bench, config, log)
+            results["dataset"] = {**asdict(data), "mbytes": data.mbytes}
         _run_experiments(bench, data, config, results, log)
     finally:
         bench.close()
@@ -145,12 +158,20 @@ def _dataset(bench: BenchCluster, config: BenchConfig, log: Log) -> Dataset:
 
 
 def _run_experiments(
-    bench: BenchCluster, data: Dataset, config: BenchConfig, results: dict[str, Any], log: Log
+    bench: BenchCluster,
+    loaded: Dataset | None,
+    config: BenchConfig,
+    results: dict[str, Any],
+    log: Log,
 ) -> None:
+    def data() -> Dataset:  # preloaded when one of DATASET_EXPERIMENTS is chosen
+        assert loaded is not None
+        return loaded
+
     steps: dict[str, Callable[[], Any]] = {
         "batch": lambda: batch_size_experiment(
             bench,
-            data,
+            data(),
             batch_sizes=list(config.batch_sizes),
             runs=config.runs,
             small_batch_cap_s=config.small_batch_cap_s,
@@ -158,7 +179,7 @@ def _run_experiments(
         ),
         "processes": lambda: process_count_experiment(
             bench,
-            data,
+            data(),
             process_counts=list(config.process_counts),
             batch_size=5000,
             runs=config.runs,
@@ -166,7 +187,7 @@ def _run_experiments(
         ),
         "e2e": lambda: end_to_end_experiment(
             bench,
-            data,
+            data(),
             runs=config.runs,
             mappers=config.e2e_mappers,
             reducers=config.e2e_reducers,
@@ -189,7 +210,20 @@ def _run_experiments(
             reducers=config.e2e_reducers,
             log=log,
         ),
-        "profile": lambda: profile_mapper(bench, data, config.run_dir / "mapper-profile.txt"),
+        "pull": lambda: pull_experiment(
+            bench,
+            PullPlan(
+                rate=config.pull_rate,
+                queries=config.pull_queries,
+                query_rate=config.pull_query_rate,
+                baseline_s=config.pull_baseline_s,
+                mappers=config.e2e_mappers,
+                reducers=config.e2e_reducers,
+            ),
+            sips=config.pull_sips,
+            log=log,
+        ),
+        "profile": lambda: profile_mapper(bench, data(), config.run_dir / "mapper-profile.txt"),
     }
     for name in EXPERIMENTS:
         if name not in config.experiments:
@@ -275,11 +309,8 @@ def write_outputs(results: dict[str, Any], config: BenchConfig, log: Log) -> Non
     body = json.dumps(results, indent=2, default=str)
     (config.results_dir / f"bench-{stamp}.json").write_text(body)
     (config.results_dir / "latest.json").write_text(body)
-    images = plot_all(results, config.img_dir)
-    docs_dir = config.docs_path.parent
-    relative = {name: os.path.relpath(path, docs_dir) for name, path in images.items()}
-    config.docs_path.write_text(render_report(results, images=relative))
-    log(f"wrote {config.results_dir / 'latest.json'}, {config.docs_path} and {len(images)} plots")
+    images = write_report(results, config)
+    log(f"wrote {config.results_dir / 'latest.json'}, {config.docs_path} and {images} plots")
 
 
 def rewrite_report(results_file: Path, config: BenchConfig, log: Log = print) -> None:
@@ -288,8 +319,27 @@ def rewrite_report(results_file: Path, config: BenchConfig, log: Log = print) ->
     profile = results.get("profile")
     if profile and "file" in profile and Path(profile["file"]).exists():
         profile.update(read_profile(Path(profile["file"])))
+    images = write_report(results, config)
+    log(f"wrote {config.docs_path} and {images} plots from {results_file}")
+
+
+def write_report(results: dict[str, Any], config: BenchConfig) -> int:
+    """The plots the results allow, and the report: whole after a run of every experiment
+    (or when there is none yet), else only the sections of the experiments this run
+    measured, merged into the report there, each saying which run it comes from. Returns
+    how many plots were written."""
     images = plot_all(results, config.img_dir)
     docs_dir = config.docs_path.parent
     relative = {name: os.path.relpath(path, docs_dir) for name, path in images.items()}
-    config.docs_path.write_text(render_report(results, images=relative))
-    log(f"wrote {config.docs_path} and {len(images)} plots from {results_file}")
+    report = render_report(results, images=relative)
+    chosen = set(results.get("config", {}).get("experiments", EXPERIMENTS))
+    if not set(EXPERIMENTS) <= chosen and config.docs_path.exists():
+        measured = [name for name in EXPERIMENTS if name in chosen and results.get(name)]
+        report = merge_report(
+            config.docs_path.read_text(),
+            report,
+            headings=[heading for name in measured for heading in SECTIONS[name]],
+            provenance=run_note(results),
+        )
+    config.docs_path.write_text(report)
+    return len(images)
