@@ -24,7 +24,7 @@ from mars.engine.finalize import result_spec, window_rows
 from mars.store import SeqStore
 from mars.store.reducer_stats import figure_int
 from mars.tasks.spec import TaskSpec
-from mars.windows import WindowAssigner
+from mars.windows import window_closes_at
 
 CHECKPOINT_READ_ATTEMPTS = 3  # a checkpoint may be dropped between reading its name and it
 
@@ -59,7 +59,6 @@ def current_windows(
         )
     wanted = {positions[name]: value for name, value in groups.items()}
     output_spec = result_spec(spec)
-    assigner = WindowAssigner.from_spec(spec.window)
     units = store.reducer_stats.units(spec.id)
     marks = [figure_int(figures, "watermark") for figures in units.values()]
     watermark = None if not marks or None in marks else min(m for m in marks if m is not None)
@@ -69,9 +68,13 @@ def current_windows(
         windows, unit_watermark, view_ms = _unit_windows(store, spec.id, bucket, figures)
         views.append(view_ms)
         for start, window_groups in sorted(windows.items()):
-            if window_start not in (None, start) or assigner.is_closed(start, unit_watermark):
-                continue  # a window the unit closed since: its final rows follow
-            kept = {key: states for key, states in window_groups.items() if _matches(key, wanted)}
+            if window_start not in (None, start):
+                continue
+            kept = {
+                key: states
+                for key, states in window_groups.items()
+                if _matches(key, wanted) and not _closed(spec, start, states, unit_watermark)
+            }
             rows.extend({**row, "final": False} for row in window_rows(output_spec, start, kept))
     for row in store.results.latest(spec.id, 1_000):
         key = tuple(row.get(g.name) for g in spec.group_keys)
@@ -102,6 +105,11 @@ def _unit_windows(
         if data is not None:
             return decode_dataset(data).windows, watermark, view_ms
     return {}, None, None  # the owner kept replacing it: the unit counts as unknown
+
+
+def _closed(spec: TaskSpec, start: int, states: list[Any], watermark: int | None) -> bool:
+    """Closed by the unit since its checkpoint: the final row follows from the results."""
+    return watermark is not None and watermark >= window_closes_at(spec.window, start, states)
 
 
 def _matches(key: tuple[Any, ...], wanted: Mapping[int, str]) -> bool:

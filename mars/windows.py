@@ -5,11 +5,18 @@ multiple of `slide` (aligned to the epoch, like Flink and Kafka Streams); tumbli
 case `size == slide`. Everything here is pure integer arithmetic: Python's `//` and `%` floor, so
 negative timestamps (before 1970) land in the right window. A window is closed by the watermark
 plus the grace period, never by the wall clock.
+
+Session windows (`SessionWindows`) are per group: records at most `gap` apart share a session
+`[first, last]`, which closes when the watermark reaches `last + gap + grace`. A record is late
+when it is `grace` or more behind its partition's stream time: only that rule guarantees that
+no on-time record can reach a session the reducer already closed (docs/reducer.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -83,3 +90,54 @@ class WindowAssigner:
             return last
         first = ((ts - self.size_ms) // self.slide_ms) * self.slide_ms + self.slide_ms
         return pl.int_ranges(first, last + self.slide_ms, self.slide_ms, dtype=pl.Int64)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionWindows:
+    """Session windows: decides which partial sessions merge and when a session is closed.
+
+    A session is `[first, last]` (event times of its first and last record, both included).
+    Two sessions of a group are one when they are at most `gap_ms` apart.
+    """
+
+    gap_ms: int
+    grace_ms: int = 0
+
+    def __post_init__(self) -> None:
+        if self.gap_ms <= 0:
+            raise ValueError("the session gap must be positive")
+        if self.grace_ms < 0:
+            raise ValueError("grace must not be negative")
+
+    @classmethod
+    def from_spec(cls, spec: WindowSpec) -> SessionWindows:
+        return cls(gap_ms=spec.gap_ms, grace_ms=spec.grace_ms)
+
+    def closes_at(self, last_ms: int) -> int:
+        """The watermark at which a session whose last record is at `last_ms` closes."""
+        return last_ms + self.gap_ms + self.grace_ms
+
+    def is_closed(self, last_ms: int, watermark_ms: int | None) -> bool:
+        return watermark_ms is not None and watermark_ms >= self.closes_at(last_ms)
+
+    def touch(self, first_a: int, last_a: int, first_b: int, last_b: int) -> bool:
+        """Whether sessions a and b are at most a gap apart (so they are one session)."""
+        return first_a <= last_b + self.gap_ms and first_b <= last_a + self.gap_ms
+
+    def is_late(self, ts_ms: int, stream_time_ms: int | None) -> bool:
+        """A record (or a partial session starting at `ts_ms`) is late when it is `grace` or
+        more behind `stream_time_ms`: a session it would join may be closed by then."""
+        return stream_time_ms is not None and ts_ms + self.grace_ms <= stream_time_ms
+
+
+def window_end(spec: WindowSpec, start_ms: int, states: Sequence[Any]) -> int:
+    """The `window_end` of a window's group: `start + size` (exclusive), or for a session the
+    time of its last record (inclusive), which its partial states carry last."""
+    return int(states[-1]) if spec.session else start_ms + spec.size_ms
+
+
+def window_closes_at(spec: WindowSpec, start_ms: int, states: Sequence[Any]) -> int:
+    """The watermark at which the window (or session) of a group holding `states` closes."""
+    if spec.session:
+        return SessionWindows.from_spec(spec).closes_at(int(states[-1]))
+    return WindowAssigner.from_spec(spec).closes_at(start_ms)

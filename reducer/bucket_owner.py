@@ -34,15 +34,16 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-from mars.aggregates import aggregates_for, wire_name
+from mars.aggregates import state_aggregates, wire_name
 from mars.config import ReducerSettings
 from mars.engine.dataset import OpenWindows, decode_dataset, encode_dataset
 from mars.engine.finalize import result_spec
 from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, watermark_of
 from mars.store.watermark import watermark_held_by_backfills
 from mars.tasks.spec import TaskSpec
-from mars.windows import WindowAssigner
+from mars.windows import SessionWindows, WindowAssigner
 from reducer.metrics import CommitFigures, ReducerMetrics, UnitGauges
+from reducer.open_sessions import OpenSessionState
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, WindowGroups
 from reducer.output import FencedError, OutputError, OutRecord
 from reducer.progress import COUNTER_NAMES, CheckpointRef, Progress, progress_key
@@ -52,6 +53,7 @@ from reducer.topics import partition_for
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]  # wall clock in epoch ms
+UnitState = OpenWindowState | OpenSessionState  # windows, or session windows
 
 
 class Output(Protocol):
@@ -96,7 +98,7 @@ class OwnerSession:
     the progress it last committed."""
 
     output: Output
-    state: OpenWindowState
+    state: UnitState
     committed: Progress
     last_checkpoint_ms: int
     last_updates_ms: int = 0
@@ -142,8 +144,7 @@ class UnitOwner:
         self._member_id = member_id
         self._key = progress_key(spec.id, unit_bucket)
         self._result_spec = result_spec(spec)
-        self._assigner = WindowAssigner.from_spec(spec.window)
-        self._aggregates = aggregates_for(spec.aggregates)
+        self._aggregates = state_aggregates(spec)
         self._session: OwnerSession | None = None
         self._merged_total = 0
         self._rate_mark = (time.monotonic(), 0)
@@ -170,15 +171,7 @@ class UnitOwner:
         try:
             stored = self._wiring.read_progress()
             progress = (stored or Progress.initial(self.buckets)).covering(self.buckets)
-            state = OpenWindowState.starting(
-                assigner=self._assigner,
-                aggregates=self._aggregates,
-                rseqs=progress.rseqs,
-                replayed_through=progress.merged,
-                closed_watermark=progress.closed_watermark,
-                checkpoint=self._load_checkpoint(progress.checkpoint),
-                track_changes=self.spec.updates_topic is not None,
-            )
+            state = self._starting_state(progress)
         except BaseException:
             output.close()
             raise
@@ -200,6 +193,29 @@ class UnitOwner:
             None if progress.checkpoint is None else progress.checkpoint.field,
         )
         return self._session
+
+    def _starting_state(self, progress: Progress) -> UnitState:
+        """The unit's state as the committed `progress` left it, about to replay."""
+        checkpoint = self._load_checkpoint(progress.checkpoint)
+        window = self.spec.window
+        if window.session:
+            return OpenSessionState.starting(
+                sessions=SessionWindows.from_spec(window),
+                aggregates=self._aggregates,
+                rseqs=progress.rseqs,
+                replayed_through=progress.merged,
+                closed_watermark=progress.closed_watermark,
+                checkpoint=checkpoint,
+            )
+        return OpenWindowState.starting(
+            assigner=WindowAssigner.from_spec(window),
+            aggregates=self._aggregates,
+            rseqs=progress.rseqs,
+            replayed_through=progress.merged,
+            closed_watermark=progress.closed_watermark,
+            checkpoint=checkpoint,
+            track_changes=self.spec.updates_topic is not None,
+        )
 
     def _load_checkpoint(self, ref: CheckpointRef | None) -> OpenWindows:
         if ref is None:
@@ -277,7 +293,7 @@ class UnitOwner:
         self._publish(now, force=outcome.committed)
         return outcome
 
-    def _read(self, state: OpenWindowState, outcome: StepOutcome) -> ReadResult:
+    def _read(self, state: UnitState, outcome: StepOutcome) -> ReadResult:
         """Snapshot every bucket, then merge its data sets after the last merged one, in SEQ
         order (at most `max_datasets_per_read` per bucket and step)."""
         store, task = self._wiring.store, self.spec.id
@@ -327,13 +343,13 @@ class UnitOwner:
         )
 
     def _checkpoint_due(self, session: OwnerSession, now: int) -> bool:
+        if session.state.checkpoint_now:
+            return True
         if not session.state.needs_checkpoint:
             return False
         return now - session.last_checkpoint_ms >= self._settings.checkpoint_interval_ms
 
-    def _write_checkpoint(
-        self, state: OpenWindowState, previous: CheckpointRef | None
-    ) -> CheckpointRef:
+    def _write_checkpoint(self, state: UnitState, previous: CheckpointRef | None) -> CheckpointRef:
         """Save the open windows under a new, not yet committed checkpoint (rseq := merged + 1)."""
         ref = CheckpointRef(
             number=1 if previous is None else previous.number + 1, token=uuid.uuid4().hex[:12]
@@ -399,7 +415,7 @@ class UnitOwner:
             session.last_updates_ms = now
         if checkpoint:
             session.checkpoint_written_ms = now
-        self._note_commit(outcome, rows=len(rows), seconds=seconds)
+        self._note_commit(state, outcome, rows=len(rows), seconds=seconds)
         store = self._wiring.store
         for bucket, rseq in progress.rseqs.items():
             if rseq > snapshots[bucket].rseq:
@@ -411,7 +427,7 @@ class UnitOwner:
             store.results.push_encoded(self.spec.id, values, keep=self._settings.results_kept)
 
     def _update_records(
-        self, state: OpenWindowState, final_rows: list[dict[str, Any]], *, changes: bool
+        self, state: UnitState, final_rows: list[dict[str, Any]], *, changes: bool
     ) -> list[OutRecord]:
         """EMIT CHANGES: the current rows of the changed groups (a top-k task's whole changed
         windows: its top k is taken over all groups) and the final rows, for the updates
@@ -437,11 +453,13 @@ class UnitOwner:
             self._merge_rate = (self._merged_total - mark_total) / elapsed
             self._rate_mark = (time.monotonic(), self._merged_total)
 
-    def _note_commit(self, outcome: StepOutcome, *, rows: int, seconds: float) -> None:
+    def _note_commit(
+        self, state: UnitState, outcome: StepOutcome, *, rows: int, seconds: float
+    ) -> None:
         """After a successful commit: what it carried, and how long each closed window waited
         for it (wall clock now minus end + grace)."""
         now = self._wiring.clock()
-        latencies = [now - self._assigner.closes_at(window.start) for window in outcome.closed]
+        latencies = [now - state.closes_at(window) for window in outcome.closed]
         if latencies:
             self._result_latency_ms = max(latencies)
         if self._wiring.metrics is None:

@@ -43,6 +43,26 @@ class LateContribution:
     states: list[Any]
     records: int  # COUNT(*) of the partial when the task has one, else 1 (a contribution)
 
+    @classmethod
+    def of(
+        cls,
+        aggregates: tuple[Aggregate[Any], ...],
+        bucket: int,
+        seq: int,
+        start: int,
+        key: GroupKey,
+        states: list[Any],
+    ) -> LateContribution:
+        count_at = next((i for i, agg in enumerate(aggregates) if isinstance(agg, CountAll)), None)
+        return cls(
+            bucket=bucket,
+            seq=seq,
+            window_start=start,
+            key=key,
+            states=list(states),
+            records=int(states[count_at]) if count_at is not None else 1,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WindowGroups:
@@ -125,7 +145,10 @@ class OpenWindowState:
         for start, groups in dataset.windows.items():
             if self.is_closed(start):
                 if not accounted:
-                    late.extend(self._late(bucket, seq, start, groups))
+                    late.extend(
+                        LateContribution.of(self.aggregates, bucket, seq, start, key, states)
+                        for key, states in groups.items()
+                    )
                 continue
             merge_groups(self.aggregates, self.windows.setdefault(start, {}), groups)
             first_seqs.setdefault(start, seq)
@@ -152,6 +175,10 @@ class OpenWindowState:
         self._closed_since_checkpoint = self._closed_since_checkpoint or bool(closed)
         return closed
 
+    def closes_at(self, window: WindowGroups) -> int:
+        """When `window` closed (its end + grace)."""
+        return self.assigner.closes_at(window.start)
+
     @property
     def has_changes(self) -> bool:
         return bool(self._changed)
@@ -172,6 +199,12 @@ class OpenWindowState:
         checkpoint still holds windows closed since (a new one frees their memory in Redis)."""
         return self._closed_since_checkpoint or any(self._first_seq.values())
 
+    @property
+    def checkpoint_now(self) -> bool:
+        """Whether this step's commit must carry a checkpoint whatever the interval: never for
+        windows (late contributions are recognised again on a replay)."""
+        return False
+
     def checkpointed(self) -> None:
         """The open windows as they are now are saved: nothing merged so far needs a replay."""
         self._first_seq.clear()
@@ -184,23 +217,6 @@ class OpenWindowState:
 
     def rseqs(self) -> dict[int, int]:
         return {bucket: self.rseq(bucket) for bucket in self.merged}
-
-    def _late(
-        self, bucket: int, seq: int, start: int, groups: Mapping[GroupKey, list[Any]]
-    ) -> Iterable[LateContribution]:
-        count_at = next(
-            (i for i, agg in enumerate(self.aggregates) if isinstance(agg, CountAll)), None
-        )
-        for key, states in groups.items():
-            records = int(states[count_at]) if count_at is not None else 1
-            yield LateContribution(
-                bucket=bucket,
-                seq=seq,
-                window_start=start,
-                key=key,
-                states=list(states),
-                records=records,
-            )
 
 
 def _names(aggregates: Iterable[Aggregate[Any]]) -> Iterable[str]:

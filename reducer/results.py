@@ -22,11 +22,15 @@ import msgspec
 
 from mars.engine.finalize import iso_utc, window_rows
 from mars.tasks.spec import TaskSpec
-from mars.windows import WindowAssigner
+from mars.windows import window_end
 from reducer.open_windows import LateContribution, WindowGroups
 from reducer.output import OutRecord
 
 LATE_REASON = "window already closed by the reducer (its partition was idle)"
+LATE_SESSION_REASON = (
+    "partial session GRACE or more behind the reducer's watermark: its session may be closed "
+    "(its partition was idle)"
+)
 
 
 _dumps = msgspec.json.Encoder(enc_hook=str).encode
@@ -44,12 +48,11 @@ def result_record(spec: TaskSpec, row: dict[str, Any]) -> OutRecord:
 def late_record(spec: TaskSpec, late: LateContribution) -> OutRecord:
     """A late contribution for the late topic. The reducer no longer has the records' bytes,
     only the group's partial states, so it writes the group and how many records it held."""
-    assigner = WindowAssigner.from_spec(spec.window)
-    end = assigner.end(late.window_start)
+    end = window_end(spec.window, late.window_start, late.states)
     value = {
         "task": spec.id,
         "source": "reducer",
-        "reason": LATE_REASON,
+        "reason": LATE_SESSION_REASON if spec.window.session else LATE_REASON,
         "window_start": late.window_start,
         "window_end": end,
         "window_start_iso": iso_utc(late.window_start),

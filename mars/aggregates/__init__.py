@@ -12,6 +12,7 @@ from mars.aggregates.registry import (
     aggregate_for_call,
     aggregates_for,
     from_wire_name,
+    state_aggregates,
     wire_name,
 )
 from mars.aggregates.sum import Sum
@@ -34,5 +35,6 @@ __all__ = [
     "encode_states",
     "from_wire_name",
     "sketch_of",
+    "state_aggregates",
     "wire_name",
 ]

@@ -11,7 +11,7 @@ from mars.aggregates.distinct import CountDistinct
 from mars.aggregates.extremum import Max, Min
 from mars.aggregates.hll import ApproxCountDistinct
 from mars.aggregates.sum import Sum
-from mars.tasks.spec import AggFunc, AggregateCall
+from mars.tasks.spec import AggFunc, AggregateCall, TaskSpec
 
 _BY_FUNC: dict[AggFunc, type[Aggregate[Any]]] = {
     AggFunc.SUM: Sum,
@@ -43,6 +43,13 @@ def aggregate_for_call(call: AggregateCall) -> Aggregate[Any]:
 def aggregates_for(calls: tuple[AggregateCall, ...]) -> tuple[Aggregate[Any], ...]:
     """One aggregate per call, in the task's order."""
     return tuple(aggregate_for_call(call) for call in calls)
+
+
+def state_aggregates(spec: TaskSpec) -> tuple[Aggregate[Any], ...]:
+    """The aggregates whose states a task's partials carry: one per call, then, for session
+    windows, a MAX over event time holding each session's last record time."""
+    calls = aggregates_for(spec.aggregates)
+    return (*calls, Max()) if spec.window.session else calls
 
 
 def wire_name(aggregate: Aggregate[Any]) -> str:

@@ -11,7 +11,7 @@ from mars.aggregates import Aggregate, aggregates_for
 from mars.engine.decode import FieldPlan, RecordDecoder, decoder_for
 from mars.sql.expressions import to_polars
 from mars.tasks.spec import TaskSpec, TimeFormat
-from mars.windows import WindowAssigner
+from mars.windows import SessionWindows, WindowAssigner
 
 KEY_PREFIX = "__k"
 ARG_PREFIX = "__a"
@@ -30,7 +30,8 @@ class CompiledTask:
     """Everything the engine derives from a `TaskSpec`; build once per task, reuse per batch."""
 
     spec: TaskSpec
-    window: WindowAssigner
+    window: WindowAssigner  # for session windows: tumbling windows of the gap, never used
+    session: SessionWindows | None  # session windows (`WINDOWING SESSION <gap>`)
     aggregates: tuple[Aggregate[Any], ...]
     where: pl.Expr | None
     keys: tuple[pl.Expr, ...]  # aliased key_column(i)
@@ -64,6 +65,7 @@ class CompiledTask:
         return cls(
             spec=spec,
             window=WindowAssigner.from_spec(spec.window),
+            session=SessionWindows.from_spec(spec.window) if spec.window.session else None,
             aggregates=aggregates,
             where=where,
             keys=keys,

@@ -2,9 +2,10 @@
 
 A result row holds `window_start` / `window_end` (epoch ms), `window_start_iso` /
 `window_end_iso` (ISO-8601 UTC, millisecond precision, `Z` suffix) and every output column of
-the task by name, in SELECT order. Output and HAVING expressions are evaluated with Polars over
-a frame holding the group keys (by `GroupKey.name`), the aggregate results (by alias) and the
-two window columns.
+the task by name, in SELECT order. For session windows `window_start` / `window_end` are the
+times of the session's first and last record (both included), as in ksqlDB. Output and HAVING
+expressions are evaluated with Polars over a frame holding the group keys (by
+`GroupKey.name`), the aggregate results (by alias) and the two window columns.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import polars as pl
 from mars.aggregates import aggregates_for
 from mars.sql.expressions import to_polars
 from mars.tasks.spec import OutputColumn, TaskSpec, TopK
-from mars.windows import WindowAssigner
+from mars.windows import window_end
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -33,15 +34,15 @@ def iso_utc(epoch_ms: int) -> str:
 def finalize_window(
     spec: TaskSpec, window_start: int, groups: Mapping[tuple[Any, ...], Sequence[Any]]
 ) -> list[dict[str, Any]]:
-    """The result rows of one window: one per group that passes HAVING (top-k not applied)."""
+    """The result rows of one window (or of the sessions starting at `window_start`): one per
+    group that passes HAVING (top-k not applied)."""
     if not groups:
         return []
-    window_end = WindowAssigner.from_spec(spec.window).end(window_start)
     aggregates = aggregates_for(spec.aggregates)
     keys = list(groups)
     columns: dict[str, list[Any]] = {
         "window_start": [window_start] * len(keys),
-        "window_end": [window_end] * len(keys),
+        "window_end": [window_end(spec.window, window_start, groups[key]) for key in keys],
     }
     for i, group_key in enumerate(spec.group_keys):
         columns[group_key.name] = [key[i] for key in keys]
@@ -55,13 +56,18 @@ def finalize_window(
     outputs = frame.select(
         [to_polars(output.expression).alias(output.name) for output in spec.outputs]
     )
-    window_fields = {
-        "window_start": window_start,
-        "window_end": window_end,
-        "window_start_iso": iso_utc(window_start),
-        "window_end_iso": iso_utc(window_end),
-    }
-    return [{**window_fields, **row} for row in outputs.to_dicts()]
+    ends = frame.get_column("window_end").to_list()
+    start_iso = iso_utc(window_start)
+    return [
+        {
+            "window_start": window_start,
+            "window_end": end,
+            "window_start_iso": start_iso,
+            "window_end_iso": iso_utc(end),
+            **row,
+        }
+        for end, row in zip(ends, outputs.to_dicts(), strict=True)
+    ]
 
 
 def select_top_k(top_k: TopK | None, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

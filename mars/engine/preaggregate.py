@@ -12,6 +12,11 @@ depends on where batch boundaries fall. Stream time advances with every record t
 WHERE and has a valid event time (late ones included; they cannot raise it). With hopping
 windows a record contributes only to its windows that are still open and is late only when
 all of them are closed.
+
+Session windows: a record is late when `time + grace <=` that stream time (mars.windows says
+why). The batch's on-time records of each group are cut into sessions where consecutive times
+are more than the gap apart; each partial session is keyed by its first time, and carries its
+last time as an extra MAX state, so the reducer can merge sessions of different batches.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 import polars as pl
 
+from mars.aggregates import Max
 from mars.engine.bucketed_datasets import encode_bucketed_datasets
 from mars.engine.compiled import CompiledTask, argument_column, key_column
 from mars.engine.dataset import encode_key
@@ -36,6 +42,7 @@ _TIME = "__t"
 _BEFORE = "__before"
 _WINDOW = "__w"
 _KEEP = "__keep"
+_SESSION_END_PREFIX = "__send_"
 
 
 def bucket_of(key: tuple[Any, ...], buckets: int) -> int:
@@ -171,10 +178,13 @@ class Preaggregator:
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(on-time rows, late rows), both with `_BEFORE`: stream time before each record
         (tumbling windows: on-time rows may lack it when nothing in the batch can be late)."""
-        window = self._task.window
+        window, session = self._task.window, self._task.session
         present = _partitions_in(frame)
-        last_close = window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
-        if window.tumbling:
+        if session is not None:  # late when grace or more behind
+            last_close = pl.col(_TIME) + session.grace_ms
+        else:
+            last_close = window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
+        if window.tumbling or session is not None:
             # A record is late when its window closed at or before the stream time before it,
             # which is at most the largest time known before or in the batch: when even the
             # earliest close is after that, nothing is late and no running max is needed.
@@ -212,7 +222,12 @@ class Preaggregator:
         return list(maxima.iter_rows())
 
     def _late_reason(self, event_time: int, stream_time: int) -> str:
-        window = self._task.window
+        window, session = self._task.window, self._task.session
+        if session is not None:
+            return (
+                f"late: event time {event_time} ms is GRACE ({session.grace_ms} ms) or more "
+                f"behind stream time {stream_time} ms (its session may be closed)"
+            )
         start = window.last_start(event_time)
         return (
             f"late: event time {event_time} ms falls in window [{start}, {window.end(start)}) "
@@ -221,28 +236,54 @@ class Preaggregator:
 
     def _datasets(self, frame: pl.DataFrame) -> dict[int, bytes]:
         task = self._task
-        window = task.window
-        frame = frame.with_columns(window.starts_expr(pl.col(_TIME)).alias(_WINDOW))
-        if not window.tumbling:
-            # Contribute only to windows still open at the record's stream time.
-            still_open = (
-                pl.col(_WINDOW) + (window.size_ms + window.grace_ms) > pl.col(_BEFORE)
-            ).fill_null(True)
-            frame = frame.explode(_WINDOW).filter(still_open)
         key_names = [key_column(i) for i in range(len(task.keys))]
+        aggregates = list(task.aggregates)
+        prefixes = [f"__s{i}_" for i in range(len(aggregates))]
         partial_exprs: list[pl.Expr] = []
         for i, agg in enumerate(task.aggregates):
             argument = pl.col(argument_column(i)) if task.arguments[i] is not None else None
-            partial_exprs.extend(agg.partial_exprs(argument, f"__s{i}_"))
+            partial_exprs.extend(agg.partial_exprs(argument, prefixes[i]))
+        if task.session is not None:
+            frame = _with_session_starts(frame, key_names, gap_ms=task.session.gap_ms)
+            session_end = Max()  # the session's last record time: `state_aggregates` order
+            aggregates.append(session_end)
+            prefixes.append(_SESSION_END_PREFIX)
+            partial_exprs.extend(session_end.partial_exprs(pl.col(_TIME), _SESSION_END_PREFIX))
+        else:
+            frame = self._with_window_starts(frame)
         grouped = frame.group_by([_WINDOW, *key_names]).agg(partial_exprs)
         return encode_bucketed_datasets(
             grouped=grouped,
             window_column=_WINDOW,
             key_columns=key_names,
-            aggregates=task.aggregates,
-            state_prefixes=[f"__s{i}_" for i in range(len(task.aggregates))],
+            aggregates=aggregates,
+            state_prefixes=prefixes,
             buckets=task.spec.options.buckets,
         )
+
+    def _with_window_starts(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """One row per record and window it contributes to, the window's start in `_WINDOW`."""
+        window = self._task.window
+        frame = frame.with_columns(window.starts_expr(pl.col(_TIME)).alias(_WINDOW))
+        if window.tumbling:
+            return frame
+        # Contribute only to windows still open at the record's stream time.
+        still_open = (
+            pl.col(_WINDOW) + (window.size_ms + window.grace_ms) > pl.col(_BEFORE)
+        ).fill_null(True)
+        return frame.explode(_WINDOW).filter(still_open)
+
+
+def _with_session_starts(frame: pl.DataFrame, key_names: list[str], *, gap_ms: int) -> pl.DataFrame:
+    """`_WINDOW` = the first time of each record's partial session: in time order per group, a
+    session ends where the next record is more than `gap_ms` later."""
+    frame = frame.sort([*key_names, _TIME])
+    time = pl.col(_TIME)
+    starts_session = (time - time.shift(1) > gap_ms).fill_null(True)
+    for name in key_names:  # the first record of each group starts one too
+        starts_session = starts_session | pl.col(name).ne_missing(pl.col(name).shift(1))
+    session = starts_session.cum_sum()
+    return frame.with_columns(time.min().over(session).alias(_WINDOW))
 
 
 def _partitions_in(frame: pl.DataFrame) -> list[int]:

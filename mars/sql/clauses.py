@@ -1,11 +1,11 @@
 """Splits the Mars-specific clauses off a task's SQL, keeping character positions.
 
-`WINDOWING <n> <unit>`, `SLIDE <n> <unit>`, `GRACE <n> <unit>`, `EMIT CHANGES [EVERY <n>
-<unit>]` / `EMIT FINAL` and `WITH (key = value, ...)` are not SQL, so they are found among
-sqlglot's tokens (at parenthesis depth 0, so a string or a nested expression never matches)
-and replaced by spaces. The rest keeps every character at its original offset, which lets
-sqlglot's positions point into the user's text unchanged. The EMIT clause becomes the options
-`emit` and `emit_interval`, as if given in WITH (...).
+`WINDOWING <n> <unit>`, `WINDOWING SESSION <n> <unit>`, `SLIDE <n> <unit>`, `GRACE <n> <unit>`,
+`EMIT CHANGES [EVERY <n> <unit>]` / `EMIT FINAL` and `WITH (key = value, ...)` are not SQL,
+so they are found among sqlglot's tokens (at parenthesis depth 0, so a string or a nested
+expression never matches) and replaced by spaces. The rest keeps every character at its
+original offset, which lets sqlglot's positions point into the user's text unchanged. The EMIT
+clause becomes the options `emit` and `emit_interval`, as if given in WITH (...).
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ CLAUSE_KEYWORDS = ("WINDOWING", "SLIDE", "GRACE")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Duration:
-    """A duration clause: its value and where its keyword starts."""
+    """A duration clause: its value and where its keyword starts. `session`: the clause was
+    `WINDOWING SESSION <gap>`."""
 
     ms: int
     position: int
+    session: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,8 +100,9 @@ def _read_clause(tokens: list[Token], i: int, sql: str, found: _Found) -> int | 
         keyword = token.text.upper()
         if keyword in found.durations:
             raise TaskError(f"{keyword} is given twice", position=token.start)
-        ms, after = _read_duration(tokens, i, sql)
-        found.durations[keyword] = Duration(ms=ms, position=token.start)
+        session = _is_session(tokens, i)
+        ms, after = _read_duration(tokens, i + 1 if session else i, sql)
+        found.durations[keyword] = Duration(ms=ms, position=token.start, session=session)
         return after
     if _is_emit_clause(tokens, i):
         if "emit" in found.options:
@@ -124,10 +127,19 @@ def _is_clause_keyword(tokens: list[Token], i: int) -> bool:
     # `WINDOWING 60 s` (or a clause missing its duration at the end); anything else, such as
     # `SELECT grace FROM S`, is an ordinary identifier.
     following = tokens[i + 1] if i + 1 < len(tokens) else None
-    return following is None or following.token_type in (
-        TokenType.NUMBER,
-        TokenType.DASH,
-        TokenType.SEMICOLON,
+    return (
+        following is None
+        or following.token_type in (TokenType.NUMBER, TokenType.DASH, TokenType.SEMICOLON)
+        or _is_session(tokens, i)
+    )
+
+
+def _is_session(tokens: list[Token], i: int) -> bool:
+    """`WINDOWING SESSION ...` at token `i`."""
+    return (
+        tokens[i].text.upper() == "WINDOWING"
+        and i + 1 < len(tokens)
+        and tokens[i + 1].text.upper() == "SESSION"
     )
 
 
@@ -185,8 +197,10 @@ def _is_options_clause(tokens: list[Token], i: int) -> bool:
 
 
 def _read_duration(tokens: list[Token], i: int, sql: str) -> tuple[int, int]:
-    """Read `KEYWORD [-]<number> <unit>` starting at the keyword; return (ms, next index)."""
+    """Read `KEYWORD [-]<number> <unit>` starting at the keyword; return (ms, next index).
+    The keyword may be `SESSION` of `WINDOWING SESSION`, which names it in messages."""
     keyword = tokens[i]
+    name = "WINDOWING SESSION" if keyword.text.upper() == "SESSION" else keyword.text.upper()
     j = i + 1
     sign = ""
     if j < len(tokens) and tokens[j].token_type == TokenType.DASH:
@@ -194,11 +208,12 @@ def _read_duration(tokens: list[Token], i: int, sql: str) -> tuple[int, int]:
         j += 1
     if j >= len(tokens) or tokens[j].token_type != TokenType.NUMBER:
         where = tokens[j].start if j < len(tokens) else len(sql.rstrip())
-        raise TaskError(f"{keyword.text.upper()} needs a duration such as '60 s'", position=where)
+        what = "an inactivity gap" if name == "WINDOWING SESSION" else "a duration"
+        raise TaskError(f"{name} needs {what} such as '60 s'", position=where)
     number = tokens[j]
     if j + 1 >= len(tokens) or not tokens[j + 1].text.isalpha():
         raise TaskError(
-            f"missing time unit after {keyword.text.upper()} {sign}{number.text}; {UNIT_HELP}",
+            f"missing time unit after {name} {sign}{number.text}; {UNIT_HELP}",
             position=number.end + 1,
         )
     unit = tokens[j + 1]

@@ -2,9 +2,9 @@
 
     SELECT sip, type, timestamp, count(*) FROM S GROUP BY sip, type, timestamp WINDOWING 60 s
 
-Steps: split off the Mars clauses (WINDOWING/SLIDE/GRACE/WITH), resolve the options, let
-sqlglot parse the SELECT, plan the grouping, and check that every expression compiles to
-Polars. Every error is a `TaskError` whose position points into the original text.
+Steps: split off the Mars clauses (WINDOWING [SESSION]/SLIDE/GRACE/EMIT/WITH), resolve the
+options, let sqlglot parse the SELECT, plan the grouping, and check that every expression
+compiles to Polars. Every error is a `TaskError` whose position points into the original text.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from mars.sql.aggregation_plan import AggregationPlan, plan_aggregation
-from mars.sql.clauses import Duration, split_mars_clauses
+from mars.sql.clauses import Duration, OptionValue, split_mars_clauses
 from mars.sql.errors import TaskError
 from mars.sql.options import resolve_options
 from mars.sql.positions import node_position
-from mars.sql.statement import read_statement
+from mars.sql.statement import SelectStatement, read_statement
 from mars.tasks.spec import EventTime, TaskOptions, TaskSpec, WindowSpec
 
 _TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -48,6 +48,8 @@ def _parse(sql: str, *, task_id: str, options: Mapping[str, Any] | None) -> Task
     statement = read_statement(clauses.sql)
     window = _window(clauses.durations, sql)
     resolved = resolve_options(clauses.options, options)
+    if window.session:
+        _check_session_task(statement, clauses.options, resolved.task_options)
     plan = plan_aggregation(statement, event_time_field=resolved.event_time.field)
     _check_csv_columns(plan, resolved.event_time, resolved.task_options)
     return TaskSpec(
@@ -74,8 +76,14 @@ def _window(durations: Mapping[str, Duration], sql: str) -> WindowSpec:
             position=len(sql.rstrip().rstrip(";").rstrip()),
         )
     if size.ms <= 0:
-        raise TaskError("the window size must be positive", position=size.position)
+        what = "the session gap" if size.session else "the window size"
+        raise TaskError(f"{what} must be positive", position=size.position)
     slide = durations.get("SLIDE")
+    if size.session and slide is not None:
+        raise TaskError(
+            "SLIDE does not apply to session windows (a session ends after its inactivity gap)",
+            position=slide.position,
+        )
     slide_ms = size.ms if slide is None else slide.ms
     if slide is not None and slide.ms <= 0:
         raise TaskError("SLIDE must be positive", position=slide.position)
@@ -87,7 +95,31 @@ def _window(durations: Mapping[str, Duration], sql: str) -> WindowSpec:
     grace = durations.get("GRACE")
     if grace is not None and grace.ms < 0:
         raise TaskError("GRACE must not be negative", position=grace.position)
-    return WindowSpec(size_ms=size.ms, slide_ms=slide_ms, grace_ms=grace.ms if grace else 0)
+    return WindowSpec(
+        size_ms=size.ms,
+        slide_ms=slide_ms,
+        grace_ms=grace.ms if grace else 0,
+        session=size.session,
+    )
+
+
+def _check_session_task(
+    statement: SelectStatement, given: Mapping[str, OptionValue], options: TaskOptions
+) -> None:
+    """What session windows do not support, said where the query asks for it."""
+    if statement.order_by:
+        raise TaskError(
+            "ORDER BY ... LIMIT does not apply to session windows: each group's sessions start "
+            "and end at their own times, so there is no window to rank groups in",
+            position=node_position(statement.order_by[0]),
+        )
+    if options.emit_interval_ms is not None:
+        emit = given.get("emit")
+        raise TaskError(
+            "EMIT CHANGES is not supported with session windows yet (sessions merge, which "
+            "would need tombstones on the updates topic); use EMIT FINAL or pull queries",
+            position=None if emit is None else emit.position,
+        )
 
 
 def _check_csv_columns(plan: AggregationPlan, event_time: EventTime, options: TaskOptions) -> None:

@@ -43,15 +43,26 @@ class AggFunc(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WindowSpec:
-    """Hopping windows of `size_ms` every `slide_ms`; tumbling when they are equal."""
+    """Hopping windows of `size_ms` every `slide_ms`; tumbling when they are equal.
+
+    `session`: session windows per group instead (`WINDOWING SESSION <gap>`), with `size_ms`
+    and `slide_ms` both the inactivity gap: records at most a gap apart share a session.
+    """
 
     size_ms: int
     slide_ms: int
     grace_ms: int = 0
+    session: bool = False
 
     @property
     def tumbling(self) -> bool:
-        return self.size_ms == self.slide_ms
+        return self.size_ms == self.slide_ms and not self.session
+
+    @property
+    def gap_ms(self) -> int:
+        """The inactivity gap of session windows."""
+        assert self.session, "only session windows have a gap"
+        return self.size_ms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

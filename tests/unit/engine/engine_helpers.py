@@ -31,6 +31,7 @@ def make_spec(
     size_ms: int = 2,
     slide_ms: int | None = None,
     grace_ms: int = 0,
+    session: bool = False,
     where: str | None = None,
     time_format: TimeFormat = TimeFormat.EPOCH_MS,
     buckets: int = 4,
@@ -43,7 +44,9 @@ def make_spec(
         event_time=EventTime(
             field=None if time_format is TimeFormat.PROCESSING else "ts", format=time_format
         ),
-        window=WindowSpec(size_ms=size_ms, slide_ms=slide_ms or size_ms, grace_ms=grace_ms),
+        window=WindowSpec(
+            size_ms=size_ms, slide_ms=slide_ms or size_ms, grace_ms=grace_ms, session=session
+        ),
         group_keys=tuple(GroupKey(name=k, expression=k) for k in keys),
         aggregates=calls,
         outputs=tuple(

@@ -150,6 +150,20 @@ def test_having_filters_groups() -> None:
     assert [r["total"] for r in rows if r["sip"] == "c"] == [None]
 
 
+def test_session_rows_end_at_each_sessions_last_record() -> None:
+    spec = parse_task(
+        "SELECT sip, count(*) AS n, window_end - window_start AS span FROM S GROUP BY sip "
+        "HAVING count(*) > 1 WINDOWING SESSION 30 s",
+        task_id="s",
+    )
+    # [count, session end]: state_aggregates order
+    rows = finalize_window(spec, 1_000, {("a",): [3, 21_000], ("b",): [2, 1_500], ("c",): [1, 1]})
+    assert [(r["sip"], r["window_end"], r["span"], r["window_end_iso"]) for r in rows] == [
+        ("a", 21_000, 20_000, "1970-01-01T00:00:21.000Z"),
+        ("b", 1_500, 500, "1970-01-01T00:00:01.500Z"),
+    ]
+
+
 def test_top_k_is_deterministic_across_bucket_order() -> None:
     rows = [{"sip": s, "n": n} for s, n in [("a", 3), ("b", 5), ("c", 3), ("d", None), ("e", 1)]]
     top = TopK(order_by="n", descending=True, limit=3)

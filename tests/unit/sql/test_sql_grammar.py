@@ -6,7 +6,15 @@ import pytest
 
 from mars.sql import parse_task
 from mars.sql.expressions import parse_expression
-from mars.tasks.spec import AggFunc, AggregateCall, GroupKey, OutputColumn, TaskSpec, TopK
+from mars.tasks.spec import (
+    AggFunc,
+    AggregateCall,
+    GroupKey,
+    OutputColumn,
+    TaskSpec,
+    TopK,
+    WindowSpec,
+)
 
 
 def parse(sql: str, **options: object) -> TaskSpec:
@@ -210,6 +218,23 @@ def test_quoted_and_dotted_topic_names() -> None:
 def test_window_clauses(clauses: str, size: int, slide: int, grace: int) -> None:
     spec = parse(f"SELECT count(*) FROM S {clauses}")
     assert (spec.window.size_ms, spec.window.slide_ms, spec.window.grace_ms) == (size, slide, grace)
+
+
+@pytest.mark.parametrize(
+    "clauses",
+    ["WINDOWING SESSION 30 s GRACE 5 s", "GRACE 5 s WINDOWING session 30 seconds"],
+)
+def test_session_windows(clauses: str) -> None:
+    spec = parse(f"SELECT sip, count(*) FROM S GROUP BY sip {clauses}")
+    assert spec.window == WindowSpec(size_ms=30_000, slide_ms=30_000, grace_ms=5_000, session=True)
+    assert spec.window.gap_ms == 30_000 and not spec.window.tumbling
+    assert TaskSpec.from_json_dict(spec.to_json_dict()) == spec
+
+
+def test_session_is_an_ordinary_column_elsewhere() -> None:
+    spec = parse("SELECT session, count(*) FROM S GROUP BY session WINDOWING 1 s")
+    assert spec.group_keys == (GroupKey(name="session", expression="session"),)
+    assert not spec.window.session
 
 
 def test_clause_words_inside_strings_and_as_columns_are_not_clauses() -> None:
