@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
@@ -102,10 +103,11 @@ class PhaseMeter:
         self._metrics = run.metrics_urls(run.reducers)
 
     def snapshot(self) -> Snapshot:
-        commit_s, commits = 0.0, 0
+        commit_s, commits, buckets = 0.0, 0, Counter[float]()
         for url in self._metrics:
-            seconds, count = commit_totals(self._client.get(url).text, self._live.task_id)
-            commit_s, commits = commit_s + seconds, commits + count
+            found = commit_totals(self._client.get(url).text, self._live.task_id)
+            commit_s, commits = commit_s + found[0], commits + found[1]
+            buckets.update(found[2])
         redis = self._live.bench.redis
         return Snapshot(
             t=time.monotonic(),
@@ -115,6 +117,7 @@ class PhaseMeter:
             redis_out_bytes=int(redis.info("stats")["total_net_output_bytes"]),
             commit_s=commit_s,
             commits=commits,
+            commit_buckets=dict(buckets),
         )
 
 

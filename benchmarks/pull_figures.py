@@ -5,8 +5,8 @@ without queries."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -31,7 +31,8 @@ class Answer:
 class Snapshot:
     """Cumulative figures read at monotonic time `t`: the task's exact `records_in`, CPU
     seconds of the API and of the mappers + reducers, Redis `total_net_output_bytes`, and the
-    reducers' commit-duration histogram for the task (sum of seconds, count)."""
+    reducers' commit-duration histogram for the task (sum of seconds, count, and the count of
+    commits at most `le` seconds per bucket bound `le`)."""
 
     t: float
     records_in: int
@@ -40,6 +41,7 @@ class Snapshot:
     redis_out_bytes: int
     commit_s: float
     commits: int
+    commit_buckets: Mapping[float, int] = field(default_factory=dict)
 
 
 def answers_summary(answers: Sequence[Answer], *, seconds: float) -> dict[str, Any]:
@@ -70,6 +72,17 @@ def phase_figures(before: Snapshot, after: Snapshot) -> dict[str, float]:
         "records_per_s": ratio(after.records_in - before.records_in, seconds),
         "commits": commits,
         "commit_mean_ms": ratio((after.commit_s - before.commit_s) * 1000, commits),
+        **{
+            f"commit_p{q}_ms_at_most": bucket_quantile(
+                {
+                    le: n - before.commit_buckets.get(le, 0)
+                    for le, n in after.commit_buckets.items()
+                },
+                q,
+            )
+            * 1000
+            for q in (50, 99)
+        },
         "pipeline_cpu_per_s": ratio(after.pipeline_cpu_s - before.pipeline_cpu_s, seconds),
         "api_cpu_per_s": ratio(after.api_cpu_s - before.api_cpu_s, seconds),
         "redis_out_bytes_per_s": ratio(after.redis_out_bytes - before.redis_out_bytes, seconds),
@@ -92,9 +105,10 @@ def per_query_cost(
     }
 
 
-def commit_totals(metrics_text: str, task: str) -> tuple[float, int]:
-    """(seconds, count) of the task's reducer commits from one process's Prometheus text."""
-    seconds, count = 0.0, 0
+def commit_totals(metrics_text: str, task: str) -> tuple[float, int, dict[float, int]]:
+    """(seconds, count, cumulative count per bucket bound) of the task's reducer commits
+    from one process's Prometheus text."""
+    seconds, count, buckets = 0.0, 0, {}
     for family in text_string_to_metric_families(metrics_text):
         if family.name != COMMIT_METRIC:
             continue
@@ -105,7 +119,19 @@ def commit_totals(metrics_text: str, task: str) -> tuple[float, int]:
                 seconds += sample.value
             elif sample.name == COMMIT_METRIC + "_count":
                 count += int(sample.value)
-    return seconds, count
+            elif sample.name == COMMIT_METRIC + "_bucket":
+                buckets[float(sample.labels["le"])] = int(sample.value)
+    return seconds, count, buckets
+
+
+def bucket_quantile(buckets: Mapping[float, int], q: float) -> float:
+    """The smallest bucket bound that at least `q` % of the observations are at most, from
+    cumulative counts per bound (`inf` for the +Inf bucket; NaN for no observations)."""
+    ordered = sorted(buckets.items())
+    total = ordered[-1][1] if ordered else 0
+    if total <= 0:
+        return math.nan
+    return next(le for le, n in ordered if n >= total * q / 100)
 
 
 def impact(found: dict[str, Any], phase: str) -> dict[str, float]:

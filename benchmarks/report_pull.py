@@ -67,12 +67,14 @@ def pull_section(pull: dict[str, Any] | None) -> list[str]:
         "The pipeline in each phase (the traffic is paced, so records/s stays at the offered "
         "rate as long as the pipeline keeps up; a slowdown shows as fewer records/s or longer "
         "commits). Reducer commits: its Kafka transactions for the task "
-        "(`mars_reducer_commit_duration_seconds`); CPU: seconds per second of wall time. In "
-        "brackets: the ratio to the phase without queries.",
+        "(`mars_reducer_commit_duration_seconds`); the mean counts every commit, one slow "
+        "commit included; p50 / p99: the histogram's bucket bounds that half and 99 % of the "
+        "phase's commits took at most. CPU: seconds per second of wall time. In brackets: the "
+        "ratio to the phase without queries.",
         "",
-        "| groups | phase | records/s | reducer commits | mean commit | mappers + reducer CPU "
-        "| API CPU |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| groups | phase | records/s | reducer commits | mean commit | commit p50 / p99 at "
+        "most | mappers + reducer CPU | API CPU |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
         *[
             line
             for groups, run in sizes.items()
@@ -95,20 +97,23 @@ def _query_row(groups: str, label: str, found: dict[str, Any]) -> str:
 
 
 def _phase_rows(groups: str, run: dict[str, Any], query_rate: float) -> list[str]:
-    labels = {
-        "no_queries": "no queries",
-        "one_group": f"one group, paced at {fmt(query_rate)}/s",
-        "whole_window": f"whole window, paced at {fmt(query_rate)}/s",
-    }
+    def label(name: str) -> str:
+        if name not in QUERY_LABELS:
+            return "no queries"
+        achieved = run["queries"][name]["queries_per_s"]
+        return f"{QUERY_LABELS[name]}, {fmt(achieved, '.1f')}/s (paced at {fmt(query_rate)})"
+
     rows = []
     for name, phase in run["phases"].items():
         change = run["impact"].get(name, {})
         rows.append(
-            f"| {fmt(int(groups))} | {labels[name]} "
+            f"| {fmt(int(groups))} | {label(name)} "
             f"| {fmt(phase['records_per_s'])}{_times(change.get('records_per_s'))} "
             f"| {fmt(phase['commits'])} "
             f"| {fmt(phase['commit_mean_ms'], '.1f')} ms"
             f"{_times(change.get('commit_mean_ms'))} "
+            f"| {fmt(phase.get('commit_p50_ms_at_most'))} / "
+            f"{fmt(phase.get('commit_p99_ms_at_most'))} ms "
             f"| {fmt(phase['pipeline_cpu_per_s'], '.2f')}"
             f"{_times(change.get('pipeline_cpu_per_s'))} "
             f"| {fmt(phase['api_cpu_per_s'], '.2f')} |"

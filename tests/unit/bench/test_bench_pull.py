@@ -16,6 +16,7 @@ from benchmarks.pull_figures import (
     Answer,
     Snapshot,
     answers_summary,
+    bucket_quantile,
     commit_totals,
     per_query_cost,
     phase_figures,
@@ -47,7 +48,7 @@ def _answers(latencies_ms: list[float], *, rows: int, body: int) -> list[Answer]
     ]
 
 
-def _snapshot(t: float, **figures: float) -> Snapshot:
+def _snapshot(t: float, **figures: Any) -> Snapshot:
     base: dict[str, Any] = {
         "records_in": 0,
         "api_cpu_s": 0.0,
@@ -95,8 +96,27 @@ def test_per_query_cost_is_what_the_queries_added_to_the_idle_rates() -> None:
 
 
 def test_commit_totals_read_only_the_tasks_commit_histogram() -> None:
-    assert commit_totals(METRICS, "pull-a") == (pytest.approx(0.05), 4)
-    assert commit_totals(METRICS, "missing") == (0.0, 0)
+    assert commit_totals(METRICS, "pull-a") == (
+        pytest.approx(0.05),
+        4,
+        {0.01: 3, math.inf: 4},
+    )
+    assert commit_totals(METRICS, "missing") == (0.0, 0, {})
+
+
+def test_bucket_quantile_is_the_bound_that_enough_commits_stay_under() -> None:
+    buckets = {0.01: 90, 0.025: 99, 0.1: 99, math.inf: 100}
+    assert bucket_quantile(buckets, 50) == 0.01
+    assert bucket_quantile(buckets, 99) == 0.025
+    assert bucket_quantile(buckets, 100) == math.inf
+    assert math.isnan(bucket_quantile({0.01: 0, math.inf: 0}, 50))
+    phase = phase_figures(
+        _snapshot(0.0, commit_buckets={0.01: 10, 5.0: 10, math.inf: 10}, commits=10),
+        _snapshot(1.0, commit_buckets={0.01: 49, 5.0: 50, math.inf: 50}, commits=50, commit_s=5.0),
+    )  # 40 commits, one of them slow: the mean moves, the median does not
+    assert phase["commit_mean_ms"] == pytest.approx(125.0)
+    assert phase["commit_p50_ms_at_most"] == pytest.approx(10.0)
+    assert phase["commit_p99_ms_at_most"] == pytest.approx(5000.0)
 
 
 def _pull_results() -> dict[str, Any]:
@@ -149,8 +169,10 @@ def test_report_renders_the_pull_section() -> None:
     assert "| 2,000 | one group | 200 (20.0) | 2.0 ms | 2.0 ms | 9.0 ms | 1 | 420 B |" in body
     assert "| 2,000 | whole open window | 50 (2.5) | 80.0 ms |" in body
     assert "| 96.0 KiB |" in body
-    assert "| 2,000 | no queries | 4,000 | 50 | 10.0 ms | 0.00 | 0.01 |" in body
-    assert "| 3,500 (0.88x) |" in body and "(—x)" not in body
+    assert "| 2,000 | no queries | 4,000 | 50 | 10.0 ms | — / — ms | 0.00 | 0.01 |" in body
+    assert (
+        "| whole open window, 2.5/s (paced at 20) | 3,500 (0.88x) |" in body and "(—x)" not in body
+    )
     assert PULL_HEADING + "\n\nNot run." in render_report({}, images={})
 
 
