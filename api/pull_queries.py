@@ -11,12 +11,18 @@ most about one checkpoint interval plus one merge behind the data sets written t
 answer also gives the watermark and the data sets no reducer has merged yet. Windows closed
 since a checkpoint was written are left out: their final rows come from the latest results the
 reducers keep (`reducer.results_kept`), marked `"final": true`.
+
+A checkpoint never changes once written (a newer one gets a new field), so the API keeps the
+last decoded checkpoint of each unit (`DecodedCheckpoints`) and decodes a unit again only when
+its owner has committed a newer one: a query for one group then costs its filtering, not the
+decoding of every open group.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mars.engine.dataset import OpenWindows, decode_dataset
@@ -41,8 +47,38 @@ class CurrentWindows:
     units_read: int
 
 
+@dataclass
+class DecodedCheckpoints:
+    """The last decoded checkpoint of each unit, by the field that names it: one checkpoint
+    per unit is held (about the memory its owner holds), replaced when the owner commits a
+    newer one. Callers must not change the windows it returns."""
+
+    _by_unit: dict[tuple[str, int], tuple[str, OpenWindows]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def read(self, store: SeqStore, task: str, bucket: int, name: str) -> OpenWindows | None:
+        """The windows of checkpoint `name` of the unit; None if it is gone from Redis."""
+        with self._lock:
+            cached = self._by_unit.get((task, bucket))
+        if cached is not None and cached[0] == name:
+            return cached[1]
+        data = store.read_checkpoint(task, bucket, name)
+        if data is None:
+            return None
+        windows = decode_dataset(data).windows
+        with self._lock:
+            self._by_unit[(task, bucket)] = (name, windows)
+        return windows
+
+    def forget(self, task: str) -> None:
+        with self._lock:
+            for unit in [unit for unit in self._by_unit if unit[0] == task]:
+                del self._by_unit[unit]
+
+
 def current_windows(
     store: SeqStore,
+    checkpoints: DecodedCheckpoints,
     spec: TaskSpec,
     *,
     groups: Mapping[str, str],
@@ -65,7 +101,9 @@ def current_windows(
     rows: list[dict[str, Any]] = []
     views: list[int | None] = []
     for bucket, figures in units.items():
-        windows, unit_watermark, view_ms = _unit_windows(store, spec.id, bucket, figures)
+        windows, unit_watermark, view_ms = _unit_windows(
+            store, checkpoints, spec.id, bucket, figures
+        )
         views.append(view_ms)
         for start, window_groups in sorted(windows.items()):
             if window_start not in (None, start):
@@ -90,7 +128,11 @@ def current_windows(
 
 
 def _unit_windows(
-    store: SeqStore, task: str, bucket: int, figures: Mapping[str, str]
+    store: SeqStore,
+    checkpoints: DecodedCheckpoints,
+    task: str,
+    bucket: int,
+    figures: Mapping[str, str],
 ) -> tuple[OpenWindows, int | None, int | None]:
     """The unit's checkpointed windows, its closed watermark and its `view_ms`, from the
     `figures` it published (read again only when their checkpoint was replaced meanwhile)."""
@@ -98,12 +140,12 @@ def _unit_windows(
         if attempt:
             figures = store.reducer_stats.units(task).get(bucket, {})
         watermark, view_ms = figure_int(figures, "watermark"), figure_int(figures, "view_ms")
-        field = figures.get("checkpoint")
-        if not field:  # nothing checkpointed: no open window holds data (as of view_ms)
+        name = figures.get("checkpoint")
+        if not name:  # nothing checkpointed: no open window holds data (as of view_ms)
             return {}, watermark, view_ms
-        data = store.read_checkpoint(task, bucket, field)
-        if data is not None:
-            return decode_dataset(data).windows, watermark, view_ms
+        windows = checkpoints.read(store, task, bucket, name)
+        if windows is not None:
+            return windows, watermark, view_ms
     return {}, None, None  # the owner kept replacing it: the unit counts as unknown
 
 

@@ -183,6 +183,7 @@ def delete_task(
     except TaskNotFoundError as exc:
         raise ApiError(404, str(exc)) from exc
     services.seq_store.delete_task(task_id)
+    services.checkpoints.forget(task_id)
     if delete_topics:
         services.topics.delete_for(record.spec)
     return Response(status_code=204)
@@ -206,7 +207,11 @@ def task_windows(
     }
     try:
         current = current_windows(
-            services.seq_store, record.spec, groups=groups, window_start=window_start
+            services.seq_store,
+            services.checkpoints,
+            record.spec,
+            groups=groups,
+            window_start=window_start,
         )
     except PullQueryError as exc:
         raise ApiError(422, str(exc)) from exc

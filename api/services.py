@@ -13,6 +13,7 @@ from fastapi import Request
 from kazoo.client import KazooClient
 
 from api.live import CounterSampler
+from api.pull_queries import DecodedCheckpoints
 from api.topics import TaskTopics
 from mars.config import Settings
 from mars.registry import TaskRegistry
@@ -30,6 +31,7 @@ class ApiServices:
     seq_store: SeqStore
     topics: TaskTopics
     sampler: CounterSampler
+    checkpoints: DecodedCheckpoints
 
     @classmethod
     def open(cls, settings: Settings) -> ApiServices:
@@ -51,6 +53,7 @@ class ApiServices:
                 seq_store=store,
                 topics=TaskTopics(kafka=settings.kafka),
                 sampler=sampler,
+                checkpoints=DecodedCheckpoints(),
             )
         except Exception:
             zk.stop()
