@@ -51,8 +51,9 @@ def pull_section(pull: dict[str, Any] | None) -> list[str]:
         "API's `staleness_ms` (answer time minus `as_of_ms`). API CPU and Redis bytes out "
         "per query: the phase's figure (API process CPU seconds from /proc, Redis "
         "`total_net_output_bytes`) minus the same rate in the phase without queries, over "
-        "its queries. Checkpoints read: the units' committed checkpoints, which every query "
-        "reads whole, whatever its filter.",
+        "its queries. Checkpoints read: the size of the units' committed checkpoints a "
+        "query covers; the API decodes a unit's checkpoint again only when its owner has "
+        "committed a newer one (`api.pull_queries.DecodedCheckpoints`).",
         "",
         "| groups | query | queries (per s) | p50 | p99 | max | rows | response "
         "| staleness p50 / max | API CPU per query | checkpoints read | Redis bytes out "
