@@ -8,9 +8,10 @@ One `step` (`_read`, `_watermark`, then `_commit` if anything is to be committed
 3. if every bucket was read up to its snapshot's seq, watermark = min over the buckets of
    `watermark_of(snapshot)` (each snapshot guarantees its own bucket's data sets up to its seq
    hold every non-late record of the windows it closes, so the min is safe for all);
-4. close windows with `end + grace <= watermark`;
+4. close windows with `end + grace <= watermark` (sessions: `last + gap + grace`);
 5. every `checkpoint_interval_ms`, if open windows hold contributions merged since the last
-   checkpoint: write the open windows to a new checkpoint in Redis (rseq := merged + 1);
+   checkpoint (and at once when a session task's step has late partials): write the open
+   windows to a new checkpoint in Redis (rseq := merged + 1);
 6. if something closed, arrived late, was checkpointed, rseq can move, or (EMIT CHANGES) groups
    changed and the last updates are `emit_interval` old: ONE Kafka transaction with the result
    records, the update records (current values of changed groups, final values of closed

@@ -177,7 +177,8 @@ class Preaggregator:
         self, frame: pl.DataFrame, stream_times: Mapping[int, int | None]
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(on-time rows, late rows), both with `_BEFORE`: stream time before each record
-        (tumbling windows: on-time rows may lack it when nothing in the batch can be late)."""
+        (tumbling and session windows: on-time rows may lack it when nothing in the batch can be
+        late)."""
         window, session = self._task.window, self._task.session
         present = _partitions_in(frame)
         if session is not None:  # late when grace or more behind
