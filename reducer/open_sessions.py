@@ -50,7 +50,9 @@ class OpenSessionState:
     closed_watermark: int | None = None
     windows: OpenWindows = field(default_factory=dict)
     _starts: dict[GroupKey, list[int]] = field(default_factory=dict)  # per group, ascending
-    _closing: list[tuple[int, int, int, GroupKey]] = field(default_factory=list)  # a heap
+    # A heap of (closing time when pushed, tie-breaker, first, key): one entry per session
+    # start, pushed again with the later time when popped before its session is due.
+    _closing: list[tuple[int, int, int, GroupKey]] = field(default_factory=list)
     _pushed: Iterator[int] = field(default_factory=itertools.count)  # heap tie-breaker
     _emitted_through: int | None = None  # sessions closing by then were emitted before
     _first_seq: dict[int, int] = field(default_factory=dict)
@@ -181,7 +183,8 @@ class OpenSessionState:
         sessions, last = self.sessions, states[-1]
         merged_first, merged_states = first, list(states)
         kept: list[int] = []
-        for start in self._starts.get(key, []):
+        known = self._starts.get(key, [])
+        for start in known:
             other = self.windows[start][key]
             if not sessions.touch(first, last, start, other[-1]):
                 kept.append(start)
@@ -195,8 +198,11 @@ class OpenSessionState:
         insort(kept, merged_first)
         self._starts[key] = kept
         self.windows.setdefault(merged_first, {})[key] = merged_states
-        closes_at = sessions.closes_at(merged_states[-1])
-        heapq.heappush(self._closing, (closes_at, next(self._pushed), merged_first, key))
+        if merged_first not in known:  # a session that only grew keeps its entry
+            self._push(merged_first, key, sessions.closes_at(merged_states[-1]))
+
+    def _push(self, start: int, key: GroupKey, closes_at: int) -> None:
+        heapq.heappush(self._closing, (closes_at, next(self._pushed), start, key))
 
     def _remove(self, key: GroupKey, start: int) -> list[Any]:
         groups = self.windows[start]
@@ -206,13 +212,17 @@ class OpenSessionState:
         return states
 
     def _pop_closed(self, watermark: int) -> dict[int, dict[GroupKey, list[Any]]]:
-        """Remove the sessions closing at or before `watermark` (heap entries of sessions that
-        merged since are stale: skipped)."""
+        """Remove the sessions closing at or before `watermark`. An entry of a session merged
+        into another since is skipped; one of a session that grew is pushed again."""
         closed: dict[int, dict[GroupKey, list[Any]]] = {}
         while self._closing and self._closing[0][0] <= watermark:
-            closes_at, _, start, key = heapq.heappop(self._closing)
+            _, _, start, key = heapq.heappop(self._closing)
             states = self.windows.get(start, {}).get(key)
-            if states is None or self.sessions.closes_at(states[-1]) != closes_at:
+            if states is None:
+                continue
+            closes_at = self.sessions.closes_at(states[-1])
+            if closes_at > watermark:
+                self._push(start, key, closes_at)
                 continue
             closed.setdefault(start, {})[key] = self._remove(key, start)
             starts = self._starts[key]

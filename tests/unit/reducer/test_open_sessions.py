@@ -61,6 +61,16 @@ def test_a_partial_grace_behind_the_closed_watermark_is_late_and_forces_a_checkp
     assert not s.checkpoint_now and s.rseq(0) == 3
 
 
+def test_a_growing_session_holds_one_closing_entry_whatever_its_merges() -> None:
+    s = state(rseqs={0: 1})
+    for seq in range(1, 1_001):  # one session, extended by every data set
+        s.merge(0, seq, dataset({seq: {("a",): [1, 1, seq]}}))
+        s.close(seq - 1)
+    assert len(s._closing) == 1 and list(s.windows) == [1]
+    [closed] = s.close(1_000 + GAP + GRACE)
+    assert closed.groups == {("a",): [1_000, 1_000, 1_000]} and s._closing == []
+
+
 @dataclass
 class Owner:
     """The part of `UnitOwner.step` that decides what is committed, over in-memory data sets."""
