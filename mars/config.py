@@ -106,6 +106,19 @@ class ElasticitySettings(_Section):
         return self
 
 
+class BalanceSettings(_Section):
+    """Load moves of the reducer leader (seed 000's BalanceLoad; `reducer.coordination.
+    load_balance`): units move from the busiest reducer to the idlest when the spread of their
+    loads passes `imbalance_threshold` (UIT: standard deviation over mean)."""
+
+    enabled: bool = True
+    imbalance_threshold: float = Field(default=0.1, ge=0)
+    interval_s: float = Field(default=10.0, gt=0)  # at most one round of moves per interval
+    unit_cooldown_s: float = Field(default=60.0, ge=0)  # a moved unit stays put this long
+    max_moves: int = Field(default=4, ge=1)  # per round
+    min_gain: float = Field(default=0.05, ge=0)  # a round must cut the busiest load this much
+
+
 class LocalSettings(_Section):
     run_dir: Path = PROJECT_ROOT / ".mars" / "local"
     jars_dir: Path = PROJECT_ROOT / ".cache" / "jars"
@@ -131,6 +144,7 @@ class Settings(BaseSettings):
     api: ApiSettings = ApiSettings()
     metrics: MetricsSettings = MetricsSettings()
     elasticity: ElasticitySettings = ElasticitySettings()
+    balance: BalanceSettings = BalanceSettings()
     local: LocalSettings = LocalSettings()
 
     @classmethod

@@ -54,6 +54,7 @@ from reducer.topics import partition_for
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]  # wall clock in epoch ms
+LOAD_SMOOTHING = 0.3  # weight of the last second in the published load (about 3 s memory)
 UnitState = OpenWindowState | OpenSessionState  # windows, or session windows
 
 
@@ -118,6 +119,7 @@ class ReadResult:
 @dataclass(slots=True)
 class StepOutcome:
     merged: int = 0
+    groups: int = 0  # partial groups in the data sets merged (the unit's work)
     closed: list[ClosedWindow] = field(default_factory=list)
     late: list[LateContribution] = field(default_factory=list)
     watermark: int | None = None
@@ -148,8 +150,10 @@ class UnitOwner:
         self._aggregates = state_aggregates(spec)
         self._session: OwnerSession | None = None
         self._merged_total = 0
-        self._rate_mark = (time.monotonic(), 0)
+        self._groups_total = 0
+        self._rate_mark = (time.monotonic(), 0, 0)
         self._merge_rate = 0.0
+        self._load: float | None = None
         self._commit_latency_ms: float | None = None
         self._result_latency_ms: int | None = None
         self._last_publish = 0.0
@@ -275,7 +279,7 @@ class UnitOwner:
         if read.complete:
             outcome.watermark = self._watermark(read.unit, now)
         outcome.closed = session.state.close(outcome.watermark)
-        self._note_merges(outcome.merged)
+        self._note_merges(outcome.merged, outcome.groups)
         checkpoint = self._checkpoint_due(session, now)
         updates = self._updates_due(session, now)
         if (
@@ -313,8 +317,10 @@ class UnitOwner:
             if last < first:
                 continue
             for seq, data in store.read_datasets(task, bucket, first, last):
-                outcome.late.extend(state.merge(bucket, seq, decode_dataset(data)))
+                dataset = decode_dataset(data)
+                outcome.late.extend(state.merge(bucket, seq, dataset))
                 outcome.merged += 1
+                outcome.groups += sum(len(groups) for groups in dataset.windows.values())
         return ReadResult(unit=unit, complete=complete)
 
     def _watermark(self, unit: UnitSnapshot, now: int) -> int | None:
@@ -444,15 +450,24 @@ class UnitOwner:
 
     # -- metrics --------------------------------------------------------------------------
 
-    def _note_merges(self, merged: int) -> None:
+    def _note_merges(self, merged: int, groups: int) -> None:
+        """Count merges; about once a second, the merge rate and the load (partial groups
+        merged per second, smoothed over a few seconds: what the leader balances)."""
         if self._wiring.metrics is not None:
             self._wiring.metrics.merged(self.spec.id, self.unit_bucket, merged)
         self._merged_total += merged
-        mark_time, mark_total = self._rate_mark
+        self._groups_total += groups
+        mark_time, mark_merged, mark_groups = self._rate_mark
         elapsed = time.monotonic() - mark_time
         if elapsed >= 1.0:
-            self._merge_rate = (self._merged_total - mark_total) / elapsed
-            self._rate_mark = (time.monotonic(), self._merged_total)
+            self._merge_rate = (self._merged_total - mark_merged) / elapsed
+            rate = (self._groups_total - mark_groups) / elapsed
+            self._load = (
+                rate
+                if self._load is None
+                else LOAD_SMOOTHING * rate + (1 - LOAD_SMOOTHING) * self._load
+            )
+            self._rate_mark = (time.monotonic(), self._merged_total, self._groups_total)
 
     def _note_commit(
         self, state: UnitState, outcome: StepOutcome, *, rows: int, seconds: float
@@ -496,6 +511,7 @@ class UnitOwner:
                 watermark=watermark,
                 watermark_lag_ms=None if watermark is None else now - watermark,
                 merge_rate=self._merge_rate,
+                load=self._load,
                 commit_latency_ms=self._commit_latency_ms,
                 result_latency_ms=self._result_latency_ms,
                 checkpoint=None if checkpoint is None else checkpoint.field,

@@ -48,6 +48,7 @@ class UnitGauges:
     watermark: int | None
     watermark_lag_ms: int | None
     merge_rate: float
+    load: float | None  # partial groups merged per second, smoothed (the leader balances it)
     commit_latency_ms: float | None
     result_latency_ms: int | None
     checkpoint: str | None  # field of the committed checkpoint (pull queries read it)
@@ -163,6 +164,7 @@ class ReducerMetrics:
             watermark=gauges.watermark,
             watermark_lag_ms=gauges.watermark_lag_ms,
             merge_rate=round(gauges.merge_rate, 1),
+            load=None if gauges.load is None else round(gauges.load, 1),
             commit_latency_ms=None if latency is None else round(latency, 1),
             result_latency_ms=gauges.result_latency_ms,
             checkpoint=gauges.checkpoint,

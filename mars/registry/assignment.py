@@ -2,7 +2,11 @@
 
 `/mars/assignment` holds UTF-8 JSON
 
-    {"generation": 7, "leader": "reducer-a", "units": {"clicks/0": "reducer-b", ...}}
+    {"generation": 7, "leader": "reducer-a", "units": {"clicks/0": "reducer-b", ...},
+     "moves": {"clicks/3": "reducer-c"}}
+
+`moves` are the leader's load moves (docs/reducer.md): units placed away from where consistent
+hashing puts them, kept by the next leader as long as their member lives.
 
 `generation` grows by one with every write (a new leader continues from the stored value), so
 logs and metrics can tell assignments apart; the ZooKeeper data version is kept too, for the
@@ -33,6 +37,7 @@ class Assignment:
     generation: int
     leader: str
     units: Mapping[Unit, str] = field(default_factory=dict)
+    moves: Mapping[Unit, str] = field(default_factory=dict)
     version: int = -1  # ZooKeeper data version it was read at; -1 when not read
 
     def owned_by(self, member_id: str) -> frozenset[Unit]:
@@ -43,6 +48,7 @@ class Assignment:
             "generation": self.generation,
             "leader": self.leader,
             "units": {unit.key: member for unit, member in sorted(self.units.items())},
+            "moves": {unit.key: member for unit, member in sorted(self.moves.items())},
         }
         return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -51,10 +57,12 @@ class Assignment:
         try:
             doc = json.loads(data)
             units = {Unit.parse(key): str(member) for key, member in doc["units"].items()}
+            moves = {Unit.parse(key): str(member) for key, member in doc.get("moves", {}).items()}
             return cls(
                 generation=int(doc["generation"]),
                 leader=str(doc["leader"]),
                 units=units,
+                moves=moves,
                 version=version,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

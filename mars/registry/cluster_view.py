@@ -24,7 +24,8 @@ def _leader(client: KazooClient, paths: ZkPaths) -> str | None:
 
 def cluster_view(client: KazooClient, *, root: str = "/mars") -> dict[str, Any]:
     """{"leader": id | None, "members": {id: {host, pid, started_ms, metrics, units}},
-    "assignment": {"generation", "leader", "units": {"<task>/<bucket>": member}} | None}.
+    "assignment": {"generation", "leader", "units": {"<task>/<bucket>": member},
+                   "moves": {"<task>/<bucket>": member}} | None}  (`moves`: placed by load).
 
     `members[id]["units"]` counts the units assigned to that member.
     """
@@ -50,5 +51,6 @@ def cluster_view(client: KazooClient, *, root: str = "/mars") -> dict[str, Any]:
             "generation": assignment.generation,
             "leader": assignment.leader,
             "units": {unit.key: member for unit, member in sorted(units.items())},
+            "moves": {unit.key: member for unit, member in sorted(assignment.moves.items())},
         },
     }

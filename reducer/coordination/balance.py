@@ -9,7 +9,7 @@ always ends. Pure: loads come from the caller
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from mars.registry.units import Unit
 
@@ -20,11 +20,13 @@ def balance_load(
     *,
     members: Iterable[str] | None = None,
     max_moves: int | None = None,
+    fixed: Collection[Unit] = (),
 ) -> dict[Unit, str]:
     """Return a refined copy of `placement`; units without a load count as 0.
 
     `members` adds members that own nothing yet (a fresh reducer is the best receiver).
-    `max_moves` bounds the churn of one call (None: until no move improves).
+    `max_moves` bounds the churn of one call (None: until no move improves). `fixed` units
+    count in their member's load but do not move (e.g. units moved a moment ago).
     """
     result = dict(placement)
     member_units: dict[str, list[Unit]] = {m: [] for m in members or ()}
@@ -43,7 +45,9 @@ def balance_load(
         gap = member_load[busiest] - member_load[idlest]
         # Only moves that improve: the receiver must end below the donor's old load. The
         # hottest such unit (SPSPS moves the hottest; we skip ones too hot to fit the gap).
-        movable = [u for u in member_units[busiest] if 0 < loads.get(u, 0.0) < gap]
+        movable = [
+            u for u in member_units[busiest] if u not in fixed and 0 < loads.get(u, 0.0) < gap
+        ]
         if not movable:
             break
         hottest = max(movable, key=lambda u: (loads.get(u, 0.0), u))

@@ -38,6 +38,7 @@ from mars.registry.membership import MemberIdInUseError, Membership
 from mars.registry.paths import ZkPaths
 from mars.registry.units import Unit
 from reducer.coordination.leader import AssignmentLeader, LeadershipLostError, Refinement
+from reducer.coordination.load_balance import LoadBalancer
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class ReducerCoordinator:
         root: str = "/mars",
         vnodes: int = 64,
         refine: Refinement | None = None,
+        balancer: LoadBalancer | None = None,
         debounce_s: float = 0.1,
         metrics_address: str | None = None,
     ) -> None:
@@ -74,6 +76,7 @@ class ReducerCoordinator:
         self._on_suspended = on_suspended
         self._vnodes = vnodes
         self._refine = refine
+        self._balancer = balancer
         self._debounce_s = debounce_s
         self._membership = Membership(
             client, paths=self._paths, member_id=member_id, metrics_address=metrics_address
@@ -293,6 +296,7 @@ class ReducerCoordinator:
             fence_path=fence_path,
             vnodes=self._vnodes,
             refine=self._refine,
+            balancer=self._balancer,
             debounce_s=self._debounce_s,
         )
         with self._state_lock:

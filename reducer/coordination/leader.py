@@ -31,6 +31,7 @@ from mars.registry import TaskRecord, TaskRegistry
 from mars.registry.assignment import Assignment, read_assignment, units_of
 from mars.registry.paths import ZkPaths
 from mars.registry.units import Unit
+from reducer.coordination.load_balance import LoadBalancer, Refined
 from reducer.coordination.placement import place
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class AssignmentLeader:
         fence_path: str,
         vnodes: int = 64,
         refine: Refinement | None = None,
+        balancer: LoadBalancer | None = None,
         debounce_s: float = 0.1,
         resync_s: float = 1.0,
     ) -> None:
@@ -67,6 +69,7 @@ class AssignmentLeader:
         self._fence_path = fence_path
         self._vnodes = vnodes
         self._refine = refine
+        self._balancer = balancer
         self._debounce_s = debounce_s
         self._resync_s = resync_s
         self._dirty = threading.Event()
@@ -114,25 +117,34 @@ class AssignmentLeader:
         self._dirty.set()
         return True
 
-    def compute(self) -> dict[Unit, str]:
-        """The assignment the cluster should have now."""
+    def compute(self, moves: Mapping[Unit, str] | None = None) -> Refined:
+        """The assignment the cluster should have now, given the load `moves` in force."""
         with self._lock:
             units, members = self._units, self._members
         placement: Mapping[Unit, str] = place(units, members, vnodes=self._vnodes)
         if self._refine is not None and placement:
             placement = self._refine(placement, members)
-        return dict(placement)
+        if self._balancer is None or not placement:
+            return Refined(units=dict(placement), moves={})
+        return self._balancer.refine(placement, members, moves or {})
 
     def publish(self) -> Assignment | None:
         """Write the computed assignment if it differs from the stored one; fenced."""
         current = read_assignment(self._client, self._paths.assignment, lenient=True)
-        units = self.compute()
-        if current is not None and current.units == units and current.leader == self._member_id:
+        refined = self.compute(None if current is None else current.moves)
+        units, moves = refined.units, refined.moves
+        if (
+            current is not None
+            and current.units == units
+            and current.moves == moves
+            and current.leader == self._member_id
+        ):
             return None
         assignment = Assignment(
             generation=(current.generation + 1) if current else 1,
             leader=self._member_id,
             units=units,
+            moves=moves,
         )
         tx = self._client.transaction()
         tx.check(self._fence_path, 0)  # our ephemeral election node, never modified
@@ -148,9 +160,10 @@ class AssignmentLeader:
         if isinstance(results[1], Exception):
             raise results[1]
         log.info(
-            "assignment generation %d: %d units over %d members",
+            "assignment generation %d: %d units over %d members, %d moved by load",
             assignment.generation,
             len(units),
             len(set(units.values())),
+            len(moves),
         )
         return assignment

@@ -51,13 +51,24 @@ def test_unit_keys_round_trip() -> None:
 
 def test_assignment_json_round_trip_and_ownership() -> None:
     assignment = Assignment(
-        generation=3, leader="r-a", units={Unit("t", 0): "r-a", Unit("t", 1): "r-b"}
+        generation=3,
+        leader="r-a",
+        units={Unit("t", 0): "r-a", Unit("t", 1): "r-b"},
+        moves={Unit("t", 1): "r-b"},
     )
     data = assignment.to_bytes()
     units = {"t/0": "r-a", "t/1": "r-b"}
-    assert json.loads(data) == {"generation": 3, "leader": "r-a", "units": units}
+    assert json.loads(data) == {
+        "generation": 3,
+        "leader": "r-a",
+        "units": units,
+        "moves": {"t/1": "r-b"},
+    }
     decoded = Assignment.from_bytes(data, version=5)
     assert decoded.units == assignment.units and decoded.version == 5
+    assert decoded.moves == assignment.moves
+    old = Assignment.from_bytes(b'{"generation": 1, "leader": "x", "units": {"t/0": "r"}}')
+    assert old.moves == {}  # written before load moves existed
     assert decoded.owned_by("r-b") == frozenset({Unit("t", 1)})
     assert decoded.owned_by("r-z") == frozenset()
     for bad in (b"{", b"[]", b'{"generation": 1, "leader": "x", "units": {"t": "r"}}'):
