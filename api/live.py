@@ -113,6 +113,7 @@ def task_live(store: SeqStore, sampler: CounterSampler, task: str, *, buckets: i
             watermark=figure_int(figures, "watermark"),
             watermark_lag_ms=figure_int(figures, "watermark_lag_ms"),
             merge_rate=figure_float(figures, "merge_rate"),
+            load=figure_float(figures, "load"),
             commit_latency_ms=figure_float(figures, "commit_latency_ms"),
             result_latency_ms=figure_int(figures, "result_latency_ms"),
             windows_emitted=figure_int(figures, "windows_emitted") or 0,

@@ -86,6 +86,9 @@ class UnitLive(BaseModel):
     watermark: int | None = Field(description="closed watermark, epoch ms")
     watermark_lag_ms: int | None = Field(description="wall clock minus watermark when published")
     merge_rate: float | None = Field(description="data sets merged per second")
+    load: float | None = Field(
+        description="partial groups merged per second, smoothed: what the leader balances"
+    )
     commit_latency_ms: float | None = Field(description="last Kafka transaction commit")
     result_latency_ms: int | None = Field(
         description="last closing commit: wall clock minus window end + grace (worst window)"

@@ -12,7 +12,6 @@ live traffic, with a mapper, a reducer and the API as real processes.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -20,15 +19,19 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from mars.config import Settings
-from mars.gen import GeneratorConfig, generate
+from mars.gen import GeneratorConfig
 from mars.local import ClusterState, LocalCluster
 from tests.integration.pipeline import OracleInBackground, TopicReader, wait_for
 from tests.integration.test_long_windows import check_exact
-from tests.integration.watched import WatchedPipeline, live_producer, make_topic
+from tests.integration.watched import (
+    WatchedPipeline,
+    close_every_window,
+    live_producer,
+    make_topic,
+)
 from tests.oracle import ExpectedResults
 
 pytestmark = pytest.mark.integration
@@ -90,7 +93,9 @@ def test_emit_changes_and_pull_queries_on_a_ten_minute_window(
     _check_pull_after_merge(pipeline, task, expected)
     _check_filters(pipeline, task, expected)
 
-    _close_every_window(cluster.kafka_bootstrap, topic, start_s + PRODUCE_S)
+    close_every_window(
+        cluster.kafka_bootstrap, topic, after_s=start_s + PRODUCE_S, partitions=PARTITIONS
+    )
     reader = TopicReader(cluster.kafka_bootstrap, [body["topics"]["output"], updates_topic])
     try:
         wait_for(
@@ -167,16 +172,6 @@ def _check_filters(pipeline: WatchedPipeline, task: str, expected: ExpectedResul
     bad = httpx.get(f"{pipeline.api_url}/tasks/{task}/windows?group.sip=1.2.3.4", timeout=30)
     assert bad.status_code == 422
     assert "group.sip: not a group column" in bad.json()["error"]["message"]
-
-
-def _close_every_window(bootstrap: str, topic: str, after_s: int) -> None:
-    """One record per partition two hours later: the stream's windows all close."""
-    record = json.loads(generate(GeneratorConfig(count=1, seed=1)).values[0])
-    record["timestamp"] = after_s + 7_200
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for partition in range(PARTITIONS):
-        producer.produce(topic, json.dumps(record).encode(), partition=partition)
-    assert producer.flush(30) == 0
 
 
 def _check_updates(updates: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:

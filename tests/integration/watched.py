@@ -4,6 +4,7 @@ helpers to scrape and sum Prometheus metrics and to read the API."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -12,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from mars.gen import GeneratorConfig
+from mars.gen import GeneratorConfig, generate
 from mars.local import LocalCluster
 from mars.local.process import free_port
 from mars.local.roles import start_role
@@ -163,3 +165,14 @@ def live_producer(
     producer = BackgroundProducer(bootstrap=bootstrap, topic=topic, config=generated, rate=rate)
     producer.start()
     return producer
+
+
+def close_every_window(bootstrap: str, topic: str, *, after_s: int, partitions: int) -> None:
+    """One generated record per partition two hours after `after_s`: every window of the
+    stream before it closes (the record's own window stays open)."""
+    record = json.loads(generate(GeneratorConfig(count=1, seed=1)).values[0])
+    record["timestamp"] = after_s + 7_200
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for partition in range(partitions):
+        producer.produce(topic, json.dumps(record).encode(), partition=partition)
+    assert producer.flush(30) == 0
