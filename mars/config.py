@@ -117,6 +117,8 @@ class BalanceSettings(_Section):
     unit_cooldown_s: float = Field(default=60.0, ge=0)  # a moved unit stays put this long
     max_moves: int = Field(default=4, ge=1)  # per round
     min_gain: float = Field(default=0.05, ge=0)  # a round must cut the busiest load this much
+    # A unit's backlog of unmerged data sets that counts as a full queue (seed 001's pressure).
+    pressure_backlog: int = Field(default=400, ge=1)
 
 
 class LocalSettings(_Section):

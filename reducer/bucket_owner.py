@@ -120,6 +120,7 @@ class ReadResult:
 class StepOutcome:
     merged: int = 0
     groups: int = 0  # partial groups in the data sets merged (the unit's work)
+    backlog: int = 0  # data sets written but not merged after this step's read (its queue)
     closed: list[ClosedWindow] = field(default_factory=list)
     late: list[LateContribution] = field(default_factory=list)
     watermark: int | None = None
@@ -154,6 +155,7 @@ class UnitOwner:
         self._rate_mark = (time.monotonic(), 0, 0)
         self._merge_rate = 0.0
         self._load: float | None = None
+        self._backlog: int | None = None
         self._commit_latency_ms: float | None = None
         self._result_latency_ms: int | None = None
         self._last_publish = 0.0
@@ -280,6 +282,7 @@ class UnitOwner:
             outcome.watermark = self._watermark(read.unit, now)
         outcome.closed = session.state.close(outcome.watermark)
         self._note_merges(outcome.merged, outcome.groups)
+        self._backlog = outcome.backlog
         checkpoint = self._checkpoint_due(session, now)
         updates = self._updates_due(session, now)
         if (
@@ -314,6 +317,7 @@ class UnitOwner:
                 raise MissingDataSetError(task=task, bucket=bucket, seq=first)
             last = min(snapshot.seq, first + self._settings.max_datasets_per_read - 1)
             complete = complete and last == snapshot.seq
+            outcome.backlog += snapshot.seq - last
             if last < first:
                 continue
             for seq, data in store.read_datasets(task, bucket, first, last):
@@ -512,6 +516,7 @@ class UnitOwner:
                 watermark_lag_ms=None if watermark is None else now - watermark,
                 merge_rate=self._merge_rate,
                 load=self._load,
+                backlog=self._backlog,
                 commit_latency_ms=self._commit_latency_ms,
                 result_latency_ms=self._result_latency_ms,
                 checkpoint=None if checkpoint is None else checkpoint.field,

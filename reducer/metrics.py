@@ -49,6 +49,7 @@ class UnitGauges:
     watermark_lag_ms: int | None
     merge_rate: float
     load: float | None  # partial groups merged per second, smoothed (the leader balances it)
+    backlog: int | None  # data sets not merged after the last read (the leader's pressure)
     commit_latency_ms: float | None
     result_latency_ms: int | None
     checkpoint: str | None  # field of the committed checkpoint (pull queries read it)
@@ -165,6 +166,7 @@ class ReducerMetrics:
             watermark_lag_ms=gauges.watermark_lag_ms,
             merge_rate=round(gauges.merge_rate, 1),
             load=None if gauges.load is None else round(gauges.load, 1),
+            backlog=gauges.backlog,
             commit_latency_ms=None if latency is None else round(latency, 1),
             result_latency_ms=gauges.result_latency_ms,
             checkpoint=gauges.checkpoint,

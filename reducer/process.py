@@ -37,7 +37,7 @@ from mars.tasks.topics import ensure_task_topics, ensure_topics
 from reducer.bucket_owner import OwnerWiring, StopReason, UnitOwner
 from reducer.coordination import ReducerCoordinator
 from reducer.coordination.balance import balance_unit_counts
-from reducer.coordination.load_balance import LoadBalancer, published_loads
+from reducer.coordination.load_balance import LoadBalancer, published_figures
 from reducer.metrics import ReducerMetrics
 from reducer.output import TransactionalOutput, transactional_id
 from reducer.progress import PROGRESS_TOPIC, progress_key
@@ -126,7 +126,7 @@ class ReducerProcess:
             on_suspended=self._on_suspended,
             root=cfg.zookeeper.root,
             refine=balance_unit_counts,
-            balancer=LoadBalancer(published_loads(store.reducer_stats), cfg.balance),
+            balancer=LoadBalancer(published_figures(store.reducer_stats), cfg.balance),
             metrics_address=metrics_server.address,
         )
         self._coordinator = coordinator

@@ -14,9 +14,15 @@ reducer to the idlest, while that lowers the busiest load), never a unit moved l
 `unit_cooldown_s` ago, and is dropped unless it cuts the busiest reducer's load by `min_gain`.
 So noise in the measured loads does not make units flap.
 
-A unit's load is what its owner publishes with its figures: partial groups merged per second,
-smoothed (`reducer.bucket_owner`), the work a reducer does per unit; the last known value is
-kept while a unit changes owner. A move costs the unit one hand-over: the old owner stops, the
+Pressure comes first (seed 001): a reducer one of whose units has a backlog of unmerged data
+sets 80 % of `pressure_backlog` or more, while its units' backlogs grow in total (input above
+output), is relieved in the next round whatever the spread: its hottest units move, each to
+the least loaded other reducer, until it is at the mean load.
+
+A unit's load and backlog are what its owner publishes with its figures: partial groups merged
+per second, smoothed, the work a reducer does per unit, and the data sets written but not yet
+merged after its last read (`reducer.bucket_owner`); the last known load is kept while a unit
+changes owner. A move costs the unit one hand-over: the old owner stops, the
 new one fences it and rebuilds from the committed checkpoint (docs/reducer.md), so a move can
 neither lose nor double count.
 """
@@ -30,26 +36,39 @@ from dataclasses import dataclass
 
 from mars.config import BalanceSettings
 from mars.registry.units import Unit
-from mars.store.reducer_stats import ReducerStats, figure_float
+from mars.store.reducer_stats import ReducerStats, figure_float, figure_int
 from reducer.coordination.balance import balance_load
 
-LoadReader = Callable[[Iterable[Unit]], Mapping[Unit, float]]
+PRESSURED_QUEUE = 0.8  # seed 001: a queue this full, and growing, is backpressure
+MIN_GROWTH_SPAN_S = 1.0  # backlog growth is measured over at least this long
 
 
-def published_loads(stats: ReducerStats) -> LoadReader:
-    """Reads the `load` figure each unit's owner publishes (units without one are left out)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnitFigures:
+    """What the leader reads of a unit: its load and its backlog (None: not published)."""
 
-    def read(units: Iterable[Unit]) -> dict[Unit, float]:
+    load: float | None
+    backlog: int | None
+
+
+FigureReader = Callable[[Iterable[Unit]], Mapping[Unit, UnitFigures]]
+
+
+def published_figures(stats: ReducerStats) -> FigureReader:
+    """Reads the `load` and `backlog` figures each unit's owner publishes."""
+
+    def read(units: Iterable[Unit]) -> dict[Unit, UnitFigures]:
         wanted: dict[str, set[int]] = {}
         for unit in units:
             wanted.setdefault(unit.task_id, set()).add(unit.bucket)
-        loads: dict[Unit, float] = {}
+        found: dict[Unit, UnitFigures] = {}
         for task, buckets in wanted.items():
             for bucket, figures in stats.units(task).items():
-                load = figure_float(figures, "load")
-                if bucket in buckets and load is not None:
-                    loads[Unit(task, bucket)] = load
-        return loads
+                if bucket in buckets:
+                    found[Unit(task, bucket)] = UnitFigures(
+                        load=figure_float(figures, "load"), backlog=figure_int(figures, "backlog")
+                    )
+        return found
 
     return read
 
@@ -80,19 +99,22 @@ class Refined:
 
 
 class LoadBalancer:
-    """The leader's load moves; keeps the last known load of each unit and when it moved."""
+    """The leader's load moves; keeps each unit's last known load, its backlog trend and when
+    it last moved."""
 
     def __init__(
         self,
-        read_loads: LoadReader,
+        read_figures: FigureReader,
         settings: BalanceSettings,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._read_loads = read_loads
+        self._read_figures = read_figures
         self._settings = settings
         self._clock = clock
-        self._known: dict[Unit, float] = {}
+        self._loads: dict[Unit, float] = {}
+        self._backlogs: dict[Unit, tuple[float, int]] = {}  # (when read, data sets)
+        self._growth: dict[Unit, float] = {}  # backlog growth, data sets per second
         self._moved_at: dict[Unit, float] = {}
         self._last_round: float | None = None
 
@@ -105,32 +127,102 @@ class LoadBalancer:
             if unit in units and member in members:
                 units[unit] = member
         now = self._clock()
-        if self._settings.enabled and self._round_due(now):
-            units = self._round(units, members, now)
+        if self._settings.enabled:
+            self._observe(units, now)
+            if self._round_due(now):
+                pressured = self.pressured(units, members)
+                if pressured is not None:
+                    units = self._relieve(units, members, pressured, now)
+                else:
+                    units = self._round(units, members, now)
         return Refined(units=units, moves={u: m for u, m in units.items() if base[u] != m})
+
+    def pressured(self, units: Mapping[Unit, str], members: Iterable[str]) -> str | None:
+        """The most pressured reducer, if one is (seed 001): a unit's queue (its backlog of
+        data sets over `pressure_backlog`) is 80 % full and its backlog grows in total."""
+        queue: dict[str, float] = dict.fromkeys(members, 0.0)
+        growth: dict[str, float] = dict.fromkeys(members, 0.0)
+        for unit, member in units.items():
+            backlog = self._backlogs.get(unit, (0.0, 0))[1]
+            queue[member] = max(queue[member], backlog / self._settings.pressure_backlog)
+            growth[member] += self._growth.get(unit, 0.0)
+        pressured = [m for m in queue if queue[m] >= PRESSURED_QUEUE and growth[m] > 0]
+        return max(pressured, key=lambda m: (queue[m], growth[m], m)) if pressured else None
+
+    def _observe(self, units: Mapping[Unit, str], now: float) -> None:
+        """Read the units' figures; keep the last known load and each backlog's growth."""
+        for unit, figures in self._read_figures(units).items():
+            if figures.load is not None:
+                self._loads[unit] = figures.load
+            if figures.backlog is None:
+                continue
+            previous = self._backlogs.get(unit)
+            if previous is not None and now - previous[0] >= MIN_GROWTH_SPAN_S:
+                self._growth[unit] = (figures.backlog - previous[1]) / (now - previous[0])
+            if previous is None or now - previous[0] >= MIN_GROWTH_SPAN_S:
+                self._backlogs[unit] = (now, figures.backlog)
+        for known in (self._loads, self._backlogs, self._growth):
+            for unit in [u for u in known if u not in units]:
+                del known[unit]
 
     def _round_due(self, now: float) -> bool:
         return self._last_round is None or now - self._last_round >= self._settings.interval_s
 
+    def _cooling(self, now: float) -> dict[Unit, float]:
+        cooldown = self._settings.unit_cooldown_s
+        self._moved_at = {u: at for u, at in self._moved_at.items() if now - at < cooldown}
+        return self._moved_at
+
     def _round(
         self, units: dict[Unit, str], members: frozenset[str], now: float
     ) -> dict[Unit, str]:
-        known = {unit: load for unit, load in self._known.items() if unit in units}
-        self._known = {**known, **self._read_loads(units)}
-        loads = {unit: self._known.get(unit, 0.0) for unit in units}
+        loads = {unit: self._loads.get(unit, 0.0) for unit in units}
         before = member_loads(units, loads, members)
         if imbalance(before) <= self._settings.imbalance_threshold:
             return units
         self._last_round = now
-        cooldown = self._settings.unit_cooldown_s
-        self._moved_at = {u: at for u, at in self._moved_at.items() if now - at < cooldown}
         refined = balance_load(
-            units, loads, members=members, max_moves=self._settings.max_moves, fixed=self._moved_at
+            units,
+            loads,
+            members=members,
+            max_moves=self._settings.max_moves,
+            fixed=self._cooling(now),
         )
         after = member_loads(refined, loads, members)
         if max(after.values()) > max(before.values()) * (1 - self._settings.min_gain):
             return units  # not worth a hand-over
-        for unit, member in refined.items():
-            if units[unit] != member:
+        return self._moved(units, refined, now)
+
+    def _relieve(
+        self, units: dict[Unit, str], members: frozenset[str], donor: str, now: float
+    ) -> dict[Unit, str]:
+        """Move units off the pressured `donor` first, hottest first, each to the least loaded
+        other reducer, while the donor stays above the mean load (at most `max_moves`)."""
+        self._last_round = now
+        loads = {unit: self._loads.get(unit, 0.0) for unit in units}
+        totals = member_loads(units, loads, members)
+        mean = sum(totals.values()) / len(totals)
+        cooling = self._cooling(now)
+        movable = sorted(
+            (u for u, m in units.items() if m == donor and u not in cooling),
+            key=lambda u: (loads[u], u),
+            reverse=True,
+        )
+        refined = dict(units)
+        for unit in movable[: self._settings.max_moves]:
+            receivers = [m for m in totals if m != donor]
+            if not receivers or totals[donor] <= mean:
+                break
+            receiver = min(receivers, key=lambda m: (totals[m], m))
+            refined[unit] = receiver
+            totals[donor] -= loads[unit]
+            totals[receiver] += loads[unit]
+        return self._moved(units, refined, now)
+
+    def _moved(
+        self, before: Mapping[Unit, str], after: dict[Unit, str], now: float
+    ) -> dict[Unit, str]:
+        for unit, member in after.items():
+            if before[unit] != member:
                 self._moved_at[unit] = now
-        return refined
+        return after

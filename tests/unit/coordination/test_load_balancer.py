@@ -1,4 +1,5 @@
-"""The leader's load moves: threshold, rate limit, cooldown, minimum gain, moves kept."""
+"""The leader's load moves: threshold, rate limit, cooldown, minimum gain, moves kept, and
+pressure relieved first."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from mars.config import BalanceSettings
 from mars.registry.units import Unit
 from reducer.coordination.balance import balance_unit_counts
 from reducer.coordination.load_balance import (
+    FigureReader,
     LoadBalancer,
-    LoadReader,
+    UnitFigures,
     imbalance,
     member_loads,
 )
@@ -38,9 +40,16 @@ def skewed_loads() -> dict[Unit, float]:
     }
 
 
-def reader(loads: Mapping[Unit, float]) -> LoadReader:
-    def read(units: Iterable[Unit]) -> dict[Unit, float]:
-        return {unit: loads[unit] for unit in units if unit in loads}
+def reader(loads: Mapping[Unit, float], backlogs: Mapping[Unit, int] | None = None) -> FigureReader:
+    """Figures as owners publish them: `backlogs` is read and cleared at each call."""
+    pending = dict(backlogs or {})
+
+    def read(units: Iterable[Unit]) -> dict[Unit, UnitFigures]:
+        return {
+            unit: UnitFigures(load=loads.get(unit), backlog=pending.get(unit, 0))
+            for unit in units
+            if unit in loads
+        }
 
     return read
 
@@ -108,3 +117,42 @@ def test_moves_to_a_member_that_left_fall_back_to_the_base_placement() -> None:
     balancer = LoadBalancer(reader({}), SETTINGS, clock=Clock())
     refined = balancer.refine(base, frozenset({"r-a", "r-b"}), {unit: "r-gone"})
     assert refined.units == base and refined.moves == {}
+
+
+def test_a_pressured_reducer_is_relieved_first_even_when_loads_look_even() -> None:
+    units = {Unit("t", b): m for b, m in zip(range(6), sorted(MEMBERS) * 2, strict=True)}
+    loads = dict.fromkeys(units, 10.0)
+    loads[Unit("t", 0)] = 14.0  # r-a's hottest unit
+    backlogs: dict[Unit, int] = {}
+    clock = Clock()
+    settings = BalanceSettings(interval_s=1, pressure_backlog=100, imbalance_threshold=0.5)
+    balancer = LoadBalancer(lambda us: figures(us, loads, backlogs), settings, clock=clock)
+    assert balancer.refine(units, MEMBERS, {}).moves == {}  # balanced enough, no pressure
+    backlogs[Unit("t", 3)] = 50  # r-a's queue fills up...
+    clock.now += 2
+    balancer.refine(units, MEMBERS, {})
+    backlogs[Unit("t", 3)] = 90  # ...and keeps growing: input above output
+    clock.now += 2
+    refined = balancer.refine(units, MEMBERS, {})
+    assert balancer.pressured(units, MEMBERS) == "r-a"
+    assert refined.moves == {Unit("t", 0): "r-b"}  # its hottest unit, to the least loaded
+
+
+def test_a_full_queue_that_drains_is_not_pressure() -> None:
+    units = {Unit("t", 0): "r-a", Unit("t", 1): "r-b", Unit("t", 2): "r-c"}
+    loads = dict.fromkeys(units, 10.0)
+    backlogs = {Unit("t", 0): 95}
+    clock = Clock()
+    settings = BalanceSettings(interval_s=1, pressure_backlog=100, imbalance_threshold=0.5)
+    balancer = LoadBalancer(lambda us: figures(us, loads, backlogs), settings, clock=clock)
+    balancer.refine(units, MEMBERS, {})
+    backlogs[Unit("t", 0)] = 85  # shrinking: the reducer keeps up
+    clock.now += 2
+    assert balancer.refine(units, MEMBERS, {}).moves == {}
+    assert balancer.pressured(units, MEMBERS) is None
+
+
+def figures(
+    units: Iterable[Unit], loads: Mapping[Unit, float], backlogs: Mapping[Unit, int]
+) -> dict[Unit, UnitFigures]:
+    return {u: UnitFigures(load=loads[u], backlog=backlogs.get(u, 0)) for u in units}
