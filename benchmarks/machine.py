@@ -44,7 +44,7 @@ def code_version(root: Path) -> dict[str, Any]:
             )
         except (OSError, subprocess.TimeoutExpired):
             return ""
-        return done.stdout.strip()
+        return done.stdout.rstrip()  # not lstrip: a porcelain line starts with a space
 
     pinned = os.environ.get("MARS_BENCH_COMMIT")  # a snapshot (git archive) outside the repo
     if pinned:
