@@ -22,7 +22,12 @@ from typing import Any
 from benchmarks.harness import BenchCluster, Run, fresh_id
 from benchmarks.results_reader import ResultReader
 from benchmarks.stats import percentile
-from benchmarks.watermark_times import crossing_times, read_event_times, watermark_passage
+from benchmarks.watermark_times import (
+    crossing_times,
+    read_event_times,
+    watermark_passage,
+    window_latencies,
+)
 from benchmarks.workload import paper_sql
 from mars.gen import Encoding, GeneratorConfig
 from mars.gen.produce import produce
@@ -69,32 +74,57 @@ class LiveTask:
 
     def start_traffic(self, *, rate: float, duration_s: int, sips: int = 1000) -> Traffic:
         """The same traffic as `send`, returning at once: measure while it flows."""
-        start_s = int(time.time())
-        config = GeneratorConfig(
-            count=int(rate * duration_s),
-            seed=start_s,
-            start_s=start_s,
-            span_s=duration_s,
-            sip_cardinality=sips,
-            encoding=Encoding.CSV,
+        return start_traffic(
+            self.bench.bootstrap, self.topic, rate=rate, duration_s=duration_s, sips=sips
         )
-        generator = multiprocessing.get_context("spawn").Process(
-            target=produce,
-            args=(self.bench.bootstrap, self.topic, config),
-            kwargs={"rate": rate, "chunk_size": max(1000, int(rate))},
-        )
-        generator.start()
-        return Traffic(process=generator, start_s=start_s)
 
     def passages(self, *, start_s: int, duration_s: int) -> dict[int, int]:
         """Window end (ms) -> when the watermark passed it (ms), from the source data."""
-        ends = window_ends(start_s, duration_s, self.window_s)
-        return watermark_passage(
-            {
-                p: crossing_times(records, ends)
-                for p, records in read_event_times(self.bench.bootstrap, self.topic).items()
-            }
+        return source_passages(
+            self.bench.bootstrap,
+            self.topic,
+            ends_ms=window_ends(start_s, duration_s, self.window_s),
         )
+
+
+def start_traffic(
+    bootstrap: str,
+    topic: str,
+    *,
+    rate: float,
+    duration_s: int,
+    sips: int = 1000,
+    zipf_s: float = 0.0,
+) -> Traffic:
+    """Paced CSV traffic into `topic` (event time = wall clock, `sips` distinct sips x 8
+    types, Zipf-skewed fields when `zipf_s` > 0) from a separate process, returning at once."""
+    start_s = int(time.time())
+    config = GeneratorConfig(
+        count=int(rate * duration_s),
+        seed=start_s,
+        start_s=start_s,
+        span_s=duration_s,
+        sip_cardinality=sips,
+        zipf_s=zipf_s,
+        encoding=Encoding.CSV,
+    )
+    generator = multiprocessing.get_context("spawn").Process(
+        target=produce,
+        args=(bootstrap, topic, config),
+        kwargs={"rate": rate, "chunk_size": max(1000, int(rate))},
+    )
+    generator.start()
+    return Traffic(process=generator, start_s=start_s)
+
+
+def source_passages(bootstrap: str, topic: str, *, ends_ms: list[int]) -> dict[int, int]:
+    """Window end (ms) -> when the watermark passed it (ms), from the source topic's data."""
+    return watermark_passage(
+        {
+            p: crossing_times(records, ends_ms)
+            for p, records in read_event_times(bootstrap, topic).items()
+        }
+    )
 
 
 @contextmanager
@@ -149,13 +179,12 @@ def latency_run(
     with live_task(bench, window_s=window_s, mappers=mappers, reducers=reducers) as live:
         start_s = live.send(rate=rate, duration_s=duration_s)
         time.sleep(window_s + 5)
-    passage = live.passages(start_s=start_s, duration_s=duration_s)
-    latencies = []
-    for window_start, seen in live.reader.snapshot().items():
-        end = window_start + window_s * 1000
-        if end in passage and end >= (start_s + warmup_s) * 1000:
-            latencies.append(seen.last_arrival_s - passage[end] / 1000)
-    return latencies
+    return window_latencies(
+        {start: seen.last_arrival_s for start, seen in live.reader.snapshot().items()},
+        live.passages(start_s=start_s, duration_s=duration_s),
+        window_ms=window_s * 1000,
+        from_ms=int((start_s + warmup_s) * 1000),
+    )
 
 
 def window_ends(start_s: int, duration_s: int, window_s: int) -> list[int]:

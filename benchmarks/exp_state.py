@@ -26,7 +26,7 @@ from benchmarks.state_figures import (
     summarize_windows,
     window_label,
 )
-from benchmarks.workload import CSV_COLUMNS
+from benchmarks.workload import csv_options
 from mars.gen.fields import TYPES
 
 
@@ -34,8 +34,7 @@ def state_sql(topic: str, *, window_s: int) -> str:
     """Count per (sip, type) and tumbling window of `window_s` over CSV tuples."""
     return (
         f"SELECT sip, type, count(*) FROM {topic} GROUP BY sip, type "
-        f"WINDOWING {window_s} s "
-        f"WITH (format='csv', csv_columns='{CSV_COLUMNS}', idle_timeout='60 s')"
+        f"WINDOWING {window_s} s {csv_options(idle='60 s')}"
     )
 
 

@@ -39,6 +39,24 @@ def watermark_passage(per_partition: Mapping[int, Mapping[int, int]]) -> dict[in
     return {end: max(found[end] for found in per_partition.values()) for end in sorted(common)}
 
 
+def window_latencies(
+    last_arrivals_s: Mapping[int, float],
+    passage_ms: Mapping[int, int],
+    *,
+    window_ms: int,
+    from_ms: int,
+) -> list[float]:
+    """Seconds from the watermark passing each window's end to the arrival of its last result
+    row (`last_arrivals_s`: window start ms -> wall time), for the windows ending at or after
+    `from_ms` whose passage is known (pure)."""
+    latencies = []
+    for start, arrival_s in sorted(last_arrivals_s.items()):
+        end = start + window_ms
+        if end in passage_ms and end >= from_ms:
+            latencies.append(arrival_s - passage_ms[end] / 1000)
+    return latencies
+
+
 def read_event_times(bootstrap: str, topic: str) -> dict[int, list[tuple[int, int]]]:
     """Every record of `topic` as (event ms from the first CSV cell, Kafka timestamp ms)."""
     consumer = Consumer(

@@ -20,12 +20,18 @@ CSV_COLUMNS = ",".join(FIELD_NAMES)
 SENTINEL_OFFSET_S = 86_400  # a day after the data: far past every data window
 
 
+def csv_options(*, idle: str, more: str = "") -> str:
+    """The WITH clause of a task over these CSV tuples (`more`: further options, e.g.
+    `buckets=8`)."""
+    extra = f", {more}" if more else ""
+    return f"WITH (format='csv', csv_columns='{CSV_COLUMNS}', idle_timeout='{idle}'{extra})"
+
+
 def paper_sql(topic: str, *, window: str = "60 s", extra: str = "", idle: str = "10 s") -> str:
     """The paper's query over CSV tuples: count per (sip, type) and tumbling window."""
     return (
         f"SELECT sip, type, timestamp, count(*) FROM {topic} "
-        f"GROUP BY sip, type, timestamp WINDOWING {window} {extra} "
-        f"WITH (format='csv', csv_columns='{CSV_COLUMNS}', idle_timeout='{idle}')"
+        f"GROUP BY sip, type, timestamp WINDOWING {window} {extra} {csv_options(idle=idle)}"
     )
 
 
@@ -62,8 +68,10 @@ def preload(
     malformed_ratio: float = 0.0,
     disorder_s: int = 0,
     seed: int = 7,
+    zipf_s: float = 0.0,
 ) -> Dataset:
-    """Create `topic` and fill it with generated CSV tuples (as fast as Kafka takes them)."""
+    """Create `topic` and fill it with generated CSV tuples (as fast as Kafka takes them);
+    fields Zipf-skewed with exponent `zipf_s` when > 0."""
     ensure_source_topic(bootstrap, topic, partitions)
     config = GeneratorConfig(
         count=records,
@@ -73,6 +81,7 @@ def preload(
         encoding=Encoding.CSV,
         malformed_ratio=malformed_ratio,
         disorder_s=disorder_s,
+        zipf_s=zipf_s,
     )
     report = produce(bootstrap, topic, config)
     sentinel_s = None
@@ -117,6 +126,7 @@ def _sample_values(config: GeneratorConfig) -> list[list[bytes]]:
         seed=config.seed,
         start_s=config.start_s,
         span_s=config.span_s,
+        zipf_s=config.zipf_s,
         encoding=config.encoding,
     )
     return [chunk.values for chunk in iter_chunks(sample_config, chunk_size=20_000)]
