@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from benchmarks.report_balance import BALANCE_HEADING, balance_section
 from benchmarks.report_format import fmt
 from benchmarks.report_pull import PULL_HEADING, pull_section
 from benchmarks.state_figures import growth, window_label
@@ -28,6 +29,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "faults": (FAULTS_HEADING,),
     "state": (STATE_HEADING,),
     "pull": (PULL_HEADING,),
+    "balance": (BALANCE_HEADING,),
     "profile": (PROFILE_HEADING,),
 }
 
@@ -93,6 +95,7 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
     lines += _faults_section(results.get("faults"))
     lines += _state_section(results.get("state"), images)
     lines += pull_section(results.get("pull"))
+    lines += balance_section(results.get("balance"))
     lines += _profile_section(results.get("profile"))
     lines += _method_section()
     return "\n".join(lines).rstrip() + "\n"

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.exp_balance import BalancePlan, balance_experiment
 from benchmarks.exp_end_to_end import end_to_end_experiment
 from benchmarks.exp_faults import faults_experiment
 from benchmarks.exp_latency import latency_experiment
@@ -34,7 +35,17 @@ from benchmarks.state_figures import STATE_WINDOWS_S
 from benchmarks.workload import Dataset, paper_sql, preload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-EXPERIMENTS = ("batch", "processes", "e2e", "latency", "faults", "state", "pull", "profile")
+EXPERIMENTS = (
+    "batch",
+    "processes",
+    "e2e",
+    "latency",
+    "faults",
+    "state",
+    "pull",
+    "balance",
+    "profile",
+)
 DATASET_EXPERIMENTS = ("batch", "processes", "e2e", "profile")  # read the preloaded topic S
 Log = Callable[[str], None]
 TITLES = {
@@ -45,6 +56,7 @@ TITLES = {
     "faults": "experiment 6, accuracy under faults",
     "state": "experiment 7, Redis and reducer memory vs window length (bounded state)",
     "pull": "experiment 8, pull-query latency and cost under live traffic",
+    "balance": "experiment 9, skewed tasks with and without load moves",
     "profile": "one mapper sampled by py-spy",
 }
 
@@ -77,6 +89,11 @@ class BenchConfig:
     pull_queries: int = 200
     pull_query_rate: float = 20.0
     pull_baseline_s: float = 10.0
+    balance_records: int = 1_200_000  # about 30 s end to end: long enough for moves
+    balance_settle_s: int = 30
+    balance_measure_s: int = 45
+    balance_mappers: int = 2
+    balance_reducers: int = 3
     timeout_s: float = 900.0
     run_dir: Path = PROJECT_ROOT / ".mars" / "bench"
     results_dir: Path = PROJECT_ROOT / "benchmarks" / "results"
@@ -105,6 +122,9 @@ class BenchConfig:
                 state_runs=runs or 1,
                 pull_queries=50,
                 pull_baseline_s=5.0,
+                balance_records=100_000,
+                balance_settle_s=15,
+                balance_measure_s=15,
                 command=command,
             )
         return cls(
@@ -221,6 +241,17 @@ def _run_experiments(
                 reducers=config.e2e_reducers,
             ),
             sips=config.pull_sips,
+            log=log,
+        ),
+        "balance": lambda: balance_experiment(
+            bench,
+            BalancePlan(
+                records=config.balance_records,
+                mappers=config.balance_mappers,
+                reducers=config.balance_reducers,
+                settle_s=config.balance_settle_s,
+                measure_s=config.balance_measure_s,
+            ),
             log=log,
         ),
         "profile": lambda: profile_mapper(bench, data(), config.run_dir / "mapper-profile.txt"),

@@ -10,7 +10,17 @@ from typing import Any
 
 # Mirrors benchmarks.runner.EXPERIMENTS (not imported: argument parsing stays light);
 # tests/unit/bench/test_bench_cli.py keeps the two equal.
-EXPERIMENT_NAMES = ("batch", "processes", "e2e", "latency", "faults", "state", "pull", "profile")
+EXPERIMENT_NAMES = (
+    "batch",
+    "processes",
+    "e2e",
+    "latency",
+    "faults",
+    "state",
+    "pull",
+    "balance",
+    "profile",
+)
 
 
 def register(subparsers: Any) -> None:
