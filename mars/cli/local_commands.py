@@ -13,13 +13,21 @@ from mars.local.roles import process_url, scale_role, start_role
 
 
 def register(subparsers: Any) -> None:
-    local = subparsers.add_parser("local", help="run a local cluster (Kafka, ZooKeeper, Redis)")
+    local = subparsers.add_parser(
+        "local", help="run a local cluster (Kafka, ZooKeeper, Redis; Spark if asked)"
+    )
     commands = local.add_subparsers(dest="local_command", required=True, metavar="ACTION")
 
     up = commands.add_parser("up", help="start the cluster in the background; return when ready")
     up.add_argument("--mappers", type=int, default=0, help="mapper processes to start")
     up.add_argument("--reducers", type=int, default=0, help="reducer processes to start")
     up.add_argument("--api", action="store_true", help="start the REST API too")
+    up.add_argument(
+        "--spark-workers",
+        type=int,
+        default=0,
+        help="start a Spark standalone master and this many workers (1 core, 1 GiB each)",
+    )
     up.set_defaults(handler=_up)
 
     down = commands.add_parser("down", help="stop every process the cluster started")
@@ -53,6 +61,8 @@ def _up(args: argparse.Namespace) -> int:
             start_role(cluster, "reducer")
         if args.api:
             start_role(cluster, "api")
+        if args.spark_workers:
+            cluster.start_spark(workers=args.spark_workers)
     except ServiceError as error:
         print(f"mars local up: {error}", file=sys.stderr)
         cluster.down()
@@ -60,6 +70,8 @@ def _up(args: argparse.Namespace) -> int:
     print(f"kafka      {state.kafka_bootstrap}")
     print(f"zookeeper  {state.zk_hosts}")
     print(f"redis      {state.redis_url}")
+    if state.spark_master:
+        print(f"spark      {state.spark_master}   (`mars spark preagg ... --master` it)")
     for process in state.processes:
         if process.role in ("mapper", "reducer", "api"):
             address = process_url(process.role, process.address)
@@ -103,6 +115,8 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(status, indent=2))
     else:
         print(f"run folder {status['run_dir']}: {'UP' if status['up'] else 'DOWN'}")
+        if status.get("spark_master"):
+            print(f"  spark master {status['spark_master']}")
         for row in status["processes"]:
             health = "healthy" if row["healthy"] else ("running" if row["running"] else "stopped")
             address = process_url(row["role"], row["address"])

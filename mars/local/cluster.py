@@ -1,4 +1,5 @@
-"""The local cluster: start the three servers, remember what was started, stop exactly that.
+"""The local cluster: start the three servers (and, if asked, a Spark standalone master with
+workers), remember what was started, stop exactly that.
 
 The state file (`<run_dir>/cluster.json`) lets `mars local status|down` in another process find
 the cluster `mars local up` started; the Python API (`LocalCluster`) is what the tests use.
@@ -17,6 +18,7 @@ from mars.config import Settings
 from mars.local.kafka_server import probe_kafka, start_kafka
 from mars.local.process import ProcessHandle, ServiceError, port_is_open, spawn, wait_until
 from mars.local.redis_server import probe_redis, redis_url, start_redis
+from mars.local.spark_server import master_status, start_spark_master, start_spark_worker
 from mars.local.zookeeper_server import probe_zookeeper, start_zookeeper
 
 __all__ = ["ClusterState", "LocalCluster", "ServiceError"]
@@ -25,7 +27,7 @@ __all__ = ["ClusterState", "LocalCluster", "ServiceError"]
 @dataclass(slots=True, kw_only=True)
 class ProcessRecord:
     name: str
-    role: str  # kafka | zookeeper | redis | mapper | reducer | api
+    role: str  # kafka | zookeeper | redis | spark-master | spark-worker | mapper | reducer | api
     pid: int
     started: int
     argv: list[str]
@@ -48,6 +50,8 @@ class ClusterState:
     kafka_bootstrap: str
     zk_hosts: str
     redis_url: str
+    spark_master: str | None = None  # spark://127.0.0.1:<port> when Spark workers were started
+    spark_master_ui_port: int | None = None
     processes: list[ProcessRecord] = field(default_factory=list)
 
     def save(self) -> None:
@@ -143,21 +147,41 @@ class LocalCluster:
             kafka_bootstrap=addresses["kafka"],
             zk_hosts=addresses["zookeeper"],
             redis_url=addresses["redis"],
-            processes=[
-                ProcessRecord(
-                    name=name,
-                    role=name,
-                    pid=h.pid,
-                    started=h.started,
-                    argv=list(h.argv),
-                    log=str(h.log),
-                    address=addresses[name],
-                )
-                for name, h in started.items()
-            ],
+            processes=[_record(h, name, address=addresses[name]) for name, h in started.items()],
         )
         self.state.save()
         return self.state
+
+    def start_spark(self, *, workers: int, cores: int = 1, memory_mb: int = 1024) -> str:
+        """Start a Spark standalone master (unless one runs) and `workers` more workers, each
+        offering `cores` and `memory_mb`; return the master's URL."""
+        assert self.state is not None, "cluster is not up"
+        timeout_s = self._settings.local.start_timeout_s
+        if self.state.spark_master is None:
+            handle, url, ui_port = start_spark_master(self.run_dir, timeout_s=timeout_s)
+            self.state.spark_master, self.state.spark_master_ui_port = url, ui_port
+            self.add_process(_record(handle, "spark-master", address=f"127.0.0.1:{ui_port}"))
+        assert self.state.spark_master is not None and self.state.spark_master_ui_port
+        master, master_ui = self.state.spark_master, self.state.spark_master_ui_port
+        index = sum(1 for p in self.state.processes if p.role == "spark-worker")
+
+        def start(number: int) -> ProcessHandle:
+            return start_spark_worker(
+                self.run_dir,
+                name=f"spark-worker-{number}",
+                master_url=master,
+                master_ui_port=master_ui,
+                cores=cores,
+                memory_mb=memory_mb,
+                timeout_s=timeout_s,
+            )
+
+        with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:  # JVMs start slowly
+            handles = list(pool.map(start, range(index, index + workers)))
+        for handle in handles:
+            ui_port = _port_of(handle, "--webui-port")
+            self.add_process(_record(handle, "spark-worker", address=f"127.0.0.1:{ui_port}"))
+        return master
 
     def add_process(self, record: ProcessRecord) -> None:
         """Remember a Mars process (mapper, reducer, api) so `down` stops it too."""
@@ -198,12 +222,22 @@ class LocalCluster:
         """Stop every process this cluster started, Mars processes first. Returns their names."""
         if self.state is None:
             return []
-        order = {"api": 0, "mapper": 1, "reducer": 1, "kafka": 2, "redis": 3, "zookeeper": 3}
+        order = {
+            "api": 0,
+            "mapper": 1,
+            "reducer": 1,
+            "spark-worker": 1,
+            "spark-master": 2,
+            "kafka": 2,
+            "redis": 3,
+            "zookeeper": 3,
+        }
         stopped = []
         for record in sorted(self.state.processes, key=lambda p: order.get(p.role, 0)):
             record.handle().stop()
             stopped.append(record.name)
         self.state.processes = []
+        self.state.spark_master = self.state.spark_master_ui_port = None
         self.state.save()
         return stopped
 
@@ -231,14 +265,29 @@ class LocalCluster:
             "kafka_bootstrap": self.state.kafka_bootstrap,
             "zk_hosts": self.state.zk_hosts,
             "redis_url": self.state.redis_url,
+            "spark_master": self.state.spark_master,
             "processes": rows,
         }
+
+
+def _record(handle: ProcessHandle, role: str, *, address: str | None) -> ProcessRecord:
+    return ProcessRecord(
+        name=handle.name,
+        role=role,
+        pid=handle.pid,
+        started=handle.started,
+        argv=list(handle.argv),
+        log=str(handle.log),
+        address=address,
+    )
 
 
 def _healthy(record: ProcessRecord) -> bool:
     if record.address is None:
         return True
     try:
+        if record.role == "spark-master":
+            return master_status(_port(record.address)).get("status") == "ALIVE"
         if record.role == "redis":
             return probe_redis(record.address)
         if record.role == "zookeeper":

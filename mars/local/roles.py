@@ -98,11 +98,14 @@ def _next_name(state: ClusterState, role: str) -> str:
 
 def process_url(role: str, address: str | None) -> str:
     """Where to reach a process, for people: a mapper's or reducer's address is its Prometheus
-    `/metrics`; the API serves the dashboard at `/ui`; a server's address as it is."""
+    `/metrics`; the API serves the dashboard at `/ui`; Spark's master and workers their web
+    UI; a server's address as it is."""
     if address is None:
         return ""
     if role in ("mapper", "reducer"):
         return f"http://{address}/metrics"
     if role == "api":
         return f"http://{address}/ui"
+    if role in ("spark-master", "spark-worker"):
+        return f"http://{address}/"  # its web UI
     return address

@@ -28,10 +28,13 @@ def build_spark_session(
     app_name: str = "mars-backfill",
     conf: Mapping[str, str] | None = None,
 ) -> Any:
-    """A SparkSession with the Kafka connector on the class path (no download at run time).
+    """A SparkSession with the Kafka connector on the class path (no download at run time;
+    Spark ships `spark.jars` to the executors).
 
-    Locally the executors run this interpreter (`PYSPARK_PYTHON` unless set); on a cluster set
-    `PYSPARK_PYTHON` / `spark.pyspark.python` to a Python with mars installed on every node.
+    The executors run this interpreter unless `PYSPARK_PYTHON` or `spark.pyspark.python` says
+    otherwise: right for `local[...]` and for the local standalone cluster (`mars local up
+    --spark-workers N`, same machine); on a cluster of other machines point either one at a
+    Python with mars installed on every node.
     """
     from pyspark.sql import SparkSession
 
@@ -43,10 +46,9 @@ def build_spark_session(
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.python.worker.reuse", "true")
     )
-    if master.startswith("local"):
-        # The RDD API takes the workers' interpreter from PYSPARK_PYTHON (default `python3`,
-        # which lacks this environment's packages).
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # The RDD API takes the workers' interpreter from PYSPARK_PYTHON (default `python3`, which
+    # lacks this environment's packages).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -19,14 +19,21 @@ counters account for every record.
 The second case runs the same on a cluster that is already running: the processes start
 first, the task is registered PAUSED (no mapper or reducer runs it), the backfill claims its
 hand-over points, then the task is resumed (step 3) and the live mappers take it from there.
+
+The third case runs the backfill as users do on a real Spark cluster: `mars spark preagg
+--master spark://...` in a process of its own, against a standalone master with two workers
+(`LocalCluster.start_spark`), so the pre-aggregation runs in executors on the workers.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,7 +85,8 @@ ResultKey = tuple[int, str, str]  # (window_start, sip, type)
 
 
 class BackfillThread:
-    """`run_backfill` on a thread; `join` returns its summary or raises its error."""
+    """`run_backfill` on a thread (the tests' local[2] session); `join` returns its summary or
+    raises its error."""
 
     def __init__(self, spark: Any, settings: Settings, spec: TaskSpec) -> None:
         self.summary: BackfillSummary | None = None
@@ -108,14 +116,50 @@ class BackfillThread:
         return self.summary
 
 
+class BackfillProcess:
+    """`mars spark preagg <task> --master <url>` in a process of its own; `join` waits for it
+    and returns None (its summary is printed, not returned) or raises on a failure."""
+
+    def __init__(self, *, master: str, spec: TaskSpec, env: dict[str, str], log: Path) -> None:
+        self._log = log
+        command = [sys.executable, "-m", "mars.cli.main", "spark", "preagg", spec.id]
+        command += ["--master", master, "--job", "history"]
+        command += ["--conf", "spark.executor.memory=512m"]  # a worker offers 1 GiB
+        with log.open("wb") as out:
+            self._process = subprocess.Popen(
+                command, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT
+            )
+        self._started = time.monotonic()
+        self.elapsed_s = 0.0
+
+    @property
+    def error(self) -> str | None:
+        code = self._process.poll()
+        return None if code in (None, 0) else f"exit {code}: {self._log.read_text()[-3000:]}"
+
+    def done(self) -> bool:
+        return self._process.poll() is not None
+
+    def join(self) -> None:
+        code = self._process.wait(timeout=600)
+        self.elapsed_s = time.monotonic() - self._started
+        assert code == 0, self.error
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(
-    "paused",
-    [False, True],
-    ids=["registered-before-the-processes", "registered-paused-on-a-running-cluster"],
+    "mode",
+    ["before", "paused", "standalone"],
+    ids=[
+        "registered-before-the-processes",
+        "registered-paused-on-a-running-cluster",
+        "on-a-spark-standalone-cluster-with-2-workers",
+    ],
 )
 def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
-    paused: bool,
+    mode: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
     spark: Any,
     settings: Settings,
     local_cluster: LocalCluster,
@@ -154,13 +198,27 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
         )
         phases["history produced"] = time.monotonic() - started
 
+        paused = mode == "paused"
         registry = TaskRegistry(zk_client, root=zk_root)
         if paused:  # the cluster runs first; the task waits, paused, for the backfill
             _start_processes(procs)
             registry.create(spec, status=TaskStatus.PAUSED)  # 1. register
         else:
             registry.create(spec)  # 1. register
-        backfill = BackfillThread(spark, settings, spec)  # 2. hold + hand-over, then Spark
+        backfill: BackfillThread | BackfillProcess  # 2. hold + hand-over, then Spark
+        if mode == "standalone":
+            backfill = BackfillProcess(
+                master=request.getfixturevalue("spark_master"),
+                spec=spec,
+                env={
+                    **cluster.env(),
+                    "MARS_ZOOKEEPER__ROOT": zk_root,
+                    "MARS_LOCAL__JARS_DIR": str(settings.local.jars_dir),
+                },
+                log=tmp_path / "backfill.log",
+            )
+        else:
+            backfill = BackfillThread(spark, settings, spec)
         wait_for(
             lambda: len(coordination.handovers(spec.id)) == PARTITIONS or backfill.done(),
             timeout_s=60,
@@ -191,8 +249,13 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
 
         summary = backfill.join()  # 4. history written, hold released
         phases["backfill done"] = time.monotonic() - started
-        assert summary.records_in == HISTORY and summary.accepted == HISTORY
-        assert summary.skipped == summary.bad == summary.late == 0
+        if summary is not None:  # a `mars spark preagg` process prints its summary instead
+            assert summary.records_in == HISTORY and summary.accepted == HISTORY
+            assert summary.skipped == summary.bad == summary.late == 0
+        else:  # the master ran it with an executor on each worker (each keeps its logs)
+            run_dir = Path(local_cluster.run_dir)
+            workers = {path.parents[2] for path in run_dir.glob("spark/*/app-*/*/stderr")}
+            assert len(workers) == 2, sorted(run_dir.glob("spark/*/*"))
         assert coordination.holds(spec.id) == {}
         assert live.join(timeout_s=300).produced == LIVE
 
@@ -222,8 +285,8 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
         assert stats["records_in"] == stats["accepted"] == HISTORY + LIVE
         assert stats.get("late", 0) == stats.get("bad", 0) == 0
         print(
-            f"\nspark backfill + live pipeline: {HISTORY:,} history (Spark, "
-            f"{summary.records_read / max(backfill.elapsed_s, 1e-9):,.0f} records/s incl. job "
+            f"\nspark backfill + live pipeline ({mode}): {HISTORY:,} history (Spark, "
+            f"{HISTORY / max(backfill.elapsed_s, 1e-9):,.0f} records/s incl. job "
             f"start) + {LIVE:,} live (mappers), {len(results):,} results in "
             f"{len({key[0] for key in results})} windows; "
             + ", ".join(f"{name} at {t:.0f} s" for name, t in phases.items())
