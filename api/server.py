@@ -7,6 +7,7 @@ import ipaddress
 import uvicorn
 
 from api.app import create_app
+from mars.clients import check_access
 from mars.config import DEV_TOKEN, ConfigError, Settings, setting_env_name
 
 
@@ -31,8 +32,10 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(settings: Settings, *, log_level: str = "info") -> None:
-    """Serve until interrupted (SIGINT/SIGTERM stop uvicorn gracefully)."""
+    """Serve until interrupted (SIGINT/SIGTERM stop uvicorn gracefully). Refused credentials
+    stop it first, with the setting's name (`check_access`)."""
     check_exposure(settings)
+    check_access(settings)
     uvicorn.run(
         create_app(settings),
         host=settings.api.host,

@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 from api.live import CounterSampler
 from api.pull_queries import DecodedCheckpoints
 from api.topics import TaskTopics
+from mars.clients import connect_redis
 from mars.config import Settings
 from mars.registry import TaskRegistry
 from mars.store.seq_store import SeqStore
@@ -41,7 +42,7 @@ class ApiServices:
         zk.start(timeout=ZK_CONNECT_TIMEOUT_S)
         try:
             registry = TaskRegistry(zk, root=settings.zookeeper.root)
-            redis_client = redis.Redis.from_url(settings.redis.url)
+            redis_client = connect_redis(settings.redis)
             store = SeqStore(redis_client)
             sampler = CounterSampler(store, lambda: [r.task_id for r in registry.list()])
             sampler.start()

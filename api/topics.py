@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from api.errors import BackendUnavailableError
+from mars.clients import admin_client
 from mars.config import KafkaSettings
 from mars.tasks.spec import TaskSpec
 from mars.tasks.topics import TopicError, delete_task_topics, ensure_task_topics
@@ -23,7 +23,7 @@ class TaskTopics:
         self._settings = kafka
         self._timeout_s = timeout_s
         self._metadata_grace_s = metadata_grace_s
-        self._admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+        self._admin = admin_client(kafka)
 
     def existing(self) -> set[str]:
         """Names of all topics. A full listing, never a metadata request for one topic name,

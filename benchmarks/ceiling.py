@@ -22,6 +22,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from benchmarks.workload import paper_sql
 from mapper.partition_batches import group_by_partition
+from mars.clients import client_config
+from mars.config import KafkaSettings
 from mars.engine.compiled import CompiledTask
 from mars.sql import parse_task
 
@@ -35,13 +37,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     decoder = CompiledTask.build(parse_task(paper_sql(args.topic), task_id="ceiling")).decoder
     consumer = Consumer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            "group.id": f"bench-ceiling-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": False,
-        }
+        client_config(
+            KafkaSettings(bootstrap_servers=args.bootstrap),
+            {
+                "group.id": f"bench-ceiling-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": False,
+            },
+        )
     )
     partitions = [int(p) for p in args.partitions.split(",")]
     ends = {

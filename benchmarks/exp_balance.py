@@ -125,7 +125,7 @@ def skewed_tasks(
             output = f"mars.results.{ids[label]}"
             bench.create_topic(output, bench.settings.kafka.result_partitions)
             reader = ResultReader(
-                bootstrap=bench.bootstrap, topic=output, count_field="n", key_fields=groups
+                kafka=bench.kafka, topic=output, count_field="n", key_fields=groups
             )
             readers[label] = reader.start()
         sqls = {
@@ -249,7 +249,7 @@ def latency_phase(
             skewed_tasks(bench, run, topic, plan, window_s=plan.window_s, idle="60 s")
         )
         traffic = start_traffic(
-            bench.bootstrap, topic, rate=rate, duration_s=duration_s, zipf_s=plan.zipf_s
+            bench.kafka, topic, rate=rate, duration_s=duration_s, zipf_s=plan.zipf_s
         )
         stack.callback(traffic.stop)
         traffic.join()
@@ -262,7 +262,7 @@ def latency_phase(
         labels = tasks.labels
     measured_from = traffic.start_s + plan.settle_s
     passage = source_passages(
-        bench.bootstrap,
+        bench.kafka,
         topic,
         ends_ms=window_ends(traffic.start_s, duration_s, plan.window_s),
     )
@@ -330,7 +330,7 @@ def balance_experiment(
 ) -> dict[str, Any]:
     """Both variants on the same preloaded skewed topic, the unbalanced one first."""
     data = preload(
-        bench.bootstrap,
+        bench.kafka,
         topic=fresh_id("skewed_"),
         records=plan.records,
         partitions=plan.partitions,

@@ -40,7 +40,7 @@ def mars_run(
         task_id = fresh_id("e2e-")
         output = f"mars.results.{task_id}"
         bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(bootstrap=bench.bootstrap, topic=output, count_field="count_star")
+        reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
         reader.start()
         with bench.redis_sampler() as redis_peak:
             started = time.time()
@@ -68,7 +68,7 @@ def spark_run(
 ) -> dict[str, Any]:
     output = fresh_id("spark-out-")
     bench.create_topic(output, bench.settings.kafka.result_partitions)
-    reader = ResultReader(bootstrap=bench.bootstrap, topic=output, count_field="count")
+    reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count")
     reader.start()
     launched = time.time()
     process = spawn_module(

@@ -21,7 +21,7 @@ def faults_experiment(
 ) -> dict[str, Any]:
     topic = fresh_id("faults_")
     data = preload(
-        bench.bootstrap,
+        bench.kafka,
         topic=topic,
         records=records,
         partitions=4,
@@ -39,7 +39,7 @@ def faults_experiment(
         task_id = fresh_id("faults-")
         output = f"mars.results.{task_id}"
         bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(bootstrap=bench.bootstrap, topic=output, count_field="count_star")
+        reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
         reader.start()
         run.register(paper_sql(topic, window="10 s", idle="2 s"), task_id=task_id)
         started = time.monotonic()

@@ -29,6 +29,7 @@ from benchmarks.watermark_times import (
     window_latencies,
 )
 from benchmarks.workload import paper_sql
+from mars.config import KafkaSettings
 from mars.gen import Encoding, GeneratorConfig
 from mars.gen.produce import produce
 
@@ -75,20 +76,20 @@ class LiveTask:
     def start_traffic(self, *, rate: float, duration_s: int, sips: int = 1000) -> Traffic:
         """The same traffic as `send`, returning at once: measure while it flows."""
         return start_traffic(
-            self.bench.bootstrap, self.topic, rate=rate, duration_s=duration_s, sips=sips
+            self.bench.kafka, self.topic, rate=rate, duration_s=duration_s, sips=sips
         )
 
     def passages(self, *, start_s: int, duration_s: int) -> dict[int, int]:
         """Window end (ms) -> when the watermark passed it (ms), from the source data."""
         return source_passages(
-            self.bench.bootstrap,
+            self.bench.kafka,
             self.topic,
             ends_ms=window_ends(start_s, duration_s, self.window_s),
         )
 
 
 def start_traffic(
-    bootstrap: str,
+    kafka: KafkaSettings,
     topic: str,
     *,
     rate: float,
@@ -110,19 +111,19 @@ def start_traffic(
     )
     generator = multiprocessing.get_context("spawn").Process(
         target=produce,
-        args=(bootstrap, topic, config),
+        args=(kafka, topic, config),
         kwargs={"rate": rate, "chunk_size": max(1000, int(rate))},
     )
     generator.start()
     return Traffic(process=generator, start_s=start_s)
 
 
-def source_passages(bootstrap: str, topic: str, *, ends_ms: list[int]) -> dict[int, int]:
+def source_passages(kafka: KafkaSettings, topic: str, *, ends_ms: list[int]) -> dict[int, int]:
     """Window end (ms) -> when the watermark passed it (ms), from the source topic's data."""
     return watermark_passage(
         {
             p: crossing_times(records, ends_ms)
-            for p, records in read_event_times(bootstrap, topic).items()
+            for p, records in read_event_times(kafka, topic).items()
         }
     )
 
@@ -148,7 +149,7 @@ def live_task(
         task_id = fresh_id(f"{prefix}-")
         output = f"mars.results.{task_id}"
         bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(bootstrap=bench.bootstrap, topic=output, count_field="count_star")
+        reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
         reader.start()
         sql = query(topic) if query else paper_sql(topic, window=f"{window_s} s", idle="60 s")
         run.register(sql, task_id=task_id)

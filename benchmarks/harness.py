@@ -18,11 +18,12 @@ from pathlib import Path
 
 import redis
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 from kazoo.client import KazooClient
 
 from benchmarks.procstat import cpu_seconds, peak_rss_mb, rss_mb
 from benchmarks.stats import MemorySample, ProgressSample
+from mars.clients import admin_client, connect_redis
 from mars.config import Settings, load_settings
 from mars.local import LocalCluster
 from mars.local.process import ProcessHandle, free_port
@@ -207,12 +208,13 @@ class BenchCluster:
         self.cluster = LocalCluster(settings=load_settings(), run_dir=run_dir)
         state = self.cluster.up()
         self.settings: Settings = load_settings(**state.settings_overrides())
-        self.bootstrap = state.kafka_bootstrap
-        self.redis = redis.Redis.from_url(state.redis_url)
+        self.bootstrap = state.kafka_bootstrap  # for the benchmark subprocesses' --bootstrap
+        self.kafka = self.settings.kafka
+        self.redis = connect_redis(self.settings.redis)
         self.store = SeqStore(self.redis)
         self.zk = KazooClient(hosts=state.zk_hosts, timeout=15)
         self.zk.start(timeout=30)
-        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.admin = admin_client(self.kafka)
 
     def close(self) -> None:
         try:

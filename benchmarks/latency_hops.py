@@ -34,6 +34,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from benchmarks.exp_latency import live_task
 from benchmarks.harness import BenchCluster
+from mars.clients import client_config
+from mars.config import KafkaSettings
 from mars.store import SeqStore, watermark_of
 from reducer.progress import PROGRESS_TOPIC
 
@@ -70,17 +72,19 @@ class WatermarkWatcher:
                 self.moves.append((time.time(), mark))
 
 
-def commit_times(bootstrap: str, task_id: str, window_ms: int) -> dict[int, list[float]]:
+def commit_times(kafka: KafkaSettings, task_id: str, window_ms: int) -> dict[int, list[float]]:
     """Window end -> Kafka timestamps (s) of the progress records that closed it, one per
     bucket owner: the first record of each owner whose closed watermark reached the end."""
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-hops-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
+        client_config(
+            kafka,
+            {
+                "group.id": f"bench-hops-{uuid.uuid4().hex[:8]}",
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+            },
+        )
     )
     partitions = consumer.list_topics(PROGRESS_TOPIC, timeout=30).topics[PROGRESS_TOPIC].partitions
     consumer.assign([TopicPartition(PROGRESS_TOPIC, p, OFFSET_BEGINNING) for p in partitions])
@@ -118,7 +122,7 @@ def hops_run(
         start_s = live.send(rate=rate, duration_s=duration_s)
         time.sleep(window_s + 5)
     passage = live.passages(start_s=start_s, duration_s=duration_s)
-    commits = commit_times(bench.bootstrap, live.task_id, window_ms)
+    commits = commit_times(bench.kafka, live.task_id, window_ms)
     rows = []
     for window_start, seen in sorted(live.reader.snapshot().items()):
         end = window_start + window_ms

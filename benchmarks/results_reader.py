@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from mars.clients import client_config
+from mars.config import KafkaSettings
+
 
 @dataclass(slots=True)
 class WindowSeen:
@@ -31,7 +34,7 @@ class WindowSeen:
 class ResultReader:
     """Collects rows of `topic`: `count_field` summed per window (`window_field`)."""
 
-    bootstrap: str
+    kafka: KafkaSettings
     topic: str
     count_field: str
     window_field: str = "window_start"
@@ -44,13 +47,15 @@ class ResultReader:
 
     def start(self) -> ResultReader:
         consumer = Consumer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "group.id": f"bench-reader-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-                "fetch.wait.max.ms": 10,
-            }
+            client_config(
+                self.kafka,
+                {
+                    "group.id": f"bench-reader-{uuid.uuid4().hex[:8]}",
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                    "fetch.wait.max.ms": 10,
+                },
+            )
         )
         partitions = _ready_partitions(consumer, self.topic)
         consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])

@@ -167,7 +167,7 @@ def run_benchmarks(config: BenchConfig, *, log: Log = print) -> dict[str, Any]:
 def _dataset(bench: BenchCluster, config: BenchConfig, log: Log) -> Dataset:
     log(f"preloading {config.records:,} records into topic S ...")
     data = preload(
-        bench.bootstrap,
+        bench.kafka,
         topic="S",
         records=config.records,
         partitions=config.partitions,

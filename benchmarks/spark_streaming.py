@@ -14,7 +14,8 @@ import argparse
 import sys
 import time
 
-from mars.config import load_settings
+from mars.clients import spark_kafka_options
+from mars.config import KafkaSettings, load_settings
 from mars.spark.session import build_spark_session
 
 
@@ -39,9 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     spark.sparkContext.setLogLevel("WARN")
     print(f"SESSION {time.time()}", flush=True)
+    kafka_options = spark_kafka_options(KafkaSettings(bootstrap_servers=args.bootstrap))
     raw = (
         spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", args.bootstrap)
+        .options(**kafka_options)
         .option("subscribe", args.topic)
         .option("startingOffsets", "earliest")
         .load()
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     query = (
         out.writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", args.bootstrap)
+        .options(**kafka_options)
         .option("topic", args.output)
         .option("checkpointLocation", args.checkpoint)
         .outputMode("append")

@@ -13,6 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from mars.clients import client_config
+from mars.config import KafkaSettings
+
 
 def crossing_times(records: Iterable[tuple[int, int]], ends_ms: Sequence[int]) -> dict[int, int]:
     """For one partition's `(event_ms, timestamp_ms)` records in offset order: for each end,
@@ -57,15 +60,17 @@ def window_latencies(
     return latencies
 
 
-def read_event_times(bootstrap: str, topic: str) -> dict[int, list[tuple[int, int]]]:
+def read_event_times(kafka: KafkaSettings, topic: str) -> dict[int, list[tuple[int, int]]]:
     """Every record of `topic` as (event ms from the first CSV cell, Kafka timestamp ms)."""
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-wm-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-        }
+        client_config(
+            kafka,
+            {
+                "group.id": f"bench-wm-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+            },
+        )
     )
     partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
     ends = {

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
+from mars.clients import client_config
+from mars.config import KafkaSettings
 from mars.gen import FIELD_NAMES, Encoding, GeneratorConfig
 from mars.gen.config import DEFAULT_START_S
 from mars.gen.produce import THROUGHPUT_CONFIG, ensure_source_topic, produce
@@ -58,7 +60,7 @@ class Dataset:
 
 
 def preload(
-    bootstrap: str,
+    kafka: KafkaSettings,
     *,
     topic: str,
     records: int,
@@ -72,7 +74,7 @@ def preload(
 ) -> Dataset:
     """Create `topic` and fill it with generated CSV tuples (as fast as Kafka takes them);
     fields Zipf-skewed with exponent `zipf_s` when > 0."""
-    ensure_source_topic(bootstrap, topic, partitions)
+    ensure_source_topic(kafka, topic, partitions)
     config = GeneratorConfig(
         count=records,
         seed=seed,
@@ -83,11 +85,11 @@ def preload(
         disorder_s=disorder_s,
         zipf_s=zipf_s,
     )
-    report = produce(bootstrap, topic, config)
+    report = produce(kafka, topic, config)
     sentinel_s = None
     if sentinel:
         sentinel_s = config.start_s + span_s + SENTINEL_OFFSET_S
-        write_sentinels(bootstrap, topic, partitions=partitions, event_time_s=sentinel_s)
+        write_sentinels(kafka, topic, partitions=partitions, event_time_s=sentinel_s)
     sample = next(iter(_sample_values(config)))
     return Dataset(
         topic=topic,
@@ -110,8 +112,10 @@ def sentinel_value(event_time_s: int) -> bytes:
     return ",".join(cells).encode()
 
 
-def write_sentinels(bootstrap: str, topic: str, *, partitions: int, event_time_s: int) -> None:
-    producer = Producer({**THROUGHPUT_CONFIG, "bootstrap.servers": bootstrap})
+def write_sentinels(
+    kafka: KafkaSettings, topic: str, *, partitions: int, event_time_s: int
+) -> None:
+    producer = Producer(client_config(kafka, THROUGHPUT_CONFIG))
     for partition in range(partitions):
         producer.produce(topic, sentinel_value(event_time_s), b"sentinel", partition)
     if producer.flush(30) != 0:

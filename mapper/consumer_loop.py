@@ -35,6 +35,7 @@ from mapper.metrics import MapperMetrics
 from mapper.partition_batches import group_by_partition
 from mapper.progress import ProgressBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
+from mars.clients import admin_client
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
 from mars.engine.records import PartitionBatch
@@ -94,8 +95,8 @@ class MapperLoop:
             store=parts.store, interval_ms=self._mapper.heartbeat_interval_ms
         )
         self._caught_up = CaughtUpTracker()
-        bootstrap = self._settings.kafka.bootstrap_servers
-        self._end_offsets = EndOffsetQuery(lambda: AdminClient({"bootstrap.servers": bootstrap}))
+        kafka = self._settings.kafka
+        self._end_offsets = EndOffsetQuery(lambda: admin_client(kafka))
         self.metrics = MapperMetrics(registry=parts.metrics_registry)
         self._member_id = parts.member_id
         self._metrics_address = parts.metrics_address

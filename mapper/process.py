@@ -16,16 +16,16 @@ import socket
 import threading
 import uuid
 from types import FrameType
+from typing import Any
 
-import redis
 from confluent_kafka import Consumer
-from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 from prometheus_client import CollectorRegistry
 
 from mapper.consumer_loop import LoopParts, MapperLoop, wall_clock_ms
 from mapper.status import ZkStatusPublisher
 from mapper.task_router import TaskRouter
+from mars.clients import admin_client, client_config, connect_redis
 from mars.config import Settings
 from mars.metrics_http import serve_metrics
 from mars.registry import TaskRegistry
@@ -36,23 +36,25 @@ from mars.store import SeqStore
 log = logging.getLogger(__name__)
 
 
-def consumer_config(settings: Settings, *, member_id: str) -> dict[str, object]:
+def consumer_config(settings: Settings, *, member_id: str) -> dict[str, Any]:
     """The source consumer: manual commits, eager assignment (whole batches between
     rebalances), committed transactions only."""
-    return {
-        "bootstrap.servers": settings.kafka.bootstrap_servers,
-        "group.id": settings.mapper.group_id,
-        "client.id": member_id,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "earliest",
-        "partition.assignment.strategy": "roundrobin",
-        "isolation.level": "read_committed",
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 1000,
-        "max.poll.interval.ms": 300_000,
-        "enable.partition.eof": False,
-    }
+    return client_config(
+        settings.kafka,
+        {
+            "group.id": settings.mapper.group_id,
+            "client.id": member_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "roundrobin",
+            "isolation.level": "read_committed",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 1000,
+            "max.poll.interval.ms": 300_000,
+            "enable.partition.eof": False,
+        },
+    )
 
 
 def install_signal_handlers(stop: threading.Event) -> None:
@@ -70,8 +72,8 @@ def run_mapper(settings: Settings, *, stop: threading.Event | None = None) -> in
     member_id = f"mapper-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     zk = KazooClient(hosts=settings.zookeeper.hosts, timeout=settings.zookeeper.session_timeout_s)
     zk.start(timeout=30)
-    redis_client = redis.Redis.from_url(settings.redis.url)
-    side = SideTopicProducer.connect(settings.kafka.bootstrap_servers)
+    redis_client = connect_redis(settings.redis)
+    side = SideTopicProducer.connect(settings.kafka)
     consumer = Consumer(consumer_config(settings, member_id=member_id))
     router = TaskRouter()
     metrics_registry = CollectorRegistry()
@@ -94,7 +96,7 @@ def run_mapper(settings: Settings, *, stop: threading.Event | None = None) -> in
             settings=settings,
             parts=LoopParts(
                 consumer=consumer,
-                admin=AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers}),
+                admin=admin_client(settings.kafka),
                 store=SeqStore(redis_client),
                 router=router,
                 side_records=side,

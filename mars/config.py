@@ -8,6 +8,7 @@ passed explicitly; nothing reads the environment behind its back.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,22 @@ class ConfigError(Exception):
     """A setting has a bad value; the message names the setting and the environment variable."""
 
 
+class CredentialsError(ConfigError):
+    """A server refused the credentials a setting holds (Kafka SASL/SSL, the Redis password):
+    the message names the setting, never the secret. `mars` prints it and exits 2."""
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class KafkaSettings(_Section):
+    """`client_properties` are librdkafka properties (`security.protocol`, `sasl.*`, `ssl.*`,
+    ...) given to every Kafka client Mars makes, and with the `kafka.` prefix to Spark's Kafka
+    source: `mars.clients.kafka_config` builds every client's configuration from this section."""
+
     bootstrap_servers: str = "127.0.0.1:9092"
+    client_properties: dict[str, str] = Field(default_factory=dict)
     result_partitions: int = Field(default=4, ge=1)
     replication_factor: int = Field(default=1, ge=1)
 
@@ -187,7 +198,8 @@ def settings_as_env(settings: Settings) -> dict[str, str]:
     env: dict[str, str] = {}
     for section, values in settings.model_dump(mode="json").items():
         for name, value in values.items():
-            env[setting_env_name((section, name))] = str(value)
+            text = json.dumps(value) if isinstance(value, dict) else str(value)
+            env[setting_env_name((section, name))] = text
     return env
 
 

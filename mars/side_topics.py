@@ -15,6 +15,8 @@ from typing import Protocol
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from mars.clients.kafka_config import client_config
+from mars.config import KafkaSettings
 from mars.engine.records import RejectedRecord
 from mars.tasks.spec import TaskSpec
 
@@ -55,15 +57,17 @@ class SideTopicProducer:
         self._errors: list[str] = []
 
     @classmethod
-    def connect(cls, bootstrap_servers: str) -> SideTopicProducer:
+    def connect(cls, kafka: KafkaSettings) -> SideTopicProducer:
         producer = Producer(
-            {
-                "bootstrap.servers": bootstrap_servers,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "compression.type": "lz4",
-            }
+            client_config(
+                kafka,
+                {
+                    "enable.idempotence": True,
+                    "acks": "all",
+                    "linger.ms": 5,
+                    "compression.type": "lz4",
+                },
+            )
         )
         return cls(producer)
 

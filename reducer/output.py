@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from mars.clients.kafka_config import client_config
+from mars.config import KafkaSettings
+
 _FENCED_CODES = frozenset(
     {
         KafkaError._FENCED,
@@ -58,7 +61,7 @@ class TransactionalOutput:
     def __init__(
         self,
         *,
-        bootstrap_servers: str,
+        kafka: KafkaSettings,
         transactional_id: str,
         transaction_timeout_ms: int,
         timeout_s: float = 30.0,
@@ -66,13 +69,15 @@ class TransactionalOutput:
         self.transactional_id = transactional_id
         self._timeout_s = timeout_s
         self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap_servers,
-                "transactional.id": transactional_id,
-                "transaction.timeout.ms": transaction_timeout_ms,
-                "enable.idempotence": True,
-                "linger.ms": 5,
-            }
+            client_config(
+                kafka,
+                {
+                    "transactional.id": transactional_id,
+                    "transaction.timeout.ms": transaction_timeout_ms,
+                    "enable.idempotence": True,
+                    "linger.ms": 5,
+                },
+            )
         )
         self._in_transaction = False
 

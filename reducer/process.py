@@ -26,6 +26,7 @@ import redis
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
+from mars.clients import admin_client, connect_redis
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
 from mars.metrics_http import serve_metrics
@@ -108,13 +109,13 @@ class ReducerProcess:
         cfg = self.settings
         zk = KazooClient(hosts=cfg.zookeeper.hosts, timeout=cfg.zookeeper.session_timeout_s)
         zk.start(timeout=30)
-        redis_client = redis.Redis.from_url(cfg.redis.url)
+        redis_client = connect_redis(cfg.redis)
         store = SeqStore(redis_client)
         metrics = ReducerMetrics(store.reducer_stats)
         metrics_server = serve_metrics(
             metrics.registry, cfg.metrics, role="reducer", member_id=self.member_id
         )
-        admin = AdminClient({"bootstrap.servers": cfg.kafka.bootstrap_servers})
+        admin = admin_client(cfg.kafka)
         ensure_topics(admin, [PROGRESS_TOPIC_PLAN], replication_factor=cfg.kafka.replication_factor)
         metadata = admin.list_topics(PROGRESS_TOPIC, timeout=30).topics[PROGRESS_TOPIC]
         self._progress_partitions = len(metadata.partitions)
@@ -210,12 +211,12 @@ class ReducerProcess:
         wiring = OwnerWiring(
             store=store,
             make_output=lambda: TransactionalOutput(
-                bootstrap_servers=cfg.kafka.bootstrap_servers,
+                kafka=cfg.kafka,
                 transactional_id=transactional_id(spec.id, unit.bucket),
                 transaction_timeout_ms=cfg.reducer.transaction_timeout_ms,
             ),
             read_progress=lambda: read_progress(
-                bootstrap_servers=cfg.kafka.bootstrap_servers,
+                kafka=cfg.kafka,
                 topic=PROGRESS_TOPIC,
                 key=key,
                 partitions=self._progress_partitions,

@@ -16,6 +16,8 @@ import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from mars.clients.kafka_config import client_config
+from mars.config import KafkaSettings
 from reducer.progress import Progress
 from reducer.topics import partition_for
 
@@ -26,7 +28,7 @@ class ProgressReadTimeoutError(TimeoutError):
 
 def read_progress(
     *,
-    bootstrap_servers: str,
+    kafka: KafkaSettings,
     topic: str,
     key: str,
     partitions: int,
@@ -34,9 +36,9 @@ def read_progress(
 ) -> Progress | None:
     """The value of the newest committed record with `key`, or None if there is none."""
     partition = partition_for(key, partitions)
-    consumer = _consumer(bootstrap_servers, isolation="read_committed")
+    consumer = _consumer(kafka, isolation="read_committed")
     # A read_committed consumer's ListOffsets answers the LSO, not the high watermark.
-    probe = _consumer(bootstrap_servers, isolation="read_uncommitted")
+    probe = _consumer(kafka, isolation="read_uncommitted")
     wanted = key.encode()
     latest: bytes | None = None
     found = False
@@ -72,16 +74,18 @@ def read_progress(
     return Progress.from_bytes(latest)
 
 
-def _consumer(bootstrap_servers: str, *, isolation: str) -> Consumer:
+def _consumer(kafka: KafkaSettings, *, isolation: str) -> Consumer:
     return Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": f"mars-progress-reader-{uuid.uuid4().hex}",
-            "isolation.level": isolation,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
+        client_config(
+            kafka,
+            {
+                "group.id": f"mars-progress-reader-{uuid.uuid4().hex}",
+                "isolation.level": isolation,
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+            },
+        )
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from confluent_kafka import Consumer
 
+from mars.clients import client_config
 from mars.config import Settings, load_settings
 from mars.gen import GeneratorConfig
 from mars.gen.produce import ensure_source_topic, produce
@@ -62,7 +63,7 @@ def _demo(args: argparse.Namespace) -> int:
         "or `.venv/bin/mars top`"
     )
 
-    ensure_source_topic(settings.kafka.bootstrap_servers, SOURCE_TOPIC, 4)
+    ensure_source_topic(settings.kafka, SOURCE_TOPIC, 4)
     spec = _register_paper_task(settings)
     print(f"\nregistered task {PAPER_TASK_ID!r}: {PAPER_SQL}")
     print(f"results topic: {spec['output_topic']}\n")
@@ -122,7 +123,7 @@ def _traffic(settings: Settings, rate: float, duration: int, stop: threading.Eve
 
     try:
         produce(
-            settings.kafka.bootstrap_servers,
+            settings.kafka,
             SOURCE_TOPIC,
             config,
             rate=rate,
@@ -160,12 +161,14 @@ def _print_windows(
     count printed. Ends once traffic is over and every accepted record is in a result."""
     count_alias = spec["aggregates"][0]["alias"]
     consumer = Consumer(
-        {
-            "bootstrap.servers": settings.kafka.bootstrap_servers,
-            "group.id": f"mars-demo-{time.time_ns()}",
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-        }
+        client_config(
+            settings.kafka,
+            {
+                "group.id": f"mars-demo-{time.time_ns()}",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+            },
+        )
     )
     consumer.subscribe([spec["output_topic"]])
     windows: dict[int, list[dict[str, Any]]] = defaultdict(list)

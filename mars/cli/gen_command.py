@@ -18,6 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from mars.clients import check_access
 from mars.config import load_settings
 from mars.gen import GeneratorConfig
 from mars.gen.produce import ProduceError, ProgressCallback, ensure_source_topic, produce
@@ -64,7 +65,7 @@ def progress_bar(label: str) -> Iterator[ProgressCallback]:
 
 def _gen(args: argparse.Namespace) -> int:
     settings = load_settings()
-    bootstrap = settings.kafka.bootstrap_servers
+    check_access(settings, redis=False)
     config = GeneratorConfig(
         count=args.count,
         seed=args.seed,
@@ -75,10 +76,12 @@ def _gen(args: argparse.Namespace) -> int:
         zipf_s=args.zipf,
         malformed_ratio=args.malformed,
     )
-    ensure_source_topic(bootstrap, args.topic, args.partitions)
+    ensure_source_topic(settings.kafka, args.topic, args.partitions)
     try:
         with progress_bar(args.topic) as on_progress:
-            report = produce(bootstrap, args.topic, config, rate=args.rate, on_progress=on_progress)
+            report = produce(
+                settings.kafka, args.topic, config, rate=args.rate, on_progress=on_progress
+            )
     except ProduceError as error:
         print(f"mars gen: {error}", file=sys.stderr)
         return 1

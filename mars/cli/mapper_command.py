@@ -7,6 +7,7 @@ import logging
 import threading
 from typing import Any
 
+from mars.clients import check_access
 from mars.config import load_settings
 
 
@@ -31,6 +32,7 @@ def _run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     settings = load_settings()
+    check_access(settings)
     stop = threading.Event()
     install_signal_handlers(stop)
     if not args.profile:

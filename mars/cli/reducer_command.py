@@ -9,6 +9,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from mars.clients import check_access
 from mars.config import load_settings
 
 
@@ -31,6 +32,7 @@ def _run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s",
     )
     settings = load_settings()
+    check_access(settings)
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:

@@ -24,7 +24,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from api.client import ApiCallError, MarsApiClient
 from mars.cli.task_commands import add_api_argument, api_url, format_error
-from mars.config import load_settings
+from mars.clients import check_access, client_config
+from mars.config import KafkaSettings, load_settings
 
 WINDOW_COLUMNS = ("window_start", "window_end")
 POLL_TIMEOUT_S = 0.5
@@ -112,7 +113,7 @@ def decode_row(value: bytes | None) -> dict[str, Any] | None:
 
 def read_committed_rows(
     *,
-    bootstrap: str,
+    kafka: KafkaSettings,
     topic: str,
     from_beginning: bool,
     tail: int,
@@ -123,13 +124,15 @@ def read_committed_rows(
     """Yield batches of result rows. The first batch is everything committed up to now;
     with `follow`, later batches are rows as they are committed, until `stop()`."""
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"mars-results-{uuid.uuid4().hex[:8]}",  # never committed
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
+        client_config(
+            kafka,
+            {
+                "group.id": f"mars-results-{uuid.uuid4().hex[:8]}",  # never committed
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+            },
+        )
     )
     try:
         metadata = consumer.list_topics(timeout=timeout_s)
@@ -222,12 +225,13 @@ def _results(args: argparse.Namespace) -> int:
     if args.current:
         return _current(args)
     settings = load_settings()
+    check_access(settings, redis=False)
     try:
         topic = _topic_of(args)
         table = ResultTable()
         printed_header = False
         for batch in read_committed_rows(
-            bootstrap=settings.kafka.bootstrap_servers,
+            kafka=settings.kafka,
             topic=topic,
             from_beginning=args.from_beginning,
             tail=max(0, args.tail),

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import redis
 from kazoo.client import KazooClient
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from mars.clients import check_access, connect_redis
 from mars.config import Settings, load_settings
 from mars.registry import TaskRegistry
 from mars.spark.job import BackfillError, BackfillJob, ProgressCallback, run_backfill
@@ -98,6 +98,7 @@ def _preagg(args: argparse.Namespace) -> int:
     if args.source == "files" and not args.path:
         print("mars spark preagg: --from files needs --path", file=sys.stderr)
         return 2
+    check_access(settings)
     conf = dict(item.split("=", 1) for item in args.conf)
     spec = load_spec(settings, args.task_id)
     source: KafkaSource | FileSource = (
@@ -128,7 +129,7 @@ def _preagg(args: argparse.Namespace) -> int:
 
 def _holds(args: argparse.Namespace) -> int:
     settings = load_settings()
-    client = redis.Redis.from_url(settings.redis.url)
+    client = connect_redis(settings.redis)
     coordination = BackfillCoordination(client)
     for job, since in sorted(coordination.holds(args.task_id).items()):
         print(f"{job}\theld since {since} ms")
@@ -140,7 +141,7 @@ def _holds(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace) -> int:
     settings = load_settings()
-    client = redis.Redis.from_url(settings.redis.url)
+    client = connect_redis(settings.redis)
     BackfillCoordination(client).release(args.task_id, args.job)
     client.close()
     return 0

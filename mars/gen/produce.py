@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
-from confluent_kafka.admin import AdminClient
 
+from mars.clients.kafka_config import admin_client, client_config
+from mars.config import KafkaSettings
 from mars.gen.config import GeneratorConfig
 from mars.gen.pacing import Clock, RatePacer, Sleep
 from mars.gen.partitioning import PartitionChooser, PartitionStrategy
@@ -103,14 +104,14 @@ def topic_partitions(
         time.sleep(0.2)
 
 
-def ensure_source_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def ensure_source_topic(kafka: KafkaSettings, topic: str, partitions: int) -> None:
     """Create the topic to produce into unless it exists (one replica: generated data)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = admin_client(kafka)
     ensure_topics(admin, [TopicPlan(name=topic, partitions=partitions)], replication_factor=1)
 
 
 def produce(
-    bootstrap: str,
+    kafka: KafkaSettings,
     topic: str,
     config: GeneratorConfig,
     *,
@@ -130,13 +131,8 @@ def produce(
     or was still undelivered after `flush_timeout_s`.
     """
     errors = _DeliveryErrors()
-    settings = {
-        **THROUGHPUT_CONFIG,
-        **(producer_config or {}),
-        "bootstrap.servers": bootstrap,
-        "on_delivery": errors,
-    }
-    producer = Producer(settings)
+    own = {**THROUGHPUT_CONFIG, **(producer_config or {}), "on_delivery": errors}
+    producer = Producer(client_config(kafka, own))
     chooser = PartitionChooser(strategy=strategy, partitions=topic_partitions(producer, topic))
     pacer = RatePacer(rate=rate, clock=clock, sleep=sleep)
     step = max(1, int(rate / _PACE_STEPS_PER_SECOND)) if rate else chunk_size

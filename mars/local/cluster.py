@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mars.config import Settings
+from mars.config import KafkaSettings, Settings
+from mars.local.credentials import LocalCredentials
 from mars.local.kafka_server import probe_kafka, start_kafka
 from mars.local.process import ProcessHandle, ServiceError, port_is_open, spawn, wait_until
 from mars.local.redis_server import probe_redis, redis_url, start_redis
@@ -52,6 +53,8 @@ class ClusterState:
     redis_url: str
     spark_master: str | None = None  # spark://127.0.0.1:<port> when Spark workers were started
     spark_master_ui_port: int | None = None
+    # librdkafka properties a client needs (SASL for a cluster started with credentials)
+    kafka_client_properties: dict[str, str] = field(default_factory=dict)
     processes: list[ProcessRecord] = field(default_factory=list)
 
     def save(self) -> None:
@@ -72,7 +75,10 @@ class ClusterState:
     def settings_overrides(self) -> dict[str, Any]:
         """What to pass to `load_settings` so clients talk to this cluster."""
         return {
-            "kafka": {"bootstrap_servers": self.kafka_bootstrap},
+            "kafka": {
+                "bootstrap_servers": self.kafka_bootstrap,
+                "client_properties": self.kafka_client_properties,
+            },
             "zookeeper": {"hosts": self.zk_hosts},
             "redis": {"url": self.redis_url},
         }
@@ -81,9 +87,16 @@ class ClusterState:
         """The same as `MARS_...` variables, for child processes."""
         return {
             "MARS_KAFKA__BOOTSTRAP_SERVERS": self.kafka_bootstrap,
+            "MARS_KAFKA__CLIENT_PROPERTIES": json.dumps(self.kafka_client_properties),
             "MARS_ZOOKEEPER__HOSTS": self.zk_hosts,
             "MARS_REDIS__URL": self.redis_url,
         }
+
+    def kafka(self) -> KafkaSettings:
+        """The Kafka settings of a client of this cluster."""
+        return KafkaSettings(
+            bootstrap_servers=self.kafka_bootstrap, client_properties=self.kafka_client_properties
+        )
 
 
 def _port(address: str) -> int:
@@ -91,10 +104,21 @@ def _port(address: str) -> int:
 
 
 class LocalCluster:
-    """Real Kafka, ZooKeeper and Redis on free loopback ports under one run folder."""
+    """Real Kafka, ZooKeeper and Redis on free loopback ports under one run folder.
 
-    def __init__(self, *, settings: Settings, run_dir: Path | None = None) -> None:
+    With `credentials` the cluster is secured: Kafka's client listener takes SASL/PLAIN logins
+    of that user and Redis needs the password; `ClusterState.env()` and `settings_overrides()`
+    carry them to the clients (`mars.local.credentials`)."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        run_dir: Path | None = None,
+        credentials: LocalCredentials | None = None,
+    ) -> None:
         self._settings = settings
+        self._credentials = credentials
         self.run_dir = (run_dir or settings.local.run_dir).resolve()
         self.state: ClusterState | None = ClusterState.load(self.run_dir)
 
@@ -113,6 +137,7 @@ class LocalCluster:
                 self.run_dir,
                 maxmemory_mb=local.redis_maxmemory_mb,
                 timeout_s=local.start_timeout_s,
+                credentials=self._credentials,
             ),
             "zookeeper": lambda: start_zookeeper(
                 self.run_dir, jars_dir=local.jars_dir, timeout_s=local.start_timeout_s
@@ -122,6 +147,7 @@ class LocalCluster:
                 jars_dir=local.jars_dir,
                 heap_mb=local.kafka_heap_mb,
                 timeout_s=local.start_timeout_s,
+                credentials=self._credentials,
             ),
         }
         with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -138,7 +164,7 @@ class LocalCluster:
                 handle.stop()
             raise ServiceError("\n\n".join(errors))
         addresses = {
-            "redis": redis_url(_port_of(started["redis"], "--port")),
+            "redis": redis_url(_port_of(started["redis"], "--port"), self._credentials),
             "zookeeper": f"127.0.0.1:{_zk_port(self.run_dir)}",
             "kafka": _kafka_bootstrap(self.run_dir),
         }
@@ -147,6 +173,9 @@ class LocalCluster:
             kafka_bootstrap=addresses["kafka"],
             zk_hosts=addresses["zookeeper"],
             redis_url=addresses["redis"],
+            kafka_client_properties=(
+                self._credentials.kafka_client_properties() if self._credentials else {}
+            ),
             processes=[_record(h, name, address=addresses[name]) for name, h in started.items()],
         )
         self.state.save()
@@ -199,8 +228,9 @@ class LocalCluster:
         """Stop a server (`kill`: SIGKILL, a crash; else SIGTERM) and start it again with the
         same command line: same ports, same data folder (Redis replays its AOF, Kafka and
         ZooKeeper recover their logs). Returns once it answers its probe again."""
-        assert self.state is not None, "cluster is not up"
-        record = next(p for p in self.state.processes if p.role == role)
+        state = self.state
+        assert state is not None, "cluster is not up"
+        record = next(p for p in state.processes if p.role == role)
         old = record.handle()
         if kill:
             old.kill()
@@ -209,13 +239,13 @@ class LocalCluster:
         handle = spawn(record.name, record.argv, log=Path(record.log))
         wait_until(
             record.name,
-            lambda: _healthy(record),
+            lambda: _healthy(record, state),
             handle=handle,
             timeout_s=self._settings.local.start_timeout_s,
             what=f"{role} answering on {record.address} after a restart",
         )
         record.pid, record.started = handle.pid, handle.started
-        self.state.save()
+        state.save()
         return handle
 
     def down(self) -> list[str]:
@@ -256,7 +286,7 @@ class LocalCluster:
                     "address": record.address,
                     "log": record.log,
                     "running": running,
-                    "healthy": running and _healthy(record),
+                    "healthy": running and _healthy(record, self.state),
                 }
             )
         return {
@@ -282,7 +312,7 @@ def _record(handle: ProcessHandle, role: str, *, address: str | None) -> Process
     )
 
 
-def _healthy(record: ProcessRecord) -> bool:
+def _healthy(record: ProcessRecord, state: ClusterState) -> bool:
     if record.address is None:
         return True
     try:
@@ -293,7 +323,7 @@ def _healthy(record: ProcessRecord) -> bool:
         if record.role == "zookeeper":
             return probe_zookeeper(_port(record.address))
         if record.role == "kafka":
-            return probe_kafka(record.address)
+            return probe_kafka(state.kafka())
         return port_is_open(_port(record.address))
     except Exception:
         return False
@@ -313,6 +343,6 @@ def _zk_port(run_dir: Path) -> int:
 def _kafka_bootstrap(run_dir: Path) -> str:
     for line in (run_dir / "kafka" / "server.properties").read_text().splitlines():
         if line.startswith("listeners="):
-            plaintext = line.split("=", 1)[1].split(",")[0]
-            return plaintext.removeprefix("PLAINTEXT://")
+            client_listener = line.split("=", 1)[1].split(",")[0]
+            return client_listener.split("://", 1)[1]
     raise ServiceError("kafka: no listeners in server.properties")

@@ -9,8 +9,11 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
+from mars.clients.kafka_config import admin_client, client_config
+from mars.config import KafkaSettings
+from mars.local.credentials import KAFKA_LISTENER, LocalCredentials
 from mars.local.process import ProcessHandle, ServiceError, free_port, spawn, wait_until
 from mars.local.zookeeper_server import jar_classpath, java_binary
 
@@ -31,18 +34,21 @@ logger.clients.level = WARN
 """
 
 
-def _server_properties(*, port: int, controller_port: int, log_dir: Path) -> str:
+def _server_properties(
+    *, port: int, controller_port: int, log_dir: Path, credentials: LocalCredentials | None
+) -> str:
+    listener = "PLAINTEXT" if credentials is None else KAFKA_LISTENER
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "listeners": f"{listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
         "advertised.listeners": (
-            f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"
+            f"{listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"
         ),
         "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "inter.broker.listener.name": listener,
+        "listener.security.protocol.map": f"CONTROLLER:PLAINTEXT,{listener}:{listener}",
         "log.dirs": str(log_dir),
         "num.partitions": "4",
         "auto.create.topics.enable": "false",
@@ -59,6 +65,14 @@ def _server_properties(*, port: int, controller_port: int, log_dir: Path) -> str
         # Results stay readable; compaction keeps one record per (task, window, group) key.
         "log.retention.hours": "168",
     }
+    if credentials is not None:
+        settings |= {
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            f"listener.name.{listener.lower()}.plain.sasl.jaas.config": (
+                credentials.kafka_jaas_config()
+            ),
+        }
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
@@ -69,7 +83,10 @@ def start_kafka(
     heap_mb: int,
     port: int | None = None,
     timeout_s: float,
+    credentials: LocalCredentials | None = None,
 ) -> ProcessHandle:
+    """Start the broker; with `credentials`, its client listener takes SASL/PLAIN logins of
+    that one user (`LocalCredentials`)."""
     port = port or free_port()
     controller_port = free_port()
     home = run_dir / "kafka"
@@ -77,7 +94,9 @@ def start_kafka(
     log_dir.mkdir(parents=True, exist_ok=True)
     config = home / "server.properties"
     config.write_text(
-        _server_properties(port=port, controller_port=controller_port, log_dir=log_dir)
+        _server_properties(
+            port=port, controller_port=controller_port, log_dir=log_dir, credentials=credentials
+        )
     )
     log4j = home / "log4j2.properties"
     log4j.write_text(_LOG4J2)
@@ -100,16 +119,19 @@ def start_kafka(
         "-Djava.awt.headless=true", *java[1:], "kafka.Kafka", str(config),
     ]  # fmt: skip
     handle = spawn("kafka", argv, log=run_dir / "logs" / "kafka.log")
-    bootstrap = f"127.0.0.1:{port}"
+    kafka = KafkaSettings(
+        bootstrap_servers=f"127.0.0.1:{port}",
+        client_properties=credentials.kafka_client_properties() if credentials else {},
+    )
     wait_until(
         "kafka",
-        lambda: probe_kafka(bootstrap),
+        lambda: probe_kafka(kafka),
         handle=handle,
         timeout_s=timeout_s,
-        what=f"metadata from {bootstrap}",
+        what=f"metadata from {kafka.bootstrap_servers}",
     )
     try:
-        round_trip(bootstrap)
+        round_trip(kafka)
     except KafkaException as error:
         handle.stop()
         raise ServiceError(f"kafka: produce/consume round trip failed: {error}") from error
@@ -125,31 +147,33 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
-def probe_kafka(bootstrap: str) -> bool:
+def probe_kafka(kafka: KafkaSettings) -> bool:
     # log_level 0: a probe of a broker that is still starting must not spam "connection refused"
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "log_level": 0})
+    admin = admin_client(kafka, {"socket.timeout.ms": 2000, "log_level": 0})
     metadata = admin.list_topics(timeout=2)
     return bool(metadata.brokers)
 
 
-def round_trip(bootstrap: str, *, timeout_s: float = 60.0) -> None:
+def round_trip(kafka: KafkaSettings, *, timeout_s: float = 60.0) -> None:
     """Transactional produce + read_committed consume: the broker is really usable."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = admin_client(kafka)
     if READY_TOPIC not in admin.list_topics(timeout=10).topics:
         admin.create_topics([NewTopic(READY_TOPIC, 1, 1)])[READY_TOPIC].result(timeout=30)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "mars-ready-probe"})
+    producer = Producer(client_config(kafka, {"transactional.id": "mars-ready-probe"}))
     producer.init_transactions(timeout_s)
     producer.begin_transaction()
     marker = uuid.uuid4().hex.encode()
     producer.produce(READY_TOPIC, value=marker)
     producer.commit_transaction(timeout_s)
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"mars-ready-{marker.decode()}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
+        client_config(
+            kafka,
+            {
+                "group.id": f"mars-ready-{marker.decode()}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            },
+        )
     )
     try:
         consumer.assign([TopicPartition(READY_TOPIC, 0, 0)])

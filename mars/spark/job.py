@@ -27,9 +27,9 @@ from typing import Any
 
 import redis
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
-from mars.config import Settings
+from mars.clients import admin_client, client_config, connect_redis
+from mars.config import KafkaSettings, Settings
 from mars.spark.arrow_executor import SUMMARY_SCHEMA, run_arrow_partition, summaries_from_rows
 from mars.spark.offsets import OffsetRange, parse_offsets_spec, resolve_ranges
 from mars.spark.partition_writer import WriterConfig, backfill_source_id, run_partition
@@ -75,9 +75,9 @@ class BackfillJob:
         return "files-" + hashlib.sha1("\n".join(files).encode()).hexdigest()[:12]
 
 
-def topic_watermarks(bootstrap_servers: str, topic: str) -> dict[int, tuple[int, int]]:
+def topic_watermarks(kafka: KafkaSettings, topic: str) -> dict[int, tuple[int, int]]:
     """Partition -> (low, high) offsets of `topic`."""
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "mars-backfill-probe"})
+    consumer = Consumer(client_config(kafka, {"group.id": "mars-backfill-probe"}))
     try:
         metadata = consumer.list_topics(topic, timeout=_METADATA_TIMEOUT_S)
         described = metadata.topics.get(topic)
@@ -103,22 +103,18 @@ def run_backfill(
     spec = job.spec
     if spec.event_time.format is TimeFormat.PROCESSING:
         raise BackfillError(f"task {spec.id} uses processing time: history has no event time")
-    client = redis.Redis.from_url(settings.redis.url)
+    client = connect_redis(settings.redis)
     try:
         coordination = BackfillCoordination(client)
         started = time.monotonic()
-        ensure_task_topics(
-            AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers}),
-            spec,
-            settings.kafka,
-        )
+        ensure_task_topics(admin_client(settings.kafka), spec, settings.kafka)
         if isinstance(job.source, KafkaSource):
             job_id = job.job_id()
             coordination.hold(spec.id, job_id, now_ms=int(time.time() * 1000))
             ranges = _kafka_ranges(settings, spec, job.source, coordination)
             rows = kafka_frame(
                 spark,
-                bootstrap_servers=settings.kafka.bootstrap_servers,
+                kafka=settings.kafka,
                 topic=spec.source_topic,
                 ranges=ranges,
             )
@@ -138,8 +134,8 @@ def run_backfill(
         config = WriterConfig(
             spec=spec.to_json_dict(),
             job=job_id,
-            redis_url=settings.redis.url,
-            bootstrap_servers=settings.kafka.bootstrap_servers,
+            redis=settings.redis,
+            kafka=settings.kafka,
             source_name=spec.source_topic if isinstance(job.source, KafkaSource) else "file",
             chunk_size=job.chunk_size,
             partition_names=names,
@@ -186,7 +182,7 @@ def _kafka_ranges(
     ranges = resolve_ranges(
         starting=parse_offsets_spec(source.starting_offsets, topic=topic),
         ending=parse_offsets_spec(source.ending_offsets, topic=topic),
-        watermarks=topic_watermarks(settings.kafka.bootstrap_servers, topic),
+        watermarks=topic_watermarks(settings.kafka, topic),
     )
     handovers = coordination.claim_handover(spec.id, {r.partition: r.end for r in ranges})
     return [

@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis
-
 from mars.chunk_writer import apply_chunk
+from mars.clients import connect_redis
+from mars.config import KafkaSettings, RedisSettings
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
 from mars.side_topics import SideRecordSink, SideTopicProducer
@@ -56,8 +56,8 @@ class WriterConfig:
 
     spec: dict[str, Any]  # TaskSpec.to_json_dict()
     job: str
-    redis_url: str
-    bootstrap_servers: str
+    redis: RedisSettings  # the URL carries the credentials: redis://user:password@host/db
+    kafka: KafkaSettings  # brokers and client properties of the side-topic producer
     source_name: str  # the topic, or "file" for file sources (side records' `mars.source`)
     chunk_size: int = 50_000
     partition_names: Mapping[int, str] = field(default_factory=dict)  # file index -> path
@@ -217,12 +217,12 @@ class PartitionBackfillWriter:
 @contextmanager
 def connected_writer(config: WriterConfig) -> Iterator[PartitionBackfillWriter]:
     """A writer on its own Redis connection and side-topic producer (one per Spark task)."""
-    client = redis.Redis.from_url(config.redis_url)
+    client = connect_redis(config.redis)
     try:
         yield PartitionBackfillWriter(
             config,
             store=SeqStore(client),
-            side_records=SideTopicProducer.connect(config.bootstrap_servers),
+            side_records=SideTopicProducer.connect(config.kafka),
         )
     finally:
         client.close()

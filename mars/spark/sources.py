@@ -25,6 +25,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from mars.clients import spark_kafka_options
+from mars.config import KafkaSettings
 from mars.spark.offsets import OffsetRange
 
 
@@ -70,17 +72,18 @@ BULK_FETCH_OPTIONS = {
 
 
 def kafka_frame(
-    spark: Any, *, bootstrap_servers: str, topic: str, ranges: Sequence[OffsetRange]
+    spark: Any, *, kafka: KafkaSettings, topic: str, ranges: Sequence[OffsetRange]
 ) -> Any | None:
     """A DataFrame of `partition`, `offset`, `value` over the non-empty `ranges` of `topic`
     (None when all are empty). One Spark partition per Kafka partition range, rows in offset
-    order: the executors consume it with `mapInArrow` and check the order."""
+    order: the executors consume it with `mapInArrow` and check the order. The brokers and
+    credentials are `kafka`'s, as Spark's `kafka.` options (`spark_kafka_options`)."""
     wanted = [r for r in ranges if r.size]
     if not wanted:
         return None
     frame = (
         spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .options(**spark_kafka_options(kafka))
         .option("assign", json.dumps({topic: [r.partition for r in wanted]}))
         .option("startingOffsets", json.dumps({topic: {str(r.partition): r.start for r in wanted}}))
         .option("endingOffsets", json.dumps({topic: {str(r.partition): r.end for r in wanted}}))

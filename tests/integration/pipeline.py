@@ -24,6 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from mars.config import KafkaSettings
 from mars.gen import GeneratorConfig, generate
 from mars.gen.partitioning import PartitionStrategy
 from mars.gen.produce import ProduceReport, produce
@@ -149,6 +150,7 @@ class TopicReader:
 
     bootstrap: str
     topics: list[str]
+    client_properties: Mapping[str, str] = field(default_factory=dict)
     records: dict[str, list[tuple[bytes | None, bytes | None]]] = field(default_factory=dict)
     _parsed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -156,6 +158,7 @@ class TopicReader:
         self._consumer = Consumer(
             {
                 "bootstrap.servers": self.bootstrap,
+                **self.client_properties,
                 "group.id": f"accuracy-reader-{uuid.uuid4().hex}",
                 "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest",
@@ -219,13 +222,25 @@ def _partition_counts(consumer: Consumer, topics: list[str]) -> dict[str, int]:
 
 
 class BackgroundProducer:
-    """`mars.gen.produce` of one generated stream on a thread, at a bounded rate."""
+    """`mars.gen.produce` of one generated stream on a thread, at a bounded rate
+    (`client_properties`: the brokers' `kafka.client_properties`, e.g. SASL)."""
 
-    def __init__(self, *, bootstrap: str, topic: str, config: GeneratorConfig, rate: float) -> None:
+    def __init__(
+        self,
+        *,
+        bootstrap: str,
+        topic: str,
+        config: GeneratorConfig,
+        rate: float,
+        client_properties: Mapping[str, str] | None = None,
+    ) -> None:
         self.produced = 0
         self.report: ProduceReport | None = None
         self.error: BaseException | None = None
-        self._args = (bootstrap, topic, config, rate)
+        kafka = KafkaSettings(
+            bootstrap_servers=bootstrap, client_properties=dict(client_properties or {})
+        )
+        self._args = (kafka, topic, config, rate)
         self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
         self._stop = threading.Event()
 
@@ -248,7 +263,7 @@ class BackgroundProducer:
         return self.report
 
     def _run(self) -> None:
-        bootstrap, topic, config, rate = self._args
+        kafka, topic, config, rate = self._args
 
         def progress(done: int, _total: int) -> None:
             self.produced = done
@@ -257,7 +272,7 @@ class BackgroundProducer:
 
         try:
             self.report = produce(
-                bootstrap,
+                kafka,
                 topic,
                 config,
                 rate=rate,

@@ -48,7 +48,7 @@ def _produce(
     partitions: int,
 ) -> dict[int, int]:
     create_topic(admin, topic, partitions=partitions)
-    report = produce(cluster.kafka_bootstrap, topic, config, strategy=PartitionStrategy.ROUND_ROBIN)
+    report = produce(cluster.kafka(), topic, config, strategy=PartitionStrategy.ROUND_ROBIN)
     return dict(report.per_partition)
 
 
@@ -259,7 +259,7 @@ def test_task_changes_are_followed_without_restart(
     third = register_task(registry, task_id=f"{group.name}c", topic=other_topic)
     time.sleep(2.0)
     more = GeneratorConfig(count=1000, seed=2, span_s=600, start_s=first.start_s + 600)
-    report = produce(cluster.kafka_bootstrap, topic, more, strategy=PartitionStrategy.ROUND_ROBIN)
+    report = produce(cluster.kafka(), topic, more, strategy=PartitionStrategy.ROUND_ROBIN)
     ends_after = {p: ends[p] + report.per_partition.get(p, 0) for p in ends}
     other_ends = _produce(cluster, kafka_admin, other_topic, first, partitions=1)
     wait_until(

@@ -53,7 +53,7 @@ def paper_stream(cluster: ClusterState, kafka_admin: AdminClient) -> ProducedStr
     topic = f"paper_{uuid.uuid4().hex[:8]}"
     create_topic(kafka_admin, topic, partitions=PARTITIONS)
     config = GeneratorConfig(count=RECORDS, seed=11, span_s=1800, sip_cardinality=2000)
-    report = produce(cluster.kafka_bootstrap, topic, config, strategy=PartitionStrategy.ROUND_ROBIN)
+    report = produce(cluster.kafka(), topic, config, strategy=PartitionStrategy.ROUND_ROBIN)
     expected = expected_results(generate(config).values, **PAPER_ORACLE)
     return ProducedStream(topic=topic, end_offsets=dict(report.per_partition), expected=expected)
 

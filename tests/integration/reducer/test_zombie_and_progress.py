@@ -44,12 +44,12 @@ def real_owner(
         wiring=OwnerWiring(
             store=store,
             make_output=lambda: TransactionalOutput(
-                bootstrap_servers=cluster.kafka_bootstrap,
+                kafka=cluster.kafka(),
                 transactional_id=transactional_id(spec.id, 0),
                 transaction_timeout_ms=10_000,
             ),
             read_progress=lambda: read_progress(
-                bootstrap_servers=cluster.kafka_bootstrap,
+                kafka=cluster.kafka(),
                 topic=PROGRESS_TOPIC,
                 key=key,
                 partitions=PROGRESS_TOPIC_PLAN.partitions,
@@ -108,12 +108,12 @@ def test_progress_read_waits_for_an_open_transaction_of_another_unit(
     key = f"{unique_name}/0"
     partition = partition_for(key, PROGRESS_TOPIC_PLAN.partitions)
     mine = TransactionalOutput(
-        bootstrap_servers=cluster.kafka_bootstrap,
+        kafka=cluster.kafka(),
         transactional_id=f"test.{unique_name}.mine",
         transaction_timeout_ms=20_000,
     )
     other = TransactionalOutput(
-        bootstrap_servers=cluster.kafka_bootstrap,
+        kafka=cluster.kafka(),
         transactional_id=f"test.{unique_name}.other",
         transaction_timeout_ms=20_000,
     )
@@ -137,7 +137,7 @@ def test_progress_read_waits_for_an_open_transaction_of_another_unit(
     closer.start()
     started = time.monotonic()
     progress = read_progress(
-        bootstrap_servers=cluster.kafka_bootstrap,
+        kafka=cluster.kafka(),
         topic=progress_topic,
         key=key,
         partitions=PROGRESS_TOPIC_PLAN.partitions,
@@ -152,7 +152,7 @@ def test_progress_read_waits_for_an_open_transaction_of_another_unit(
 def test_no_progress_reads_as_none(cluster: ClusterState, progress_topic: str) -> None:
     assert (
         read_progress(
-            bootstrap_servers=cluster.kafka_bootstrap,
+            kafka=cluster.kafka(),
             topic=progress_topic,
             key="never-committed/0",
             partitions=PROGRESS_TOPIC_PLAN.partitions,

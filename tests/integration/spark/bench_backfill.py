@@ -56,7 +56,7 @@ def main() -> None:
                 count=args.records, seed=1, start_s=1_700_000_000, span_s=4 * 3600, disorder_s=5
             )
             produced = time.monotonic()
-            produce(state.kafka_bootstrap, topic, config)
+            produce(state.kafka(), topic, config)
             print(f"produced {args.records:,} records in {time.monotonic() - produced:.1f} s")
             spark = build_spark_session(master=args.master, jars_dir=settings.local.jars_dir)
             try:

@@ -75,7 +75,7 @@ def test_backfill_plus_live_equals_oracle_and_rerun_changes_nothing(
     create_topic(kafka_admin, topic, partitions=4)
     bootstrap = settings.kafka.bootstrap_servers
     history, live = history_and_live(history=HISTORY, live=LIVE, seeds=(1, 2))
-    produce(bootstrap, topic, history)
+    produce(settings.kafka, topic, history)
     spec = _spec(topic, task)
     store = SeqStore(redis_client)
     coordination = BackfillCoordination(redis_client)
@@ -101,8 +101,8 @@ def test_backfill_plus_live_equals_oracle_and_rerun_changes_nothing(
     assert "history" in coordination.holds(task)  # the watermark is held meanwhile
 
     # Live traffic arrives while Spark runs; the live-like mapper starts at the hand-over.
-    produce(bootstrap, topic, live)
-    ends = {p: high for p, (_low, high) in topic_watermarks(bootstrap, topic).items()}
+    produce(settings.kafka, topic, live)
+    ends = {p: high for p, (_low, high) in topic_watermarks(settings.kafka, topic).items()}
     mapper = LiveLikeMapper(spec, store, bootstrap=bootstrap, batch=5000)
     assert mapper.run_until(ends) == LIVE
 
@@ -146,9 +146,9 @@ def test_files_source_equals_kafka_and_bad_records_go_to_dead_letter(
         sip_cardinality=100,
         malformed_ratio=0.01,
     )
-    report = produce(bootstrap, topic, config)
+    report = produce(settings.kafka, topic, config)
     assert report.malformed > 0
-    ends = {p: high for p, (_low, high) in topic_watermarks(bootstrap, topic).items()}
+    ends = {p: high for p, (_low, high) in topic_watermarks(settings.kafka, topic).items()}
     by_partition = read_partitions(bootstrap, topic, ends)
     for partition, records in by_partition.items():
         (tmp_path / f"part-{partition}.jsonl").write_bytes(

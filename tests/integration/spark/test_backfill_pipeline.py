@@ -194,7 +194,10 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
     coordination = BackfillCoordination(redis_client)
     try:
         produce(
-            bootstrap, spec.source_topic, HISTORY_STREAM, strategy=PartitionStrategy.ROUND_ROBIN
+            settings.kafka,
+            spec.source_topic,
+            HISTORY_STREAM,
+            strategy=PartitionStrategy.ROUND_ROBIN,
         )
         phases["history produced"] = time.monotonic() - started
 

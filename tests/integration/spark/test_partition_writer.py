@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import redis
 
+from mars.config import KafkaSettings, RedisSettings
 from mars.spark.offsets import (
     ALL_PARTITIONS,
     EARLIEST,
@@ -52,8 +53,8 @@ def _writer(client: redis.Redis, spec: TaskSpec, sink: RecordingSink, chunk: int
     config = WriterConfig(
         spec=spec.to_json_dict(),
         job="j",
-        redis_url="unused",
-        bootstrap_servers="unused",
+        redis=RedisSettings(url="redis://unused"),
+        kafka=KafkaSettings(bootstrap_servers="unused"),
         source_name="S",
         chunk_size=chunk,
     )
