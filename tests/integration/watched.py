@@ -167,12 +167,22 @@ def live_producer(
     return producer
 
 
-def close_every_window(bootstrap: str, topic: str, *, after_s: int, partitions: int) -> None:
+def close_every_window(
+    bootstrap: str,
+    topic: str,
+    *,
+    after_s: int,
+    partitions: int,
+    client_properties: Mapping[str, str] | None = None,
+) -> None:
     """One generated record per partition two hours after `after_s`: every window of the
-    stream before it closes (the record's own window stays open)."""
+    stream before it closes (the record's own window stays open). `client_properties`: the
+    brokers' `kafka.client_properties` (SASL, ...)."""
     record = json.loads(generate(GeneratorConfig(count=1, seed=1)).values[0])
     record["timestamp"] = after_s + 7_200
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, **(client_properties or {}), "enable.idempotence": True}
+    )
     for partition in range(partitions):
         producer.produce(topic, json.dumps(record).encode(), partition=partition)
     assert producer.flush(30) == 0

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 import redis
-from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from mars.clients import admin_client, client_config
+from mars.clients import admin_client
 from mars.config import load_settings
 from mars.gen import GeneratorConfig, generate
 from mars.local import ClusterState, LocalCluster
@@ -36,6 +35,7 @@ from mars.local.roles import start_role
 from mars.store import SeqStore
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.test_long_windows import check_exact
+from tests.integration.watched import close_every_window
 from tests.oracle import expected_results
 
 pytestmark = pytest.mark.integration
@@ -121,7 +121,13 @@ def test_the_papers_task_runs_exactly_through_sasl_kafka_and_redis_with_a_passwo
             "--sip-cardinality", str(GEN.sip_cardinality), "--malformed", str(GEN.malformed_ratio),
         )  # fmt: skip
         assert code == 0, output
-        close_every_window(state, topic)
+        close_every_window(
+            state.kafka_bootstrap,
+            topic,
+            after_s=START_S + GEN.span_s,
+            partitions=PARTITIONS,
+            client_properties=state.kafka_client_properties,
+        )
         batch = generate(GEN)
         expected = expected_results(
             batch.values,
@@ -160,16 +166,6 @@ def test_the_papers_task_runs_exactly_through_sasl_kafka_and_redis_with_a_passwo
             reader.close()
         for handle in started:
             handle.stop(timeout_s=20)
-
-
-def close_every_window(state: ClusterState, topic: str) -> None:
-    """One record per partition an hour past the stream: every window of the stream closes."""
-    record = json.loads(generate(GeneratorConfig(count=1, seed=1)).values[0])
-    record["timestamp"] = START_S + GEN.span_s + 3600
-    producer = Producer(client_config(state.kafka(), {"enable.idempotence": True}))
-    for partition in range(PARTITIONS):
-        producer.produce(topic, json.dumps(record).encode(), partition=partition)
-    assert producer.flush(30) == 0
 
 
 def wrong_kafka_password(state: ClusterState) -> dict[str, str]:
