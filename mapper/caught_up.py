@@ -10,7 +10,7 @@ broker and feeds the answers in.
 
 from __future__ import annotations
 
-PartitionKey = tuple[str, int]  # (topic, partition)
+from mars.end_offsets import PartitionKey
 
 
 class CaughtUpTracker:

@@ -27,8 +27,7 @@ from prometheus_client import CollectorRegistry
 from mapper.assignment import RETRY_BACKOFF_S, Assignment
 from mapper.backpressure import BackpressureGate, PressureMarks
 from mapper.batch_writer import TaskBatchWriter, WriteOutcome
-from mapper.caught_up import CaughtUpTracker, PartitionKey
-from mapper.end_offsets import EndOffsetQuery
+from mapper.caught_up import CaughtUpTracker
 from mapper.errors import SideTopicError, StopRequested
 from mapper.liveness import LivenessReporter
 from mapper.metrics import MapperMetrics
@@ -38,6 +37,7 @@ from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.clients import admin_client
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
+from mars.end_offsets import EndOffsetQuery, PartitionKey
 from mars.engine.records import PartitionBatch
 from mars.registry.mapper_status import MapperStatus, PartitionStatus
 from mars.side_topics import SideRecordSink

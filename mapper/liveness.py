@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 
 import redis
 
-from mapper.caught_up import PartitionKey
 from mapper.task_router import ActiveTask
+from mars.end_offsets import PartitionKey
 from mars.store import SeqStore
 
 log = logging.getLogger(__name__)

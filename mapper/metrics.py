@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from mapper.batch_writer import WriteOutcome
-from mapper.caught_up import PartitionKey
+from mars.end_offsets import PartitionKey
 
 log = logging.getLogger(__name__)
 

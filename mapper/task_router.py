@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from mars.engine.preaggregate import Preaggregator
 from mars.registry import TaskRecord, TaskStatus
-from mars.tasks.spec import TaskSpec
+from mars.tasks.spec import Preaggregation, TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,8 @@ class TaskSetChange:
 
 
 class TaskRouter:
-    """The RUNNING tasks by id and by source topic (PAUSED, FAILED, DELETED are not mapped)."""
+    """The RUNNING tasks by id and by source topic (PAUSED, FAILED, DELETED are not mapped,
+    nor tasks a Spark stream pre-aggregates: `preaggregation = 'spark'`)."""
 
     def __init__(self, *, compile_task: PreaggregatorFactory = Preaggregator.for_spec) -> None:
         self._compile = compile_task
@@ -73,6 +74,7 @@ class TaskRouter:
             task_id: record.spec
             for task_id, record in records.items()
             if record.status is TaskStatus.RUNNING
+            and record.spec.options.preaggregation is Preaggregation.MAPPERS
         }
         before_topics = frozenset(self._by_topic)
         tasks: dict[str, ActiveTask] = {}

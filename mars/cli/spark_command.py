@@ -1,9 +1,12 @@
-"""`mars spark preagg | holds | release-hold`: bulk pre-aggregation (backfill) with PySpark."""
+"""`mars spark preagg | stream | holds | release-hold`: pre-aggregation with PySpark, in bulk
+(backfill) or of a task's live stream (Structured Streaming)."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,12 +22,15 @@ from mars.spark.job import BackfillError, BackfillJob, ProgressCallback, run_bac
 from mars.spark.offsets import OffsetSpecError
 from mars.spark.session import DEFAULT_MASTER, build_spark_session
 from mars.spark.sources import FileSource, KafkaSource
+from mars.spark.stream import StreamError, run_stream
 from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import TaskSpec
 
 
 def register(subparsers: Any) -> None:
-    spark = subparsers.add_parser("spark", help="bulk pre-aggregation (backfill) with PySpark")
+    spark = subparsers.add_parser(
+        "spark", help="pre-aggregation with PySpark: backfill, or a task's live stream"
+    )
     commands = spark.add_subparsers(dest="spark_command", required=True, metavar="ACTION")
 
     preagg = commands.add_parser(
@@ -48,6 +54,20 @@ def register(subparsers: Any) -> None:
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark conf, repeatable"
     )
     preagg.set_defaults(handler=_preagg)
+
+    stream = commands.add_parser(
+        "stream",
+        help="pre-aggregate a task's live stream on Spark Structured Streaming (a task "
+        "registered WITH (preaggregation = 'spark')) until stopped",
+    )
+    stream.add_argument("task_id", metavar="TASK")
+    stream.add_argument("--master", default=DEFAULT_MASTER, help="Spark master URL")
+    stream.add_argument("--trigger", type=float, default=1.0, help="seconds per micro-batch")
+    stream.add_argument("--chunk-size", type=int, default=5_000, help="records per data set")
+    stream.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark conf, repeatable"
+    )
+    stream.set_defaults(handler=_stream)
 
     holds = commands.add_parser("holds", help="backfill jobs holding a task's watermark")
     holds.add_argument("task_id", metavar="TASK")
@@ -124,6 +144,35 @@ def _preagg(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     print(summary.describe())
+    return 0
+
+
+def _stream(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    check_access(settings)
+    spec = load_spec(settings, args.task_id)
+    conf = dict(item.split("=", 1) for item in args.conf)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    spark = build_spark_session(
+        master=args.master, jars_dir=settings.local.jars_dir, app_name="mars-stream", conf=conf
+    )
+    try:
+        tally = run_stream(
+            spark,
+            settings=settings,
+            spec=spec,
+            stop=stop,
+            trigger_s=args.trigger,
+            chunk_size=args.chunk_size,
+        )
+    except StreamError as error:
+        print(f"mars spark stream: {error}", file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+    print(f"mars spark stream {spec.id}: stopped after {tally.describe()}")
     return 0
 
 

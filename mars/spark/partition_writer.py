@@ -1,11 +1,14 @@
-"""The executor side of a backfill: one source partition's records, in order, into Redis.
+"""The executor side of a backfill or a Spark stream: one source partition's records, in
+order, into Redis.
 
 Runs inside a Spark task over the records of one partition (a Kafka partition's offset range,
 or one input file's lines), sorted by offset. It does exactly what a live mapper does with its
 batches, with the same code (`mars.engine.preaggregate.Preaggregator`): cut the records into
 chunks, pre-aggregate each chunk with the partition's stream time so lateness is decided record
 by record in partition order, send bad and late records to the side topics, and write the
-chunk's data sets through `SeqStore.apply_batch` under the source id `backfill:<job>:<p>`.
+chunk's data sets through `SeqStore.apply_batch` under the source id `backfill:<job>:<p>`,
+or, for the live stream of a task (`mars spark stream`, `WriterConfig.live`), under the Kafka
+partition itself, as mappers do: then the reducers take their watermark from it.
 
 The source id's applied offset and stream time are read from Redis when the task starts, so a
 re-run of the job or a retried Spark task skips what was applied and continues the lateness
@@ -37,6 +40,7 @@ from mars.spark.record_columns import (
 )
 from mars.spark.summary import PartitionSummary
 from mars.store import SeqStore, SourceState
+from mars.store.state import SourceId
 from mars.tasks.spec import TaskSpec
 
 
@@ -61,6 +65,7 @@ class WriterConfig:
     source_name: str  # the topic, or "file" for file sources (side records' `mars.source`)
     chunk_size: int = 50_000
     partition_names: Mapping[int, str] = field(default_factory=dict)  # file index -> path
+    live: bool = False  # the task's live stream: source ids are the partitions themselves
 
 
 @dataclass(slots=True)
@@ -160,8 +165,11 @@ class PartitionBackfillWriter:
         if run is not None:
             yield self._finish(run, chunk)
 
+    def _source(self, partition: int) -> SourceId:
+        return partition if self._config.live else backfill_source_id(self._config.job, partition)
+
     def _start(self, partition: int) -> _PartitionRun:
-        source = backfill_source_id(self._config.job, partition)
+        source = self._source(partition)
         state = self._store.read_source_states(self._spec.id, [source])[source]
         return _PartitionRun(
             partition=partition, applied=state.applied_offset, stream_time=state.stream_time_ms
@@ -174,8 +182,7 @@ class PartitionBackfillWriter:
 
     def _apply(self, run: _PartitionRun, chunk: list[SourceRecord]) -> None:
         """Pre-aggregate and apply one chunk; advances `run` in place."""
-        job = self._config.job
-        source = backfill_source_id(job, run.partition)
+        source = self._source(run.partition)
         applied = apply_chunk(
             self._store,
             self._side,
@@ -189,13 +196,14 @@ class PartitionBackfillWriter:
             },
             side_source=self._config.partition_names.get(run.partition, self._config.source_name),
             now_ms=self._clock_ms(),
-            source_id=lambda partition: backfill_source_id(job, partition),
+            source_id=self._source,
         )
         partials, result = applied.partials, applied.result
         new_state = applied.states[run.partition]
         if not result.applied:
             stored = result.sources.get(source)
-            if stored is None or not result.covers({source: new_state}):
+            written: dict[Any, SourceState] = {source: new_state}  # an int or a backfill id
+            if stored is None or not result.covers(written):
                 raise BackfillConflictError(
                     f"{source}: expected applied offset {run.applied}, Redis holds "
                     f"{None if stored is None else stored.applied_offset}"

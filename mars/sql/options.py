@@ -1,8 +1,9 @@
 """Task options: from the SQL's `WITH (...)` clause and the caller's mapping (which wins).
 
 Options: event_time, event_time_format, format, csv_columns, csv_delimiter, output_topic,
-buckets, idle_timeout, emit ('final' or 'changes'; the SQL's `EMIT` clause sets it too) and
-emit_interval. Every value is validated here; an unknown name is an error.
+buckets, idle_timeout, emit ('final' or 'changes'; the SQL's `EMIT` clause sets it too),
+emit_interval and preaggregation ('mappers' or 'spark': who pre-aggregates the live stream).
+Every value is validated here; an unknown name is an error.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from typing import Any
 from mars.sql.clauses import OptionValue
 from mars.sql.durations import MAX_DURATION_MS, DurationError, parse_duration_text
 from mars.sql.errors import TaskError
-from mars.tasks.spec import CsvFormat, EventTime, InputFormat, TaskOptions, TimeFormat
+from mars.tasks.spec import (
+    CsvFormat,
+    EventTime,
+    InputFormat,
+    Preaggregation,
+    TaskOptions,
+    TimeFormat,
+)
 
 KNOWN_OPTIONS = (
     "event_time",
@@ -28,6 +36,7 @@ KNOWN_OPTIONS = (
     "idle_timeout",
     "emit",
     "emit_interval",
+    "preaggregation",
 )
 DEFAULT_EVENT_TIME_FIELD = "timestamp"
 PROCESSING_TIME = "processing"
@@ -116,6 +125,10 @@ class _OptionReader:
             buckets=self._buckets(),
             idle_timeout_ms=self._idle_timeout_ms(),
             emit_interval_ms=self._emit_interval_ms(),
+            preaggregation=Preaggregation(
+                self._choice("preaggregation", tuple(p.value for p in Preaggregation))
+                or Preaggregation.MAPPERS
+            ),
         )
 
     def _csv(self, input_format: InputFormat) -> CsvFormat | None:

@@ -31,6 +31,14 @@ class InputFormat(StrEnum):
     CSV = "csv"
 
 
+class Preaggregation(StrEnum):
+    """Who pre-aggregates a task's live stream: mapper processes, or a Spark Structured
+    Streaming job (`mars spark stream`); never both."""
+
+    MAPPERS = "mappers"
+    SPARK = "spark"
+
+
 class AggFunc(StrEnum):
     COUNT = "count"  # COUNT(*) when argument is None, else COUNT(col): non-null values
     SUM = "sum"
@@ -127,6 +135,7 @@ class TaskOptions:
     # EMIT CHANGES: the reducers publish the current value of changed groups of open windows,
     # at most once per this interval, to the updates topic. None: final results only.
     emit_interval_ms: int | None = None
+    preaggregation: Preaggregation = Preaggregation.MAPPERS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,6 +186,7 @@ class TaskSpec:
             buckets=int(opts.get("buckets", 8)),
             idle_timeout_ms=int(opts.get("idle_timeout_ms", 10_000)),
             emit_interval_ms=opts.get("emit_interval_ms"),
+            preaggregation=Preaggregation(opts.get("preaggregation", Preaggregation.MAPPERS)),
         )
         top_k = data.get("top_k")
         return cls(

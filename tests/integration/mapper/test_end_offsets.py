@@ -7,7 +7,7 @@ from __future__ import annotations
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mapper.end_offsets import EndOffsetQuery, end_offsets
+from mars.end_offsets import EndOffsetQuery, end_offsets
 from mars.local import ClusterState, LocalCluster
 from mars.local.process import free_port
 from tests.integration.pipeline import wait_for

@@ -62,3 +62,14 @@ def test_a_task_that_does_not_compile_is_skipped_not_fatal() -> None:
     change = router.refresh()
     assert change is not None and change.added == {"good"}
     assert [t.id for t in router.tasks_for("s1")] == ["good"]
+
+
+def test_a_task_pre_aggregated_by_spark_is_left_to_the_spark_stream() -> None:
+    router = TaskRouter()
+    spark = replace(
+        _record("b", "s1"),
+        spec=parse_task(SQL.format(topic="s1") + " WITH (preaggregation = 'spark')", task_id="b"),
+    )
+    router.on_tasks({"a": _record("a", "s1"), "b": spark})
+    router.refresh()
+    assert [t.id for t in router.tasks_for("s1")] == ["a"]

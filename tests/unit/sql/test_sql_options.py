@@ -6,9 +6,17 @@ from typing import Any
 
 import pytest
 
-from mars.sql import parse_task
+from mars.sql import TaskError, parse_task
 from mars.sql.durations import DurationError, parse_duration_text
-from mars.tasks.spec import CsvFormat, EventTime, InputFormat, TaskOptions, TaskSpec, TimeFormat
+from mars.tasks.spec import (
+    CsvFormat,
+    EventTime,
+    InputFormat,
+    Preaggregation,
+    TaskOptions,
+    TaskSpec,
+    TimeFormat,
+)
 
 BASE = "SELECT a, count(*) FROM S GROUP BY a WINDOWING 1 s"
 
@@ -103,3 +111,13 @@ def test_emit_sets_the_update_interval_and_the_updates_topic(
     assert spec.options.emit_interval_ms == interval_ms
     assert spec.updates_topic == (None if interval_ms is None else "mars.updates.t")
     assert TaskSpec.from_json_dict(spec.to_json_dict()) == spec
+
+
+def test_preaggregation_chooses_mappers_or_a_spark_stream() -> None:
+    sql = "SELECT type, count(*) FROM S GROUP BY type WINDOWING 10 s"
+    assert parse_task(sql, task_id="t").options.preaggregation is Preaggregation.MAPPERS
+    spec = parse_task(sql + " WITH (preaggregation = 'spark')", task_id="t")
+    assert spec.options.preaggregation is Preaggregation.SPARK
+    assert TaskSpec.from_json_dict(spec.to_json_dict()) == spec
+    with pytest.raises(TaskError, match="preaggregation"):
+        parse_task(sql, task_id="t", options={"preaggregation": "flink"})

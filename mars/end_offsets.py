@@ -1,4 +1,5 @@
-"""Where each partition ends now, as a broker answers it (for `mapper.caught_up`).
+"""Where each partition ends now, as a broker answers it (for `mapper.caught_up` and the Spark
+stream's heartbeat, `mars.spark.stream`).
 
 Asked through an AdminClient of its own, never the mapper's consumer: a broker serves one
 request per connection at a time, so on the consumer's connection the query would wait behind
@@ -19,9 +20,9 @@ from collections.abc import Callable, Collection
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from mapper.caught_up import PartitionKey
-
 END_OFFSETS_TIMEOUT_S = 1.0
+
+PartitionKey = tuple[str, int]  # (topic, partition)
 
 
 class EndOffsetQuery:

@@ -1,0 +1,143 @@
+"""The live pre-aggregation of a task on Spark Structured Streaming (`mars spark stream`), on a
+standalone master with two workers, one of them killed with SIGKILL mid-run and started again.
+
+The task is registered `WITH (preaggregation = 'spark')`: a running `mars mapper` leaves it
+alone (its metrics count no record of the task), `mars spark stream` takes its place, two
+`mars reducer` processes close its windows. Live records follow the wall clock over two
+partitions; every 10-second window closes during the run. Read with read_committed, every
+(window, sip, type) appears once and equals the DuckDB oracle; results + late + bad == produced.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from mars.config import Settings
+from mars.gen import GeneratorConfig
+from mars.local import ClusterState, LocalCluster
+from tests.integration.pipeline import OracleInBackground, TopicReader, wait_for
+from tests.integration.test_long_windows import check_exact
+from tests.integration.watched import (
+    WatchedPipeline,
+    close_every_window,
+    live_producer,
+    make_topic,
+    scrape,
+    total,
+)
+
+pytestmark = pytest.mark.integration
+
+RATE = 1_000
+PRODUCE_S = 40
+PARTITIONS = 2
+SEED = 21
+SQL = (
+    "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
+    "GROUP BY sip, type WINDOWING 10 s"
+)
+
+
+@pytest.fixture
+def pipeline(
+    local_cluster: LocalCluster, settings: Settings, unique_name: str
+) -> Iterator[WatchedPipeline]:
+    with WatchedPipeline.running(
+        local_cluster, name=unique_name, token=settings.api.token, env={}, mappers=1, reducers=2
+    ) as watched:
+        yield watched
+
+
+@pytest.mark.timeout(420)
+def test_spark_stream_is_exact_through_a_worker_killed_mid_run(
+    pipeline: WatchedPipeline,
+    local_cluster: LocalCluster,
+    cluster: ClusterState,
+    settings: Settings,
+    kafka_admin: AdminClient,
+    spark_master: str,
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
+    task = f"{unique_name}t"
+    body = pipeline.register(
+        SQL.format(topic=topic),
+        task_id=task,
+        options={"preaggregation": "spark", "buckets": 4, "idle_timeout": "10 m"},
+    )
+    assert body["spec"]["options"]["preaggregation"] == "spark"
+    stream = _start_stream(spark_master, task, pipeline, settings, log=tmp_path / "stream.log")
+    try:
+        start_s = int(time.time())
+        config = GeneratorConfig(
+            count=RATE * PRODUCE_S, start_s=start_s, span_s=PRODUCE_S, seed=SEED
+        )
+        oracle = OracleInBackground(
+            config,
+            group_by=["sip", "type"],
+            window_ms=10_000,
+            aggregates={"cnt": "count(*)", "total": "sum(bytes)"},
+        )
+        producer = live_producer(
+            cluster.kafka_bootstrap, topic, start_s=start_s, rate=RATE, seconds=PRODUCE_S, seed=SEED
+        )
+        time.sleep(PRODUCE_S / 2)
+        assert stream.poll() is None, (tmp_path / "stream.log").read_text()[-3000:]
+        local_cluster.restart("spark-worker", kill=True)  # SIGKILL mid-run, then back
+        producer.join(timeout_s=PRODUCE_S * 3)
+        close_every_window(
+            cluster.kafka_bootstrap,
+            topic,
+            after_s=start_s + PRODUCE_S,
+            partitions=PARTITIONS,
+            client_properties=cluster.kafka_client_properties,
+        )
+        expected, _malformed = oracle.result(timeout_s=180)
+        oracle.close()
+        output = body["topics"]["output"]
+        reader = TopicReader(cluster.kafka_bootstrap, [output])
+        try:
+            wait_for(
+                lambda: sum(r["cnt"] for r in reader.values(output)) >= RATE * PRODUCE_S,
+                timeout_s=180,
+                what="every record counted in the results",
+                logs=lambda: pipeline.logs() + (tmp_path / "stream.log").read_text()[-3000:],
+                every=lambda: reader.poll_for(1.0),
+            )
+            reader.poll_for(3.0)
+            check_exact(reader.values(output), expected, ("sip", "type"), ("cnt", "total"))
+        finally:
+            reader.close()
+        stats = pipeline.get(f"/tasks/{task}")["stats"]
+        assert stats["records_in"] == RATE * PRODUCE_S + PARTITIONS  # + the closing records
+        assert stats["late"] == stats["bad"] == 0
+        mappers = [scrape(a) for a in pipeline.targets().get("mapper", [])]
+        assert mappers and total(mappers, "mars_mapper_records_in_total", task=task) == 0
+    finally:
+        stream.send_signal(signal.SIGTERM)
+        assert stream.wait(timeout=60) == 0, (tmp_path / "stream.log").read_text()[-3000:]
+
+
+def _start_stream(
+    master: str, task: str, pipeline: WatchedPipeline, settings: Settings, *, log: Path
+) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        **pipeline.procs.env,
+        **pipeline.cluster.state.env(),  # type: ignore[union-attr]
+        "MARS_LOCAL__JARS_DIR": str(settings.local.jars_dir),
+    }
+    command = [sys.executable, "-m", "mars.cli.main", "spark", "stream", task]
+    command += ["--master", master, "--trigger", "1", "--conf", "spark.executor.memory=512m"]
+    with log.open("wb") as out:
+        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
