@@ -113,7 +113,8 @@ def run_note(results: dict[str, Any]) -> str:
     return (
         f"*Measured by `{results.get('command', 'mars bench')}` on {machine.get('date', '?')}, "
         f"{_code_text(results.get('code', {}))}, load average at start "
-        f'{machine.get("load_average", "?")}: not the run of "Machine and run" above.*'
+        f"{machine.get('load_average', '?')}, at the end {results.get('load_average_end', '?')}"
+        ': not the run of "Machine and run" above.*'
     )
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from benchmarks.balance_figures import salting_pays
 from benchmarks.report_format import fmt
+from benchmarks.stats import ratio
 
 BALANCE_HEADING = "## 9. Load moves under skew: throughput and latency with and without them"
 VARIANT_LABELS = {"unbalanced": "placement by unit count (moves off)", "balanced": "load moves on"}
+REDUCER_BOUND = 0.5  # a reducer busier than this share of a core may limit the pipeline
 PHASE_LABELS = {"throughput": "throughput, 2nd half", "latency": "paced, measured part"}
 
 
@@ -74,6 +77,7 @@ def balance_section(balance: dict[str, Any] | None) -> list[str]:
         ],
         "",
         *_moves_lines(variants.get("balanced"), settle_s=balance["settle_s"]),
+        *_limit_lines(variants),
         *_task_lines(variants["unbalanced"]["latency"]["placement"]),
         *_salting_lines(variants["balanced"]["latency"]["placement"]),
     ]
@@ -123,6 +127,33 @@ def _moves_lines(balanced: dict[str, Any] | None, *, settle_s: int) -> list[str]
         "the same second show as one).",
         "",
     ]
+
+
+def _limit_lines(variants: dict[str, Any]) -> list[str]:
+    """What the CPU figures of the throughput runs say limits this workload here."""
+    shares = {
+        name: (
+            max(variant["throughput"]["reducer_cpu_s"], default=math.nan),
+            variant["throughput"]["mapper_cpu_s"],
+            variant["throughput"]["seconds"],
+        )
+        for name, variant in variants.items()
+    }
+    busiest = max((ratio(cpu, seconds) for cpu, _, seconds in shares.values()), default=math.nan)
+    if math.isnan(busiest):
+        return []
+    figures = "; ".join(
+        f"{VARIANT_LABELS[name]}: the busiest reducer {fmt(ratio(cpu, seconds), '.0%')} of a "
+        f"core, the mappers {fmt(ratio(mappers, seconds), '.2f')} cores"
+        for name, (cpu, mappers, seconds) in shares.items()
+    )
+    verdict = (
+        "no reducer was near a core's worth of work, so the reducers did not limit this "
+        "workload here and evening their loads could not raise its throughput on this machine"
+        if busiest < REDUCER_BOUND
+        else "a reducer used most of a core, so the busiest reducer can limit this workload"
+    )
+    return [f"CPU during the throughput runs ({figures}): {verdict}.", ""]
 
 
 def _task_lines(placement: dict[str, Any]) -> list[str]:

@@ -19,7 +19,7 @@ from benchmarks.balance_figures import (
     salting_pays,
 )
 from benchmarks.exp_balance import BALANCE_TASKS, VARIANTS, paced_rate, task_sql
-from benchmarks.report import SECTIONS, render_report
+from benchmarks.report import SECTIONS, render_report, run_note
 from benchmarks.report_balance import BALANCE_HEADING
 from benchmarks.report_merge import merge_report, split_sections
 from benchmarks.watermark_times import window_latencies
@@ -275,12 +275,23 @@ def test_report_renders_the_balance_section() -> None:
     assert "changed at 2, 4 s after registering" in body
     assert "| GROUP BY siptype | 3 | 300.0 | 183.3 | 550.0 |" in body
     assert "salting a hot key over several buckets would not pay" in body
+    assert (
+        "(placement by unit count (moves off): the busiest reducer 36% of a core, the mappers "
+        "1.20 cores; load moves on: the busiest reducer 45% of a core" in body
+    )
+    assert "the reducers did not limit this workload here" in body
     assert BALANCE_HEADING + "\n\nNot run." in render_report({}, images={})
+    busy = _balance_results()
+    busy["variants"]["balanced"]["throughput"]["reducer_cpu_s"] = [20.0, 1.0, 1.0]
+    text = render_report({"balance": busy}, images={})
+    assert "a reducer used most of a core, so the busiest reducer can limit" in text
 
 
 def test_a_balance_run_merges_only_its_section_before_the_profile() -> None:
     earlier = render_report({}, images={})
     fresh = render_report({"balance": _balance_results()}, images={})
+    note = run_note({"machine": {"load_average": [0.9]}, "load_average_end": [11.6]})
+    assert "load average at start [0.9], at the end [11.6]: not the run" in note
     merged = merge_report(earlier, fresh, headings=SECTIONS["balance"], provenance="*run 2*")
     sections = dict(split_sections(merged))
     assert sections[BALANCE_HEADING][2] == "*run 2*"
