@@ -101,6 +101,12 @@ class MarsApiClient:
         result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/resume")
         return result
 
+    def set_preaggregation(self, task_id: str, preaggregation: str) -> dict[str, Any]:
+        """Hand the task's live pre-aggregation to "mappers" or "spark"."""
+        body = {"preaggregation": preaggregation}
+        result: dict[str, Any] = self._call("PATCH", f"/tasks/{task_id}", json=body)
+        return result
+
     def delete_task(self, task_id: str, *, delete_topics: bool = False) -> None:
         params = {"delete_topics": "true"} if delete_topics else None
         self._call("DELETE", f"/tasks/{task_id}", params=params)

@@ -17,6 +17,7 @@ from api.schemas import (
     ErrorResponse,
     LastWindow,
     Task,
+    TaskChange,
     TaskCreate,
     TaskList,
     TaskResults,
@@ -28,7 +29,7 @@ from api.services import ApiServices, get_services
 from api.task_ids import generate_task_id, is_task_id
 from mars.registry import TaskExistsError, TaskNotFoundError, TaskRecord, TaskStatus
 from mars.sql import TaskError, parse_task
-from mars.tasks.spec import TaskSpec
+from mars.tasks.spec import Preaggregation, TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,20 @@ def _set_status(services: ApiServices, task_id: str, status: TaskStatus) -> Task
     _record(services, task_id)
     try:
         record = services.registry.set_status(task_id, status)
+    except TaskNotFoundError as exc:
+        raise ApiError(404, str(exc)) from exc
+    return _task_body(record)
+
+
+@router.patch("/{task_id}", response_model=Task, dependencies=[Authorized])
+def change_task(task_id: str, change: TaskChange, services: Services) -> Task:
+    """Hand the task's live pre-aggregation to mappers or to a Spark stream
+    (`{"preaggregation": "spark"}`), while it runs."""
+    _record(services, task_id)
+    try:
+        record = services.registry.set_preaggregation(
+            task_id, Preaggregation(change.preaggregation)
+        )
     except TaskNotFoundError as exc:
         raise ApiError(404, str(exc)) from exc
     return _task_body(record)

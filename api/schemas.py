@@ -36,12 +36,24 @@ class TaskCreate(BaseModel):
     options: dict[str, Any] | None = Field(
         None,
         description="event_time, event_time_format, format, csv_columns, csv_delimiter, "
-        "output_topic, buckets, idle_timeout, emit, emit_interval",
+        "output_topic, buckets, idle_timeout, emit, emit_interval, preaggregation",
     )
     status: Literal["RUNNING", "PAUSED"] = Field(
         "RUNNING",
         description="PAUSED: registered, but no mapper writes it until it is resumed (start a "
         "backfill first)",
+    )
+
+
+class TaskChange(BaseModel):
+    """`PATCH /tasks/{id}`: what may change on a registered task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    preaggregation: Literal["mappers", "spark"] = Field(
+        ...,
+        description="who pre-aggregates the live stream: mapper processes, or `mars spark "
+        "stream` (hand it over while it runs: nothing is counted twice or lost)",
     )
 
 

@@ -1,4 +1,5 @@
-"""`mars task add | ls | show | pause | resume | rm`: manage tasks through the REST API."""
+"""`mars task add | ls | show | pause | resume | preaggregation | rm`: manage tasks through the
+REST API."""
 
 from __future__ import annotations
 
@@ -52,6 +53,14 @@ def register(subparsers: Any) -> None:
         sub = commands.add_parser(name, help=f"{name} a task")
         sub.add_argument("task_id", metavar="ID")
         sub.set_defaults(handler=handler)
+
+    handover = commands.add_parser(
+        "preaggregation",
+        help="hand a task's live pre-aggregation to mappers or to `mars spark stream`",
+    )
+    handover.add_argument("task_id", metavar="ID")
+    handover.add_argument("by", choices=("mappers", "spark"))
+    handover.set_defaults(handler=_preaggregation)
 
     rm = commands.add_parser("rm", help="delete a task")
     rm.add_argument("task_id", metavar="ID")
@@ -153,6 +162,14 @@ def _pause(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     def call(client: MarsApiClient) -> None:
         print(f"{args.task_id}: {client.resume_task(args.task_id)['status']}")
+
+    return _run(args, call)
+
+
+def _preaggregation(args: argparse.Namespace) -> int:
+    def call(client: MarsApiClient) -> None:
+        task = client.set_preaggregation(args.task_id, args.by)
+        print(f"{args.task_id}: pre-aggregated by {task['spec']['options']['preaggregation']}")
 
     return _run(args, call)
 

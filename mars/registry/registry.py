@@ -27,7 +27,7 @@ from mars.registry.errors import (
 from mars.registry.paths import ZkPaths
 from mars.registry.record import TaskRecord, TaskStatus
 from mars.registry.watch import TaskSetWatch
-from mars.tasks.spec import TaskSpec
+from mars.tasks.spec import Preaggregation, TaskSpec
 
 _MAX_CAS_ATTEMPTS = 20
 
@@ -127,7 +127,20 @@ class TaskRegistry:
             raise ValueError("use TaskRegistry.delete() to delete a task")
         if status is TaskStatus.FAILED and not reason:
             raise ValueError("a FAILED status needs a reason")
-        return self._update(task_id, status, reason)
+        return self._update(task_id, change=lambda r: replace(r, status=status, reason=reason))
+
+    def set_preaggregation(self, task_id: str, preaggregation: Preaggregation) -> TaskRecord:
+        """Hand the task's live pre-aggregation to mappers or to a Spark stream (compare-and-
+        set). Safe while it runs: both write under the partitions' source ids through the
+        same applied-offset check, so the overlap of the hand-over counts nothing twice."""
+        validate_task_id(task_id)
+        mode = Preaggregation(preaggregation)
+
+        def change(record: TaskRecord) -> TaskRecord:
+            options = replace(record.spec.options, preaggregation=mode)
+            return replace(record, spec=replace(record.spec, options=options))
+
+        return self._update(task_id, change=change)
 
     def delete(self, task_id: str) -> None:
         """Mark the task DELETED, then remove its node. Idempotent for tombstones."""
@@ -136,7 +149,9 @@ class TaskRegistry:
         if existing is None:
             raise TaskNotFoundError(task_id)
         if existing.status is not TaskStatus.DELETED:
-            self._update(task_id, TaskStatus.DELETED, None, allow_deleted=False)
+            self._update(
+                task_id, change=lambda r: replace(r, status=TaskStatus.DELETED, reason=None)
+            )
         try:
             self._client.delete(self._paths.task(task_id))
         except NoNodeError:
@@ -162,22 +177,15 @@ class TaskRegistry:
             return None
         return record
 
-    def _update(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        reason: str | None,
-        *,
-        allow_deleted: bool = False,
-    ) -> TaskRecord:
+    def _update(self, task_id: str, *, change: Callable[[TaskRecord], TaskRecord]) -> TaskRecord:
+        """Apply `change` to the stored record with compare-and-set (re-read and re-applied on
+        a conflict); a DELETED task is not found."""
         path = self._paths.task(task_id)
         for _attempt in range(_MAX_CAS_ATTEMPTS):
             current = self._read(task_id, include_deleted=True)
-            if current is None or (current.status is TaskStatus.DELETED and not allow_deleted):
+            if current is None or current.status is TaskStatus.DELETED:
                 raise TaskNotFoundError(task_id)
-            updated = replace(
-                current, status=status, reason=reason, updated_ms=self._clock_ms(), version=-1
-            )
+            updated = replace(change(current), updated_ms=self._clock_ms(), version=-1)
             try:
                 stat = self._client.set(path, updated.to_bytes(), version=current.version)
             except BadVersionError:

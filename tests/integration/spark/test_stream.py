@@ -1,11 +1,13 @@
 """The live pre-aggregation of a task on Spark Structured Streaming (`mars spark stream`), on a
 standalone master with two workers, one of them killed with SIGKILL mid-run and started again.
 
-The task is registered `WITH (preaggregation = 'spark')`: a running `mars mapper` leaves it
-alone (its metrics count no record of the task), `mars spark stream` takes its place, two
-`mars reducer` processes close its windows. Live records follow the wall clock over two
-partitions; every 10-second window closes during the run. Read with read_committed, every
-(window, sip, type) appears once and equals the DuckDB oracle; results + late + bad == produced.
+Live records follow the wall clock over two partitions; every 10-second window closes during
+the run; two `mars reducer` processes close them. A `mars mapper` pre-aggregates the task
+first; a few seconds in, the task is handed to Spark while it runs (`PATCH /tasks/{id}`
+`{"preaggregation": "spark"}`), the mapper lets it go and `mars spark stream` takes over from
+the offsets Redis has applied. Read with read_committed, every (window, sip, type) appears once
+and equals the DuckDB oracle; results + late + bad == produced, the mapper's share and the
+stream's together.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
@@ -58,7 +61,7 @@ def pipeline(
 
 
 @pytest.mark.timeout(420)
-def test_spark_stream_is_exact_through_a_worker_killed_mid_run(
+def test_spark_stream_takes_over_from_a_mapper_and_is_exact_through_a_worker_killed(
     pipeline: WatchedPipeline,
     local_cluster: LocalCluster,
     cluster: ClusterState,
@@ -71,12 +74,10 @@ def test_spark_stream_is_exact_through_a_worker_killed_mid_run(
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
     task = f"{unique_name}t"
     body = pipeline.register(
-        SQL.format(topic=topic),
-        task_id=task,
-        options={"preaggregation": "spark", "buckets": 4, "idle_timeout": "10 m"},
+        SQL.format(topic=topic), task_id=task, options={"buckets": 4, "idle_timeout": "10 m"}
     )
-    assert body["spec"]["options"]["preaggregation"] == "spark"
-    stream = _start_stream(spark_master, task, pipeline, settings, log=tmp_path / "stream.log")
+    assert body["spec"]["options"]["preaggregation"] == "mappers"
+    stream: subprocess.Popen[bytes] | None = None
     try:
         start_s = int(time.time())
         config = GeneratorConfig(
@@ -91,7 +92,16 @@ def test_spark_stream_is_exact_through_a_worker_killed_mid_run(
         producer = live_producer(
             cluster.kafka_bootstrap, topic, start_s=start_s, rate=RATE, seconds=PRODUCE_S, seed=SEED
         )
-        time.sleep(PRODUCE_S / 2)
+        time.sleep(PRODUCE_S / 5)  # the mapper's share
+        handed = httpx.patch(
+            f"{pipeline.api_url}/tasks/{task}",
+            json={"preaggregation": "spark"},
+            headers={"Authorization": f"Bearer {pipeline.token}"},
+            timeout=30,
+        )
+        assert handed.status_code == 200, handed.text
+        stream = _start_stream(spark_master, task, pipeline, settings, log=tmp_path / "stream.log")
+        time.sleep(PRODUCE_S * 2 / 5)
         assert stream.poll() is None, (tmp_path / "stream.log").read_text()[-3000:]
         local_cluster.restart("spark-worker", kill=True)  # SIGKILL mid-run, then back
         producer.join(timeout_s=PRODUCE_S * 3)
@@ -122,10 +132,12 @@ def test_spark_stream_is_exact_through_a_worker_killed_mid_run(
         assert stats["records_in"] == RATE * PRODUCE_S + PARTITIONS  # + the closing records
         assert stats["late"] == stats["bad"] == 0
         mappers = [scrape(a) for a in pipeline.targets().get("mapper", [])]
-        assert mappers and total(mappers, "mars_mapper_records_in_total", task=task) == 0
+        mapped = total(mappers, "mars_mapper_records_in_total", task=task)
+        assert 0 < mapped < RATE * PRODUCE_S  # the mapper's share; the stream did the rest
     finally:
-        stream.send_signal(signal.SIGTERM)
-        assert stream.wait(timeout=60) == 0, (tmp_path / "stream.log").read_text()[-3000:]
+        if stream is not None:
+            stream.send_signal(signal.SIGTERM)
+            assert stream.wait(timeout=60) == 0, (tmp_path / "stream.log").read_text()[-3000:]
 
 
 def _start_stream(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import pytest
 from kazoo.client import KazooClient
@@ -17,7 +18,7 @@ from mars.registry import (
     TaskRegistry,
     TaskStatus,
 )
-from mars.tasks.spec import TaskSpec
+from mars.tasks.spec import Preaggregation, TaskSpec
 
 ClientFactory = Callable[..., KazooClient]  # fixtures from this folder's conftest.py
 SpecFactory = Callable[..., TaskSpec]
@@ -95,6 +96,20 @@ def test_set_status_updates_and_validates(
         registry.set_status("t1", TaskStatus.DELETED)
     running = registry.set_status("t1", TaskStatus.RUNNING)
     assert running.reason is None
+
+
+def test_set_preaggregation_changes_only_that_option(
+    registry: TaskRegistry, make_spec: SpecFactory
+) -> None:
+    created = registry.create(make_spec("t1"))
+    assert created.spec.options.preaggregation is Preaggregation.MAPPERS
+    handed = registry.set_preaggregation("t1", Preaggregation.SPARK)
+    assert handed.spec.options.preaggregation is Preaggregation.SPARK
+    assert registry.get("t1") == handed and handed.status is created.status
+    options = replace(created.spec.options, preaggregation=Preaggregation.SPARK)
+    assert handed.spec == replace(created.spec, options=options)
+    with pytest.raises(TaskNotFoundError):
+        registry.set_preaggregation("nope", Preaggregation.SPARK)
 
 
 def test_concurrent_status_writers_never_lose_an_update(
