@@ -113,9 +113,11 @@ class Run:
         timeout_s: float,
         cap_s: float | None = None,
         interval_s: float = 0.1,
+        while_running: Callable[[], bool] | None = None,
     ) -> list[ProgressSample]:
         """Sample the task's exact `records_in` counter (Redis) until it reaches `target`,
-        `cap_s` seconds after the first progress, or `timeout_s`."""
+        `cap_s` seconds after the first progress, `timeout_s`, or `while_running` says the
+        process doing the work stopped."""
         samples: list[ProgressSample] = []
         deadline = time.monotonic() + timeout_s
         first_progress: float | None = None
@@ -128,6 +130,8 @@ class Run:
             if done > 0 and first_progress is None:
                 first_progress = now
             if cap_s is not None and first_progress is not None and now - first_progress >= cap_s:
+                break
+            if while_running is not None and not while_running():
                 break
             time.sleep(interval_s)
         return samples

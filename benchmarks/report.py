@@ -8,6 +8,7 @@ from typing import Any
 from benchmarks.report_balance import BALANCE_HEADING, balance_section
 from benchmarks.report_format import fmt
 from benchmarks.report_pull import PULL_HEADING, pull_section
+from benchmarks.report_spark_stream import SPARK_STREAM_HEADING, spark_stream_section
 from benchmarks.state_figures import growth, window_label
 from benchmarks.targets import STATE_GROWTH_TARGET, check_targets
 
@@ -31,6 +32,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "pull": (PULL_HEADING,),
     "balance": (BALANCE_HEADING,),
     "profile": (PROFILE_HEADING,),
+    "spark_stream": (SPARK_STREAM_HEADING,),
 }
 
 
@@ -96,6 +98,7 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
     lines += _state_section(results.get("state"), images)
     lines += pull_section(results.get("pull"))
     lines += balance_section(results.get("balance"))
+    lines += spark_stream_section(results.get("spark_stream"))
     lines += _profile_section(results.get("profile"))
     lines += _method_section()
     return "\n".join(lines).rstrip() + "\n"

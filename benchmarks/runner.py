@@ -24,6 +24,7 @@ from benchmarks.exp_faults import faults_experiment
 from benchmarks.exp_latency import latency_experiment
 from benchmarks.exp_mapper import batch_size_experiment, process_count_experiment
 from benchmarks.exp_pull_query import PullPlan, pull_experiment
+from benchmarks.exp_spark_stream import StreamPlan, spark_stream_experiment
 from benchmarks.exp_state import state_experiment
 from benchmarks.harness import BenchCluster
 from benchmarks.machine import code_version, load_average, machine_info
@@ -45,6 +46,7 @@ EXPERIMENTS = (
     "pull",
     "balance",
     "profile",
+    "spark_stream",  # last: the Spark master and workers it starts stay up until the end
 )
 DATASET_EXPERIMENTS = ("batch", "processes", "e2e", "profile")  # read the preloaded topic S
 Log = Callable[[str], None]
@@ -58,6 +60,7 @@ TITLES = {
     "pull": "experiment 8, pull-query latency and cost under live traffic",
     "balance": "experiment 9, skewed tasks with and without load moves",
     "profile": "one mapper sampled by py-spy",
+    "spark_stream": "experiment 10, live pre-aggregation: mapper processes vs the Spark stream",
 }
 
 
@@ -94,6 +97,7 @@ class BenchConfig:
     balance_measure_s: int = 45
     balance_mappers: int = 2
     balance_reducers: int = 3
+    stream_records: int = 1_000_000
     timeout_s: float = 900.0
     run_dir: Path = PROJECT_ROOT / ".mars" / "bench"
     results_dir: Path = PROJECT_ROOT / "benchmarks" / "results"
@@ -125,6 +129,7 @@ class BenchConfig:
                 balance_records=100_000,
                 balance_settle_s=15,
                 balance_measure_s=15,
+                stream_records=100_000,
                 command=command,
             )
         return cls(
@@ -255,6 +260,17 @@ def _run_experiments(
             log=log,
         ),
         "profile": lambda: profile_mapper(bench, data(), config.run_dir / "mapper-profile.txt"),
+        "spark_stream": lambda: spark_stream_experiment(
+            bench,
+            StreamPlan(
+                records=config.stream_records,
+                mappers=config.e2e_mappers,
+                partitions=config.partitions,
+                span_s=config.span_s,
+            ),
+            log_dir=_spark_dir(config),
+            log=log,
+        ),
     }
     for name in EXPERIMENTS:
         if name not in config.experiments:

@@ -29,11 +29,14 @@ def csv_options(*, idle: str, more: str = "") -> str:
     return f"WITH (format='csv', csv_columns='{CSV_COLUMNS}', idle_timeout='{idle}'{extra})"
 
 
-def paper_sql(topic: str, *, window: str = "60 s", extra: str = "", idle: str = "10 s") -> str:
-    """The paper's query over CSV tuples: count per (sip, type) and tumbling window."""
+def paper_sql(
+    topic: str, *, window: str = "60 s", extra: str = "", idle: str = "10 s", options: str = ""
+) -> str:
+    """The paper's query over CSV tuples: count per (sip, type) and tumbling window (`options`:
+    further WITH options, e.g. `preaggregation='spark'`)."""
     return (
-        f"SELECT sip, type, timestamp, count(*) FROM {topic} "
-        f"GROUP BY sip, type, timestamp WINDOWING {window} {extra} {csv_options(idle=idle)}"
+        f"SELECT sip, type, timestamp, count(*) FROM {topic} GROUP BY sip, type, timestamp "
+        f"WINDOWING {window} {extra} {csv_options(idle=idle, more=options)}"
     )
 
 

@@ -20,6 +20,7 @@ EXPERIMENT_NAMES = (
     "pull",
     "balance",
     "profile",
+    "spark_stream",
 )
 
 
