@@ -48,7 +48,7 @@ from reducer.open_sessions import OpenSessionState
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, WindowGroups
 from reducer.output import FencedError, OutputError, OutRecord
 from reducer.progress import COUNTER_NAMES, CheckpointRef, Progress, progress_key
-from reducer.results import late_record, result_record, rows_of, update_record
+from reducer.results import late_record, result_record, rows_of, update_record, update_tombstone
 from reducer.topics import partition_for
 
 log = logging.getLogger(__name__)
@@ -213,6 +213,7 @@ class UnitOwner:
                 replayed_through=progress.merged,
                 closed_watermark=progress.closed_watermark,
                 checkpoint=checkpoint,
+                track_changes=self.spec.updates_topic is not None,
             )
         return OpenWindowState.starting(
             assigner=WindowAssigner.from_spec(window),
@@ -434,7 +435,7 @@ class UnitOwner:
         if checkpoint_ref is not None and checkpoint_ref != committed.checkpoint:
             store.drop_checkpoints_before(self.spec.id, self.unit_bucket, checkpoint_ref.number)
         if results and self._settings.results_kept > 0:
-            values = [record.value for record in results]
+            values = [record.value for record in results if record.value is not None]
             store.results.push_encoded(self.spec.id, values, keep=self._settings.results_kept)
 
     def _update_records(
@@ -446,11 +447,13 @@ class UnitOwner:
         if self.spec.updates_topic is None:
             return []
         changed = state.take_changes() if changes else []
+        gone = state.take_gone() if changes else []
         if self.spec.top_k is not None:
             changed = [WindowGroups(start=w.start, groups=state.windows[w.start]) for w in changed]
         spec = self._result_spec
+        deleted = [update_tombstone(spec, start, key) for start, key in gone]
         current = [update_record(spec, row, final=False) for row in rows_of(spec, changed)]
-        return current + [update_record(spec, row, final=True) for row in final_rows]
+        return deleted + current + [update_record(spec, row, final=True) for row in final_rows]
 
     # -- metrics --------------------------------------------------------------------------
 

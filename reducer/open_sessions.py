@@ -21,6 +21,10 @@ merges:
 - So a replay must never meet a partial that was late: a step with late contributions writes a
   checkpoint (`checkpoint_now`), which moves rseq past its data sets.
 - rseq(b) is the first data set of `b` merged since the last checkpoint (not per session).
+
+With `track_changes` (EMIT CHANGES) it also remembers the sessions merges changed, and the
+sessions merged into another one (`take_gone`): their keys get a tombstone on the updates
+topic, so a consumer of the compacted topic keeps only sessions that exist.
 """
 
 from __future__ import annotations
@@ -58,6 +62,9 @@ class OpenSessionState:
     _first_seq: dict[int, int] = field(default_factory=dict)
     _closed_since_checkpoint: bool = False
     _late_since_checkpoint: bool = False
+    track_changes: bool = False  # EMIT CHANGES: remember changed and merged-away sessions
+    _changed: set[tuple[int, GroupKey]] = field(default_factory=set)
+    _gone: set[tuple[int, GroupKey]] = field(default_factory=set)
 
     @classmethod
     def starting(
@@ -69,6 +76,7 @@ class OpenSessionState:
         replayed_through: Mapping[int, int] | None = None,
         closed_watermark: int | None = None,
         checkpoint: OpenWindows | None = None,
+        track_changes: bool = False,
     ) -> OpenSessionState:
         """State about to replay each bucket `b` from data set `rseqs[b]` on top of the
         committed `checkpoint`, all of it kept until the replay is through."""
@@ -83,15 +91,12 @@ class OpenSessionState:
         for start, groups in (checkpoint or {}).items():
             for key, states in groups.items():
                 state._add(key, start, states)
+        state.track_changes = track_changes  # the checkpoint's sessions are no change
         return state
 
     @property
     def buckets(self) -> Iterable[int]:
         return self.merged.keys()
-
-    @property
-    def track_changes(self) -> bool:
-        return False  # EMIT CHANGES is refused for session windows (mars.sql.parser)
 
     def merge(self, bucket: int, seq: int, dataset: DataSet) -> list[LateContribution]:
         """Merge data set `seq` of `bucket`; return its partials that may touch closed
@@ -147,10 +152,22 @@ class OpenSessionState:
 
     @property
     def has_changes(self) -> bool:
-        return False
+        return bool(self._changed or self._gone)
 
     def take_changes(self) -> list[WindowGroups]:
-        return []
+        """The current states of the open sessions merges changed since the last call, by
+        first time; then forgets them (`track_changes` only)."""
+        by_start: dict[int, dict[GroupKey, list[Any]]] = {}
+        for start, key in sorted(self._changed, key=lambda change: change[0]):
+            by_start.setdefault(start, {})[key] = self.windows[start][key]
+        self._changed.clear()
+        return [WindowGroups(start=start, groups=groups) for start, groups in by_start.items()]
+
+    def take_gone(self) -> list[tuple[int, GroupKey]]:
+        """(first time, key) of the sessions merged into another one since the last call."""
+        gone = sorted(self._gone, key=lambda entry: entry[0])
+        self._gone.clear()
+        return gone
 
     @property
     def needs_checkpoint(self) -> bool:
@@ -198,6 +215,13 @@ class OpenSessionState:
         insort(kept, merged_first)
         self._starts[key] = kept
         self.windows.setdefault(merged_first, {})[key] = merged_states
+        if self.track_changes:
+            for start in known:
+                if start not in kept:  # merged into the session at merged_first
+                    self._changed.discard((start, key))
+                    self._gone.add((start, key))
+            self._gone.discard((merged_first, key))
+            self._changed.add((merged_first, key))
         if merged_first not in known:  # a session that only grew keeps its entry
             self._push(merged_first, key, sessions.closes_at(merged_states[-1]))
 
@@ -225,6 +249,7 @@ class OpenSessionState:
                 self._push(start, key, closes_at)
                 continue
             closed.setdefault(start, {})[key] = self._remove(key, start)
+            self._changed.discard((start, key))  # its final row follows instead
             starts = self._starts[key]
             starts.remove(start)
             if not starts:

@@ -193,6 +193,10 @@ class OpenWindowState:
         self._changed.clear()
         return changes
 
+    def take_gone(self) -> list[tuple[int, GroupKey]]:
+        """Windows never merge into each other: nothing to delete on the updates topic."""
+        return []
+
     @property
     def needs_checkpoint(self) -> bool:
         """Some open window holds contributions merged since the last checkpoint, or the last

@@ -47,7 +47,7 @@ class OutRecord:
 
     topic: str
     key: bytes
-    value: bytes
+    value: bytes | None  # None: a tombstone (a compacted topic drops the key)
     partition: int | None = None
 
 

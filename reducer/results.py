@@ -10,7 +10,7 @@ values JSON has no type for are written as their `str`.
 
 Update record (EMIT CHANGES, `mars.updates.<task>`): the same key and row plus `"final"`: false
 for the current value of an open window's group, true for its final value (the same row as the
-result).
+result). A session merged into another gets a tombstone (null value) under its old key.
 """
 
 from __future__ import annotations
@@ -39,6 +39,12 @@ _dumps = msgspec.json.Encoder(enc_hook=str).encode
 def row_key(spec: TaskSpec, row: dict[str, Any]) -> bytes:
     """`[task, window_start, [group values...]]`: one per window and group."""
     return _dumps([spec.id, row["window_start"], [row.get(g.name) for g in spec.group_keys]])
+
+
+def update_tombstone(spec: TaskSpec, start: int, key: tuple[Any, ...]) -> OutRecord:
+    """Deletes a merged-away session's key from the updates topic (EMIT CHANGES)."""
+    assert spec.updates_topic is not None
+    return OutRecord(topic=spec.updates_topic, key=_dumps([spec.id, start, list(key)]), value=None)
 
 
 def result_record(spec: TaskSpec, row: dict[str, Any]) -> OutRecord:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mars.sql.aggregation_plan import AggregationPlan, plan_aggregation
-from mars.sql.clauses import Duration, OptionValue, split_mars_clauses
+from mars.sql.clauses import Duration, split_mars_clauses
 from mars.sql.errors import TaskError
 from mars.sql.options import resolve_options
 from mars.sql.positions import node_position
@@ -49,7 +49,7 @@ def _parse(sql: str, *, task_id: str, options: Mapping[str, Any] | None) -> Task
     window = _window(clauses.durations, sql)
     resolved = resolve_options(clauses.options, options)
     if window.session:
-        _check_session_task(statement, clauses.options, resolved.task_options)
+        _check_session_task(statement)
     plan = plan_aggregation(statement, event_time_field=resolved.event_time.field)
     _check_csv_columns(plan, resolved.event_time, resolved.task_options)
     return TaskSpec(
@@ -103,22 +103,13 @@ def _window(durations: Mapping[str, Duration], sql: str) -> WindowSpec:
     )
 
 
-def _check_session_task(
-    statement: SelectStatement, given: Mapping[str, OptionValue], options: TaskOptions
-) -> None:
+def _check_session_task(statement: SelectStatement) -> None:
     """What session windows do not support, said where the query asks for it."""
     if statement.order_by:
         raise TaskError(
             "ORDER BY ... LIMIT does not apply to session windows: each group's sessions start "
             "and end at their own times, so there is no window to rank groups in",
             position=node_position(statement.order_by[0]),
-        )
-    if options.emit_interval_ms is not None:
-        emit = given.get("emit")
-        raise TaskError(
-            "EMIT CHANGES is not supported with session windows yet (sessions merge, which "
-            "would need tombstones on the updates topic); use EMIT FINAL or pull queries",
-            position=None if emit is None else emit.position,
         )
 
 

@@ -6,7 +6,9 @@ batches and both mappers; some records come out of order within GRACE (accepted,
 their session) and some beyond it (late). A reducer is killed with SIGKILL while sessions are
 open: its units move to the other reducer, which rebuilds them from the checkpoint and a
 replay. Checked against the DuckDB oracle (tests/session_oracle.py): every session exactly, none
-twice, and every record either in a session or on the late topic.
+twice, and every record either in a session or on the late topic. The task emits changes: on
+its compacted updates topic the last record of each key is exactly the final sessions (merged-
+away sessions' keys end in a tombstone), besides the one session left open.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ PARTITIONS = 2
 GAP_MS, GRACE_MS = 3_000, 2_000
 SQL = (
     "SELECT uid, count(*) AS n, sum(amount) AS total FROM {topic} GROUP BY uid "
-    "WINDOWING SESSION 3 s GRACE 2 s"
+    "WINDOWING SESSION 3 s GRACE 2 s EMIT CHANGES EVERY 1 s"
 )
 PRODUCE_S = 30
 USERS = 24
@@ -92,8 +94,12 @@ def test_session_windows_are_exact_through_a_reducer_killed_mid_session(
     assert len(wanted) >= 3 * USERS, len(wanted)  # several sessions per user
     assert expected.late > 0  # the test sends some records beyond GRACE
 
-    output, late_topic = body["topics"]["output"], f"mars.late.{task}"
-    reader = TopicReader(cluster.kafka_bootstrap, [output, late_topic])
+    output, late_topic, updates = (
+        body["topics"]["output"],
+        f"mars.late.{task}",
+        f"mars.updates.{task}",
+    )
+    reader = TopicReader(cluster.kafka_bootstrap, [output, late_topic, updates])
     try:
         wait_for(
             lambda: len(reader.values(output)) >= len(wanted),
@@ -104,6 +110,8 @@ def test_session_windows_are_exact_through_a_reducer_killed_mid_session(
         )
         reader.poll_for(3.0)
         results, late = reader.values(output), reader.values(late_topic)
+        compacted = _compacted(reader.records[updates])
+        tombstones = sum(1 for _key, value in reader.records[updates] if value is None)
     finally:
         reader.close()
 
@@ -123,6 +131,12 @@ def test_session_windows_are_exact_through_a_reducer_killed_mid_session(
     closers = sum(1 for _, key, _, _ in sent if key == CLOSER)
     assert sum(s.count for s in got.values()) + mapper_late + closers == len(sent)
 
+    # EMIT CHANGES: what a consumer of the compacted updates topic ends with.
+    assert tombstones > 0  # out-of-order records gave sessions earlier first times (93 of 450)
+    finals = {key: row for key, row in compacted.items() if row.pop("final")}
+    assert {row["uid"] for key, row in compacted.items() if key not in finals} == {CLOSER}
+    assert sorted(finals.values(), key=_row_order) == sorted(results, key=_row_order)
+
     # A pull query: the one open session left is the closers' (both partitions, same time).
     [(_, end_ms)] = [key for key in expected.sessions if key[0] == CLOSER]
     wait_for(
@@ -130,6 +144,18 @@ def test_session_windows_are_exact_through_a_reducer_killed_mid_session(
         timeout_s=30,
         what="the open session in a pull query",
     )
+
+
+def _compacted(records: list[tuple[bytes, bytes | None]]) -> dict[bytes, dict[str, Any]]:
+    """The topic as compaction leaves it: the last value per key, tombstoned keys gone."""
+    last: dict[bytes, bytes | None] = {}
+    for key, value in records:
+        last[key] = value
+    return {key: json.loads(value) for key, value in last.items() if value is not None}
+
+
+def _row_order(row: dict[str, Any]) -> tuple[str, int]:
+    return (row["uid"], row["window_start"])
 
 
 def _open_sessions(pipeline: WatchedPipeline, task: str) -> list[tuple[str, int, int, int]]:

@@ -187,3 +187,22 @@ def test_sessions_are_exact_across_batches_partitions_and_a_crash(seed: int) -> 
     keys = [key for key, _ in owner.emitted]
     assert len(keys) == len(set(keys)), "a session was emitted twice"
     assert dict(owner.emitted) == expected.sessions
+
+
+def test_emit_changes_tracks_changed_sessions_and_the_ones_merged_away() -> None:
+    s = state(rseqs={0: 1}, track_changes=True)
+    s.merge(
+        0, 1, dataset({0: {("a",): [1, 1, 0]}, 25: {("a",): [2, 2, 27]}, 3: {("b",): [1, 1, 3]}})
+    )
+    assert [(w.start, w.groups) for w in s.take_changes()] == [
+        (0, {("a",): [1, 1, 0]}),
+        (3, {("b",): [1, 1, 3]}),
+        (25, {("a",): [2, 2, 27]}),
+    ]
+    assert s.take_gone() == [] and not s.has_changes
+    s.merge(0, 2, dataset({9: {("a",): [1, 5, 16]}}))  # bridges a's two sessions into [0, 27]
+    assert [(w.start, w.groups) for w in s.take_changes()] == [(0, {("a",): [4, 8, 27]})]
+    assert s.take_gone() == [(25, ("a",))]  # its key gets a tombstone
+    s.merge(0, 3, dataset({30: {("b",): [1, 1, 30]}}))
+    s.close(3 + GAP + GRACE)  # b's first session closes: its final row, no update
+    assert [(w.start, list(w.groups)) for w in s.take_changes()] == [(30, [("b",)])]

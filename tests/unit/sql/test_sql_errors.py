@@ -62,11 +62,6 @@ BAD_QUERIES: list[tuple[str, str, str]] = [
         "ORDER BY ... LIMIT does not apply to session windows",
         "n LIMIT",
     ),
-    (
-        "SELECT count(*) FROM S WINDOWING SESSION 5 s EMIT CHANGES",
-        "EMIT CHANGES is not supported with session windows",
-        "CHANGES",
-    ),
     ("SELECT count(*) FROM S WINDOWING 10 parsecs", "unknown time unit 'parsecs'", "parsecs"),
     ("SELECT count(*) FROM S WINDOWING 10", "missing time unit", ""),
     ("SELECT count(*) FROM S WINDOWING", "needs a duration", ""),
