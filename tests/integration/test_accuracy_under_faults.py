@@ -291,7 +291,9 @@ def inject_faults(
         logs=procs.logs,
         every=lambda: reader.poll_for(0.5),
     )
-    assert not producer.done(), f"faults did not land mid-stream: {faults.entries}"
+    # Each fault landed while the stream flowed (the share produced when it was recorded);
+    # the stream may end while the former zombie rejoins, which is no fault of the test's.
+    assert all(share < 1.0 for _, share in faults.entries), f"not mid-stream: {faults.entries}"
     return faults
 
 
