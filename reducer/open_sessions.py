@@ -36,10 +36,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mars.aggregates import Aggregate, wire_name
+from mars.aggregates import Aggregate
 from mars.engine.dataset import DataSet, GroupKey, OpenWindows
 from mars.windows import SessionWindows
-from reducer.open_windows import ClosedWindow, DataSetOrderError, LateContribution, WindowGroups
+from reducer.open_windows import (
+    ClosedWindow,
+    LateContribution,
+    WindowGroups,
+    check_next_dataset,
+)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -101,16 +106,7 @@ class OpenSessionState:
     def merge(self, bucket: int, seq: int, dataset: DataSet) -> list[LateContribution]:
         """Merge data set `seq` of `bucket`; return its partials that may touch closed
         sessions (none while replaying what the last commit had merged)."""
-        if seq != self.merged[bucket] + 1:
-            raise DataSetOrderError(
-                f"bucket {bucket}: data set {seq} after {self.merged[bucket]} (expected next)"
-            )
-        names = tuple(wire_name(agg) for agg in self.aggregates)
-        if dataset.aggregate_names != names:
-            raise DataSetOrderError(
-                f"bucket {bucket}: data set {seq} has aggregates {dataset.aggregate_names}, "
-                f"the task's sessions have {names}"
-            )
+        check_next_dataset(self.merged, self.aggregates, bucket, seq, dataset)
         replayed = seq <= self.replayed_through.get(bucket, 0)
         late: list[LateContribution] = []
         for start, groups in dataset.windows.items():

@@ -130,15 +130,7 @@ class OpenWindowState:
 
     def merge(self, bucket: int, seq: int, dataset: DataSet) -> list[LateContribution]:
         """Merge data set `seq` of `bucket`; return its contributions to closed windows."""
-        if seq != self.merged[bucket] + 1:
-            raise DataSetOrderError(
-                f"bucket {bucket}: data set {seq} after {self.merged[bucket]} (expected next)"
-            )
-        if dataset.aggregate_names != tuple(_names(self.aggregates)):
-            raise DataSetOrderError(
-                f"bucket {bucket}: data set {seq} has aggregates {dataset.aggregate_names}, "
-                f"the task has {tuple(_names(self.aggregates))}"
-            )
+        check_next_dataset(self.merged, self.aggregates, bucket, seq, dataset)
         late: list[LateContribution] = []
         accounted = seq <= self.replayed_through.get(bucket, 0)
         first_seqs = self._first_seq.setdefault(bucket, {})
@@ -223,5 +215,22 @@ class OpenWindowState:
         return {bucket: self.rseq(bucket) for bucket in self.merged}
 
 
-def _names(aggregates: Iterable[Aggregate[Any]]) -> Iterable[str]:
-    return (wire_name(agg) for agg in aggregates)
+def check_next_dataset(
+    merged: Mapping[int, int],
+    aggregates: tuple[Aggregate[Any], ...],
+    bucket: int,
+    seq: int,
+    dataset: DataSet,
+) -> None:
+    """Raise unless `seq` is the data set of `bucket` after `merged[bucket]` and carries the
+    task's aggregates: merging out of order or another task's layout would corrupt state."""
+    if seq != merged[bucket] + 1:
+        raise DataSetOrderError(
+            f"bucket {bucket}: data set {seq} after {merged[bucket]} (expected next)"
+        )
+    names = tuple(wire_name(agg) for agg in aggregates)
+    if dataset.aggregate_names != names:
+        raise DataSetOrderError(
+            f"bucket {bucket}: data set {seq} has aggregates {dataset.aggregate_names}, "
+            f"the task has {names}"
+        )

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from mars.config import Settings
 from mars.gen import GeneratorConfig
-from mars.local import ClusterState, LocalCluster
+from mars.local import ClusterState
 from tests.integration.pipeline import OracleInBackground, TopicReader, wait_for
 from tests.integration.test_long_windows import check_exact
 from tests.integration.watched import (
@@ -49,17 +47,11 @@ CHECKPOINT_INTERVAL_MS = 2_000
 STALENESS_BOUND_MS = CHECKPOINT_INTERVAL_MS + 3_000  # + one owner publication and the poll
 
 
-@pytest.fixture
-def pipeline(
-    local_cluster: LocalCluster, settings: Settings, unique_name: str
-) -> Iterator[WatchedPipeline]:
-    env = {"MARS_REDUCER__CHECKPOINT_INTERVAL_MS": str(CHECKPOINT_INTERVAL_MS)}
-    with WatchedPipeline.running(
-        local_cluster, name=unique_name, token=settings.api.token, env=env, mappers=1, reducers=1
-    ) as watched:
-        yield watched
-
-
+@pytest.mark.pipeline(
+    mappers=1,
+    reducers=1,
+    env={"MARS_REDUCER__CHECKPOINT_INTERVAL_MS": str(CHECKPOINT_INTERVAL_MS)},
+)
 @pytest.mark.timeout(300)
 def test_emit_changes_and_pull_queries_on_a_ten_minute_window(
     pipeline: WatchedPipeline,

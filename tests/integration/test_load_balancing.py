@@ -14,14 +14,12 @@ leaves the reducers unevenly loaded. With three reducers:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from mars.config import Settings
 from mars.gen import GeneratorConfig
-from mars.local import ClusterState, LocalCluster
+from mars.local import ClusterState
 from mars.registry.units import Unit
 from reducer.coordination.balance import balance_unit_counts
 from reducer.coordination.load_balance import member_loads
@@ -53,22 +51,16 @@ TASKS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
 }
 
 
-@pytest.fixture
-def pipeline(
-    local_cluster: LocalCluster, settings: Settings, unique_name: str
-) -> Iterator[WatchedPipeline]:
-    env = {
+@pytest.mark.pipeline(
+    mappers=1,
+    reducers=3,
+    env={
         "MARS_BALANCE__INTERVAL_S": "2",
         "MARS_BALANCE__UNIT_COOLDOWN_S": "6",
         "MARS_BALANCE__MIN_GAIN": "0.02",
         "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "1000",
-    }
-    with WatchedPipeline.running(
-        local_cluster, name=unique_name, token=settings.api.token, env=env, mappers=1, reducers=3
-    ) as watched:
-        yield watched
-
-
+    },
+)
 @pytest.mark.timeout(420)
 def test_load_moves_balance_skewed_tasks_and_reducers_come_and_go_exactly(
     pipeline: WatchedPipeline,

@@ -17,15 +17,13 @@ import json
 import random
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from mars.config import Settings
-from mars.local import ClusterState, LocalCluster
+from mars.local import ClusterState
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.watched import WatchedPipeline, make_topic
 from tests.session_oracle import Session, expected_sessions
@@ -43,20 +41,14 @@ USERS = 24
 CLOSER = "closer"  # one record per partition at the end: its sessions stay open
 
 
-@pytest.fixture
-def pipeline(
-    local_cluster: LocalCluster, settings: Settings, unique_name: str
-) -> Iterator[WatchedPipeline]:
-    env = {
+@pytest.mark.pipeline(
+    mappers=2,
+    reducers=2,
+    env={
         "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "1000",
         "MARS_MAPPER__BATCH_SIZE": "40",  # sessions span many batches and both mappers
-    }
-    with WatchedPipeline.running(
-        local_cluster, name=unique_name, token=settings.api.token, env=env, mappers=2, reducers=2
-    ) as watched:
-        yield watched
-
-
+    },
+)
 @pytest.mark.timeout(300)
 def test_session_windows_are_exact_through_a_reducer_killed_mid_session(
     pipeline: WatchedPipeline,

@@ -23,8 +23,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from mars.config import Settings
-from mars.local import ClusterState, LocalCluster
+from mars.local import ClusterState
 from tests.integration.watched import WatchedPipeline, live_producer, make_topic
 
 pytestmark = pytest.mark.integration
@@ -45,21 +44,12 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture
-def pipeline(
-    local_cluster: LocalCluster, settings: Settings, unique_name: str
-) -> Iterator[WatchedPipeline]:
-    with WatchedPipeline.running(
-        local_cluster, name=unique_name, token=settings.api.token, env={}, mappers=1, reducers=1
-    ) as watched:
-        yield watched
-
-
 def _count(page: Page, task: str, column: str) -> int:
     text = page.locator(f'#tasks tr[data-task="{task}"] td.{column}').inner_text()
     return int(text.replace(",", "")) if text.strip("–") else 0
 
 
+@pytest.mark.pipeline(mappers=1, reducers=1)
 @pytest.mark.timeout(240)
 def test_dashboard_shows_live_tasks_and_changes_them(
     pipeline: WatchedPipeline,

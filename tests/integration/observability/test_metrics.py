@@ -13,13 +13,11 @@ mark pauses their partitions first:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from mars.config import Settings
-from mars.local import ClusterState, LocalCluster
+from mars.local import ClusterState
 from tests.integration.pipeline import BackgroundProducer, TopicReader, wait_for
 from tests.integration.watched import (
     Scrape,
@@ -40,21 +38,11 @@ IDLE_TIMEOUT_S = 10
 SQL = "SELECT type, count(*) FROM {topic} GROUP BY type WINDOWING 5 s"
 
 
-@pytest.fixture
-def pipeline(
-    local_cluster: LocalCluster, settings: Settings, unique_name: str
-) -> Iterator[WatchedPipeline]:
-    env = {"MARS_MAPPER__BACKLOG_HIGH_DATASETS": "40"}  # mappers and reducers start in the test
-    with WatchedPipeline.running(
-        local_cluster, name=unique_name, token=settings.api.token, env=env
-    ) as watched:
-        yield watched
-
-
 def _mapper_scrapes(pipeline: WatchedPipeline) -> list[Scrape]:
     return [scrape(address) for address in pipeline.targets().get("mapper", [])]
 
 
+@pytest.mark.pipeline(env={"MARS_MAPPER__BACKLOG_HIGH_DATASETS": "40"})  # roles start later
 @pytest.mark.timeout(300)
 def test_metrics_agree_with_exact_counters_and_lag_moves(
     pipeline: WatchedPipeline,

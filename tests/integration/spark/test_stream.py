@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -50,16 +49,7 @@ SQL = (
 )
 
 
-@pytest.fixture
-def pipeline(
-    local_cluster: LocalCluster, settings: Settings, unique_name: str
-) -> Iterator[WatchedPipeline]:
-    with WatchedPipeline.running(
-        local_cluster, name=unique_name, token=settings.api.token, env={}, mappers=1, reducers=2
-    ) as watched:
-        yield watched
-
-
+@pytest.mark.pipeline(mappers=1, reducers=2)
 @pytest.mark.timeout(420)
 def test_spark_stream_takes_over_from_a_mapper_and_is_exact_through_a_worker_killed(
     pipeline: WatchedPipeline,
