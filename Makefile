@@ -10,7 +10,7 @@ run: setup
 	$(PY) -m mars.cli.main demo
 
 test: setup lint
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=20
 
 lint:
 	$(PY) -m ruff check .

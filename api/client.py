@@ -107,6 +107,11 @@ class MarsApiClient:
         result: dict[str, Any] = self._call("PATCH", f"/tasks/{task_id}", json=body)
         return result
 
+    def set_buckets(self, task_id: str, buckets: int) -> dict[str, Any]:
+        """Change the task's bucket count for the windows after those written so far."""
+        result: dict[str, Any] = self._call("PATCH", f"/tasks/{task_id}", json={"buckets": buckets})
+        return result
+
     def delete_task(self, task_id: str, *, delete_topics: bool = False) -> None:
         params = {"delete_topics": "true"} if delete_topics else None
         self._call("DELETE", f"/tasks/{task_id}", params=params)

@@ -109,7 +109,7 @@ class ClusterCollector(Collector):
             for name, family in counters.items():
                 family.add_metric([task], values.get(name, 0))
             live = task_live(
-                store, self._services.sampler, task, buckets=record.spec.options.buckets
+                store, self._services.sampler, task, buckets=record.spec.options.layout.units
             )
             backlog.add_metric([task], live.backlog_datasets)
             if live.watermark_lag_ms is not None:

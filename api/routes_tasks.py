@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from api.auth import require_token
+from api.bucket_changes import change_buckets
 from api.errors import ApiError
 from api.live import now_ms, task_live
 from api.pull_queries import PullQueryError, current_windows
@@ -144,7 +145,7 @@ def show_task(task_id: str, services: Services) -> Task:
     record = _record(services, task_id)
     body = _task_body(record, _stats(services, task_id))
     body.live = task_live(
-        services.seq_store, services.sampler, task_id, buckets=record.spec.options.buckets
+        services.seq_store, services.sampler, task_id, buckets=record.spec.options.layout.units
     )
     return body
 
@@ -160,13 +161,18 @@ def _set_status(services: ApiServices, task_id: str, status: TaskStatus) -> Task
 
 @router.patch("/{task_id}", response_model=Task, dependencies=[Authorized])
 def change_task(task_id: str, change: TaskChange, services: Services) -> Task:
-    """Hand the task's live pre-aggregation to mappers or to a Spark stream
-    (`{"preaggregation": "spark"}`), while it runs."""
-    _record(services, task_id)
+    """While the task runs: hand its live pre-aggregation to mappers or to a Spark stream
+    (`{"preaggregation": "spark"}`), or change its bucket count (`{"buckets": 32}`)."""
+    record = _record(services, task_id)
+    if change.preaggregation is None and change.buckets is None:
+        raise ApiError(422, "nothing to change: give `preaggregation` or `buckets`")
     try:
-        record = services.registry.set_preaggregation(
-            task_id, Preaggregation(change.preaggregation)
-        )
+        if change.preaggregation is not None:
+            record = services.registry.set_preaggregation(
+                task_id, Preaggregation(change.preaggregation)
+            )
+        if change.buckets is not None:
+            record = change_buckets(services.registry, services.seq_store, record, change.buckets)
     except TaskNotFoundError as exc:
         raise ApiError(404, str(exc)) from exc
     return _task_body(record)
@@ -238,7 +244,7 @@ def task_windows(
         as_of_ms=current.as_of_ms,
         staleness_ms=None if current.as_of_ms is None else measured - current.as_of_ms,
         backlog_datasets=services.seq_store.backlog(
-            task_id, buckets=record.spec.options.buckets
+            task_id, buckets=record.spec.options.layout.units
         ).unmerged,
         measured_ms=measured,
     )

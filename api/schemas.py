@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mars.tasks.bucket_layout import MAX_BUCKETS
+
 MAX_SQL_CHARS = 100_000
 
 
@@ -50,10 +52,17 @@ class TaskChange(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    preaggregation: Literal["mappers", "spark"] = Field(
-        ...,
+    preaggregation: Literal["mappers", "spark"] | None = Field(
+        None,
         description="who pre-aggregates the live stream: mapper processes, or `mars spark "
         "stream` (hand it over while it runs: nothing is counted twice or lost)",
+    )
+    buckets: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_BUCKETS,
+        description="the task's bucket count for every window after those written so far "
+        "(the reducers' units spread over more buckets; results stay exact)",
     )
 
 

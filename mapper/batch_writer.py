@@ -9,6 +9,8 @@
 5. REJECTED: take the stored states. Where Redis is ahead (a replay, a zombie, another mapper
    after a rebalance) move the view forward, trim and retry; where Redis is behind (it lost
    acknowledged writes) the partition must be re-read from Kafka: the writer reports a rewind.
+6. LAYOUT CHANGED (the task's bucket count changed, mars.tasks.bucket_layout): the batch's
+   partitions are re-read from Kafka once the new spec has arrived: a rewind of each.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from mapper.task_router import ActiveTask
 from mars.chunk_writer import apply_chunk
 from mars.engine.records import PartitionBatch, SourceBatch, SourceRecord
 from mars.side_topics import SideRecordSink
-from mars.store import SeqStore
+from mars.store import BucketLayoutChangedError, SeqStore
 
 # partition -> records in offset order (the mapper passes `PartitionBatch`es)
 PartitionRecords = Mapping[int, Sequence[SourceRecord]]
@@ -41,6 +43,7 @@ class WriteOutcome:
     datasets: int = 0
     rejected: int = 0  # REJECTED answers on the way (replays, zombies, races)
     rewind: Mapping[int, int] = field(default_factory=dict)  # partition -> offset to re-read
+    layout_changed: bool = False  # the task's spec is stale: wait for the new one
 
 
 def unapplied(records: Sequence[SourceRecord], applied_offset: int) -> Sequence[SourceRecord]:
@@ -81,17 +84,23 @@ class TaskBatchWriter:
         for _attempt in range(_MAX_ATTEMPTS):
             if not pending:
                 return WriteOutcome(rejected=rejected, rewind=rewind)
-            chunk = apply_chunk(
-                self._store,
-                self._side,
-                spec=task.spec,
-                preaggregator=task.preaggregator,
-                records=SourceBatch.of_partitions(pending),
-                views={p: view[p] for p in pending},
-                side_source=task.topic,
-                now_ms=self._clock_ms(),
-                extra_counters=extra_counters,
-            )
+            try:
+                chunk = apply_chunk(
+                    self._store,
+                    self._side,
+                    spec=task.spec,
+                    preaggregator=task.preaggregator,
+                    records=SourceBatch.of_partitions(pending),
+                    views={p: view[p] for p in pending},
+                    side_source=task.topic,
+                    now_ms=self._clock_ms(),
+                    extra_counters=extra_counters,
+                )
+            except BucketLayoutChangedError:
+                # Late and bad records already published are sent again on the re-read:
+                # side topics are at-least-once, the counters (in the script) stay exact.
+                rewind.update({p: view[p].applied_offset + 1 for p in pending})
+                return WriteOutcome(rejected=rejected + 1, rewind=rewind, layout_changed=True)
             partials, result = chunk.partials, chunk.result
             if result.applied:
                 view.update(chunk.states)

@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 TOPIC_CHECK_INTERVAL_MS = 2_000  # while a wanted topic does not exist yet
 METADATA_REFRESH_INTERVAL_MS = 15_000  # otherwise (partition counts); a metadata call blocks
+LAYOUT_WAIT_S = 0.2  # after a batch refused for a stale bucket layout, before re-reading it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,11 +202,16 @@ class MapperLoop:
                 if self._stop.wait(delay):
                     raise StopRequested from exc
                 reread = True
+        if outcome.layout_changed:
+            log.info("task %s: bucket layout changed; re-reading the batch on the new", task.id)
+            if self._stop.wait(LAYOUT_WAIT_S):  # the registry's watch brings the new spec
+                raise StopRequested
         if not outcome.applied:
             self.metrics.return_unflushed_paused(task.id, extra)
         self.metrics.record_write(task.id, outcome, seconds=time.monotonic() - started)
         if outcome.datasets:
-            self._gate.note_written(task.id, outcome.datasets, buckets=task.spec.options.buckets)
+            units = task.spec.options.layout.units
+            self._gate.note_written(task.id, outcome.datasets, buckets=units)
         return outcome
 
     def _commit(self, *, asynchronous: bool) -> None:
@@ -282,7 +288,7 @@ class MapperLoop:
         tasks = self._router.tasks
         try:
             backlogs = {
-                task_id: self._store.backlog(task_id, buckets=task.spec.options.buckets)
+                task_id: self._store.backlog(task_id, buckets=task.spec.options.layout.units)
                 for task_id, task in tasks.items()
             }
             memory = self._store.memory_used()
@@ -296,7 +302,7 @@ class MapperLoop:
                 self.metrics.add_paused(task_id, elapsed)
         self._gate.update(now_ms=now, backlogs=backlogs, memory_used=memory)
         for task_id, task in tasks.items():
-            self._gate.evaluate(task_id, buckets=task.spec.options.buckets)
+            self._gate.evaluate(task_id, buckets=task.spec.options.layout.units)
             self.metrics.set_backlog(task_id, backlogs[task_id].unmerged)
         self._sync_pauses()
 

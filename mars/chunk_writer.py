@@ -61,7 +61,9 @@ def apply_chunk(
 ) -> AppliedChunk:
     """Pre-aggregate `records` (partitions of `views`) on top of `views` (partition -> the
     state the writer believes applied), publish the side records, apply. `source_id` names
-    each partition's source in Redis (default: the partition itself, as for live mappers)."""
+    each partition's source in Redis (default: the partition itself, as for live mappers).
+    Raises `BucketLayoutChangedError` when the task's bucket count changed, for a window of
+    the chunk, since `spec` was read: the side records may be out, nothing else is."""
     name: Callable[[int], SourceId] = source_id or _partition_itself
     stream_times = {p: view.stream_time_ms for p, view in views.items()}
     partials = preaggregator.run(records, stream_times, now_ms=now_ms)
@@ -82,6 +84,8 @@ def apply_chunk(
         datasets=partials.datasets,
         counters=chunk_counters(partials, extra_counters),
         now_ms=now_ms,
+        layout=spec.options.layout,
+        last_window_start_ms=partials.last_window_start_ms,
     )
     return AppliedChunk(partials=partials, states=states, result=result)
 

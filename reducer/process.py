@@ -158,11 +158,11 @@ class ReducerProcess:
         owned: dict[Unit, tuple[TaskSpec, list[int]]] = {}
         for unit in wanted:
             spec = specs.get(unit.task_id)
-            if spec is None or unit.bucket >= spec.options.buckets:
+            if spec is None or unit.bucket >= spec.options.layout.units:
                 continue
             if spec.top_k is not None:
                 if unit.bucket == 0:
-                    owned[unit] = (spec, list(range(spec.options.buckets)))
+                    owned[unit] = (spec, list(range(spec.options.layout.units)))
             else:
                 owned[unit] = (spec, [unit.bucket])
         return owned

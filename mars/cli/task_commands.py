@@ -1,5 +1,5 @@
-"""`mars task add | ls | show | pause | resume | preaggregation | rm`: manage tasks through the
-REST API."""
+"""`mars task add | ls | show | pause | resume | preaggregation | buckets | rm`: manage tasks
+through the REST API."""
 
 from __future__ import annotations
 
@@ -61,6 +61,13 @@ def register(subparsers: Any) -> None:
     handover.add_argument("task_id", metavar="ID")
     handover.add_argument("by", choices=("mappers", "spark"))
     handover.set_defaults(handler=_preaggregation)
+
+    rebucket = commands.add_parser(
+        "buckets", help="change a running task's bucket count (from the next window on)"
+    )
+    rebucket.add_argument("task_id", metavar="ID")
+    rebucket.add_argument("buckets", type=int, metavar="N")
+    rebucket.set_defaults(handler=_buckets)
 
     rm = commands.add_parser("rm", help="delete a task")
     rm.add_argument("task_id", metavar="ID")
@@ -170,6 +177,16 @@ def _preaggregation(args: argparse.Namespace) -> int:
     def call(client: MarsApiClient) -> None:
         task = client.set_preaggregation(args.task_id, args.by)
         print(f"{args.task_id}: pre-aggregated by {task['spec']['options']['preaggregation']}")
+
+    return _run(args, call)
+
+
+def _buckets(args: argparse.Namespace) -> int:
+    def call(client: MarsApiClient) -> None:
+        task = client.set_buckets(args.task_id, args.buckets)
+        changes = task["spec"]["options"]["bucket_changes"]
+        since = f" from window start {changes[-1]['from_window_ms']} ms" if changes else ""
+        print(f"{args.task_id}: {args.buckets} buckets{since}")
 
     return _run(args, call)
 

@@ -1,8 +1,9 @@
 """A batch's grouped partial states -> one encoded data set per bucket, without per-group objects.
 
 The bytes are exactly those of `mars.engine.dataset.encode_dataset` over the same partials, and
-the bucket of a group is exactly `bucket_of(key)` (crc32 of the key's msgpack bytes): only the
-way of getting there is faster. Per group, msgspec encodes the key and the entry
+the bucket of a group is exactly `bucket_of(key, n)` (crc32 of the key's msgpack bytes modulo
+the count `n` of its window's epoch, mars.tasks.bucket_layout): only the way of getting there
+is faster. Per group, msgspec encodes the key and the entry
 `[key, [state, ...]]` straight from the grouped frame's columns (C loops over `zip`), crc32
 runs over the encoded keys, and numpy splits the rows into (bucket, window) cells. An entry's
 bytes are `0x92 + key + states`, so sorting the entries sorts the groups by encoded key:
@@ -24,6 +25,7 @@ import polars as pl
 
 from mars.aggregates import Aggregate, wire_name
 from mars.engine.dataset import VERSION
+from mars.tasks.bucket_layout import BucketLayout
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -48,7 +50,7 @@ def encode_bucketed_datasets(
     key_columns: Sequence[str],
     aggregates: Sequence[Aggregate[Any]],
     state_prefixes: Sequence[str],
-    buckets: int,
+    layout: BucketLayout,
 ) -> dict[int, bytes]:
     """bucket -> encoded data set of the groups of `grouped` (one row per window and key).
 
@@ -68,8 +70,10 @@ def encode_bucketed_datasets(
     # the states' (joined, not encoded again: the key is encoded once).
     states = map(_encoder.encode, _rows(wires, height))
     entries = list(map(b"".join, zip(repeat(b"\x92"), keys, states)))
-    bucket = np.fromiter(map(zlib.crc32, keys), dtype=np.int64, count=height) % buckets
-    starts, window = np.unique(grouped.get_column(window_column).to_numpy(), return_inverse=True)
+    window_starts = grouped.get_column(window_column).to_numpy()
+    hashes = np.fromiter(map(zlib.crc32, keys), dtype=np.int64, count=height)
+    bucket = layout.bucket_numbers(hashes, window_starts)
+    starts, window = np.unique(window_starts, return_inverse=True)
     # Cells ordered by (bucket, window start); rows of one cell are contiguous in `order`.
     cell = bucket * len(starts) + window.reshape(-1)
     order = np.argsort(cell, kind="stable")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -107,6 +107,7 @@ class Preaggregator:
         new_stream_times = {p: t for p, t in stream_times.items() if t is not None}
         late: list[RejectedRecord] = []
         datasets: dict[int, bytes] = {}
+        last_window: int | None = None
         if frame.height:
             frame, late_rows = self._split_late(frame, stream_times)
             late = [
@@ -114,7 +115,7 @@ class Preaggregator:
                 for row, t, before in late_rows.select(ROW, _TIME, _BEFORE).iter_rows()
             ]
             if frame.height:
-                datasets = self._datasets(frame)
+                datasets, last_window = self._datasets(frame)
             # Late records cannot raise stream time (they are below it): on-time rows suffice.
             for partition, latest in self._latest_times(frame):
                 previous = new_stream_times.get(partition)
@@ -122,6 +123,7 @@ class Preaggregator:
 
         return BatchPartials(
             datasets=datasets,
+            last_window_start_ms=last_window,
             late=late,
             bad=[batch.rejected(row, bad[row]) for row in sorted(bad)],
             stream_times=new_stream_times,
@@ -235,7 +237,8 @@ class Preaggregator:
             f"which closed (grace {window.grace_ms} ms) at stream time {stream_time} ms"
         )
 
-    def _datasets(self, frame: pl.DataFrame) -> dict[int, bytes]:
+    def _datasets(self, frame: pl.DataFrame) -> tuple[dict[int, bytes], int | None]:
+        """bucket -> encoded data set, and the latest window start among them."""
         task = self._task
         key_names = [key_column(i) for i in range(len(task.keys))]
         aggregates = list(task.aggregates)
@@ -253,14 +256,17 @@ class Preaggregator:
         else:
             frame = self._with_window_starts(frame)
         grouped = frame.group_by([_WINDOW, *key_names]).agg(partial_exprs)
-        return encode_bucketed_datasets(
+        datasets = encode_bucketed_datasets(
             grouped=grouped,
             window_column=_WINDOW,
             key_columns=key_names,
             aggregates=aggregates,
             state_prefixes=prefixes,
-            buckets=task.spec.options.buckets,
+            layout=task.spec.options.layout,
         )
+        if not grouped.height:
+            return datasets, None
+        return datasets, cast(int, grouped.get_column(_WINDOW).max())  # an Int64 column
 
     def _with_window_starts(self, frame: pl.DataFrame) -> pl.DataFrame:
         """One row per record and window it contributes to, the window's start in `_WINDOW`."""

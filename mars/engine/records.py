@@ -126,7 +126,9 @@ class RejectedRecord:
 class BatchPartials:
     """The result of pre-aggregating one batch of one task.
 
-    `datasets` maps bucket -> encoded data set (`mars.engine.dataset`), non-empty buckets only.
+    `datasets` maps bucket -> encoded data set (`mars.engine.dataset`), non-empty buckets only;
+    `last_window_start_ms` is the latest window start in them (None when there are none): the
+    bucket-layout fence in Redis checks it (mars.tasks.bucket_layout).
     `stream_times` / `last_offsets` are per partition after this batch: the mapper stores them
     with the applied offsets so the next batch (or a restarted mapper) continues the same
     lateness decisions. Counts: `records_in == accepted + len(late) + len(bad)`, and
@@ -134,6 +136,7 @@ class BatchPartials:
     """
 
     datasets: dict[int, bytes]
+    last_window_start_ms: int | None = None
     late: list[RejectedRecord] = field(default_factory=list)
     bad: list[RejectedRecord] = field(default_factory=list)
     stream_times: dict[int, int] = field(default_factory=dict)

@@ -95,5 +95,5 @@ def units_of(tasks: Iterable[TaskRecord]) -> set[Unit]:
         Unit(record.task_id, bucket)
         for record in tasks
         if record.status is TaskStatus.RUNNING
-        for bucket in range(record.spec.options.buckets)
+        for bucket in range(record.spec.options.layout.units)
     }

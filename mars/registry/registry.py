@@ -27,6 +27,7 @@ from mars.registry.errors import (
 from mars.registry.paths import ZkPaths
 from mars.registry.record import TaskRecord, TaskStatus
 from mars.registry.watch import TaskSetWatch
+from mars.tasks.bucket_layout import BucketChange
 from mars.tasks.spec import Preaggregation, TaskSpec
 
 _MAX_CAS_ATTEMPTS = 20
@@ -141,6 +142,30 @@ class TaskRegistry:
             return replace(record, spec=replace(record.spec, options=options))
 
         return self._update(task_id, change=change)
+
+    def add_bucket_change(
+        self, task_id: str, change: BucketChange, *, generation: int
+    ) -> TaskRecord:
+        """Record epoch `generation` of the task's bucket layout, made in Redis first by
+        `SeqStore.change_layout` (compare-and-set; a record that has it already is kept)."""
+        validate_task_id(task_id)
+
+        def add(record: TaskRecord) -> TaskRecord:
+            options = record.spec.options
+            if options.layout.generation >= generation:
+                return record
+            if options.layout.generation != generation - 1:
+                raise ValueError(
+                    f"task {task_id}: bucket layout generation {generation} cannot follow "
+                    f"{options.layout.generation}"
+                )
+            layout = options.layout.changed(
+                from_window_ms=change.from_window_ms, buckets=change.buckets
+            )
+            options = replace(options, bucket_changes=layout.changes)
+            return replace(record, spec=replace(record.spec, options=options))
+
+        return self._update(task_id, change=add)
 
     def delete(self, task_id: str) -> None:
         """Mark the task DELETED, then remove its node. Idempotent for tombstones."""

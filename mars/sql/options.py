@@ -16,6 +16,7 @@ from typing import Any
 from mars.sql.clauses import OptionValue
 from mars.sql.durations import MAX_DURATION_MS, DurationError, parse_duration_text
 from mars.sql.errors import TaskError
+from mars.tasks.bucket_layout import MAX_BUCKETS
 from mars.tasks.spec import (
     CsvFormat,
     EventTime,
@@ -40,7 +41,6 @@ KNOWN_OPTIONS = (
 )
 DEFAULT_EVENT_TIME_FIELD = "timestamp"
 PROCESSING_TIME = "processing"
-MAX_BUCKETS = 1024
 DEFAULT_EMIT_INTERVAL_MS = 1_000
 MIN_EMIT_INTERVAL_MS = 100
 

@@ -1,6 +1,11 @@
 """The Redis SEQ protocol: per-task data sets numbered by SEQ counters (docs/protocol.md)."""
 
-from mars.store.errors import MissingDataSetError, ProtocolViolationError, StoreError
+from mars.store.errors import (
+    BucketLayoutChangedError,
+    MissingDataSetError,
+    ProtocolViolationError,
+    StoreError,
+)
 from mars.store.keys import TaskKeys
 from mars.store.seq_store import SeqStore
 from mars.store.state import (
@@ -8,6 +13,7 @@ from mars.store.state import (
     ApplyResult,
     ApplyStatus,
     Backlog,
+    LayoutEpoch,
     LiveState,
     Snapshot,
     SourceId,
@@ -21,6 +27,8 @@ __all__ = [
     "ApplyResult",
     "ApplyStatus",
     "Backlog",
+    "BucketLayoutChangedError",
+    "LayoutEpoch",
     "LiveState",
     "MissingDataSetError",
     "ProtocolViolationError",

@@ -52,6 +52,12 @@ class TaskKeys:
         return self.prefix + "reducer_stats"
 
     @property
+    def layout(self) -> str:
+        """Hash: the bucket-layout fence (`generation`, `from:<g>`, `buckets:<g>`, `last_window`;
+        mars.tasks.bucket_layout, docs/protocol.md)."""
+        return self.prefix + "layout"
+
+    @property
     def stats(self) -> str:
         return self.prefix + "stats"
 

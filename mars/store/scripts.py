@@ -22,6 +22,7 @@ class StoreScripts:
     snapshot: Script
     release: Script
     drop_checkpoints: Script
+    change_layout: Script
 
     @classmethod
     def register(cls, client: redis.Redis[bytes]) -> StoreScripts:
@@ -30,4 +31,5 @@ class StoreScripts:
             snapshot=client.register_script(lua_source("snapshot")),
             release=client.register_script(lua_source("release")),
             drop_checkpoints=client.register_script(lua_source("drop_checkpoints")),
+            change_layout=client.register_script(lua_source("change_layout")),
         )

@@ -13,7 +13,11 @@ from typing import Any, cast
 import redis
 
 from mars.store.backfill import BackfillCoordination
-from mars.store.errors import MissingDataSetError, ProtocolViolationError
+from mars.store.errors import (
+    BucketLayoutChangedError,
+    MissingDataSetError,
+    ProtocolViolationError,
+)
 from mars.store.keys import TaskKeys
 from mars.store.reducer_stats import ReducerStats
 from mars.store.results_cache import ResultsCache
@@ -23,6 +27,7 @@ from mars.store.state import (
     ApplyResult,
     ApplyStatus,
     Backlog,
+    LayoutEpoch,
     LiveState,
     Snapshot,
     SourceId,
@@ -37,9 +42,11 @@ from mars.store.state import (
     unpack_source,
 )
 from mars.store.task_counters import TaskCounters
+from mars.tasks.bucket_layout import FROM_ANY_WINDOW, BucketLayout
 
 PARTITION_COUNT_FIELD = "partitions"
 STORE_COUNTERS = frozenset({"batches", "datasets"})  # counted by apply_batch itself
+_LAYOUT_CHANGED = 2  # apply_batch.lua's answer to a writer on a stale bucket layout
 
 
 def _bytes_client(client: redis.Redis[Any]) -> redis.Redis[bytes]:
@@ -106,17 +113,29 @@ class SeqStore:
         datasets: Mapping[int, bytes],
         counters: Mapping[str, int],
         now_ms: int,
+        layout: BucketLayout | None = None,
+        last_window_start_ms: int | None = None,
     ) -> ApplyResult:
         """Apply one batch atomically, or reject it if any `expected` offset is stale.
 
         `expected[s]` is the applied offset the writer believes source `s` has (-1: none);
         `sources` the states after this batch (a subset of `expected`); `datasets` maps
-        bucket -> encoded partials. One script, one round trip; see docs/protocol.md.
+        bucket -> encoded partials, routed by `layout` (the task's bucket layout the writer
+        used), `last_window_start_ms` the latest window in them. One script, one round trip;
+        see docs/protocol.md. Raises `BucketLayoutChangedError` when the layout changed for a
+        window of the batch since the writer read it (nothing is written).
         """
         _validate_batch(expected=expected, sources=sources, counters=counters)
         keys: TaskKeys = TaskKeys(task)
         buckets: list[int] = sorted(datasets)
-        args: list[str | bytes] = [str(now_ms), str(len(expected))]
+        generation = 0 if layout is None else layout.generation
+        args: list[str | bytes] = [
+            str(now_ms),
+            str(generation),
+            str(FROM_ANY_WINDOW if layout is None else layout.current_from_ms),
+            "" if last_window_start_ms is None or not datasets else str(last_window_start_ms),
+            str(len(expected)),
+        ]
         for source, offset in expected.items():
             args += [source_field(source), str(offset)]
         args.append(str(len(sources)))
@@ -129,8 +148,10 @@ class SeqStore:
         args.append(str(len(nonzero)))
         for name, delta in nonzero.items():
             args += [name, str(delta)]
-        script_keys = [keys.sources, keys.stats, *(keys.seq(b) for b in buckets)]
+        script_keys = [keys.sources, keys.stats, keys.layout, *(keys.seq(b) for b in buckets)]
         reply = self._scripts.apply_batch(keys=script_keys, args=args)
+        if int(reply[0]) == _LAYOUT_CHANGED:
+            raise BucketLayoutChangedError(task=task, writer=generation, current=int(reply[1]))
         if int(reply[0]) == 1:
             seqs = {b: int(s) for b, s in zip(buckets, reply[1:], strict=True)}
             return ApplyResult(status=ApplyStatus.APPLIED, seqs=seqs)
@@ -139,6 +160,20 @@ class SeqStore:
             for field, value in _pairs(reply[1:])
         }
         return ApplyResult(status=ApplyStatus.REJECTED, sources=current)
+
+    def change_layout(self, task: str, *, generation: int, buckets: int) -> LayoutEpoch:
+        """Start epoch `generation + 1` of the task's bucket layout with `buckets` buckets,
+        after every window written so far (change_layout.lua). When the stored generation is
+        not `generation`, nothing changes and the stored epoch comes back (`changed` False)."""
+        changed, stored, from_ms, count = self._scripts.change_layout(
+            keys=[TaskKeys(task).layout], args=[str(generation), str(buckets)]
+        )
+        return LayoutEpoch(
+            changed=bool(int(changed)),
+            generation=int(stored),
+            from_window_ms=int(from_ms) if from_ms else None,
+            buckets=int(count) if count else None,
+        )
 
     def heartbeat(
         self,

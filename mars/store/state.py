@@ -67,6 +67,18 @@ class ApplyStatus(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutEpoch:
+    """`SeqStore.change_layout`'s answer: the task's latest bucket-layout epoch in Redis, and
+    whether this call made it (None fields: generation 0, or an epoch Redis knows only by
+    its start)."""
+
+    changed: bool
+    generation: int
+    from_window_ms: int | None
+    buckets: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApplyResult:
     """Outcome of `SeqStore.apply_batch`.
 

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from mars.tasks.bucket_layout import BucketChange, BucketLayout
+
 
 class TimeFormat(StrEnum):
     """How the event-time field is encoded in a record."""
@@ -130,12 +132,18 @@ class TaskOptions:
     input_format: InputFormat = InputFormat.JSON
     csv: CsvFormat | None = None
     output_topic: str | None = None  # default: mars.results.<task id>
-    buckets: int = 8
+    buckets: int = 8  # at registration; `bucket_changes` (PATCH buckets) change it later
     idle_timeout_ms: int = 10_000
     # EMIT CHANGES: the reducers publish the current value of changed groups of open windows,
     # at most once per this interval, to the updates topic. None: final results only.
     emit_interval_ms: int | None = None
     preaggregation: Preaggregation = Preaggregation.MAPPERS
+    bucket_changes: tuple[BucketChange, ...] = ()
+
+    @property
+    def layout(self) -> BucketLayout:
+        """Which bucket each (window, group) goes to (mars.tasks.bucket_layout)."""
+        return BucketLayout(initial=self.buckets, changes=self.bucket_changes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,6 +195,7 @@ class TaskSpec:
             idle_timeout_ms=int(opts.get("idle_timeout_ms", 10_000)),
             emit_interval_ms=opts.get("emit_interval_ms"),
             preaggregation=Preaggregation(opts.get("preaggregation", Preaggregation.MAPPERS)),
+            bucket_changes=tuple(BucketChange(**c) for c in opts.get("bucket_changes", ())),
         )
         top_k = data.get("top_k")
         return cls(

@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -340,3 +341,55 @@ def delete_task_topics(admin: AdminClient, spec: TaskSpec) -> None:
     for future in admin.delete_topics(names).values():
         with contextlib.suppress(Exception):  # cleanup only; a missing topic is fine
             future.result(timeout=30)
+
+
+def check_exact(
+    rows: list[dict[str, Any]],
+    expected: ExpectedResults,
+    group_by: tuple[str, ...],
+    aggregates: tuple[str, ...],
+) -> None:
+    """Each (window, group) once, with the oracle's values, and nothing else."""
+    emitted = Counter((row["window_start"], *(row[g] for g in group_by)) for row in rows)
+    duplicates = [key for key, n in emitted.items() if n > 1]
+    assert not duplicates, f"emitted more than once: {duplicates[:5]}"
+    got = {
+        (row["window_start"], *(row[g] for g in group_by)): {a: row[a] for a in aggregates}
+        for row in rows
+    }
+    assert got == dict(expected)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedTopic:
+    """What a task's result topic must hold: the oracle's rows, keyed by `group_by`."""
+
+    topic: str
+    results: ExpectedResults
+    group_by: tuple[str, ...]
+    aggregates: tuple[str, ...]
+
+
+def wait_exact(
+    bootstrap: str,
+    expected: list[ExpectedTopic],
+    *,
+    logs: Callable[[], str],
+    timeout_s: float = 120,
+) -> None:
+    """Read the result topics until each holds as many rows as expected; then each must
+    hold exactly the expected rows, each (window, group) once (`check_exact`)."""
+    reader = TopicReader(bootstrap, [e.topic for e in expected])
+    try:
+        wait_for(
+            lambda: all(len(reader.values(e.topic)) >= len(e.results) for e in expected),
+            timeout_s=timeout_s,
+            what="every task's results",
+            logs=logs,
+            every=lambda: reader.poll_for(0.5),
+        )
+        reader.poll_for(2.0)  # anything beyond the expected rows shows now
+        for e in expected:
+            check_exact(reader.values(e.topic), e.results, e.group_by, e.aggregates)
+    finally:
+        reader.close()

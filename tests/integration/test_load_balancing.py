@@ -24,13 +24,13 @@ from mars.registry.units import Unit
 from reducer.coordination.balance import balance_unit_counts
 from reducer.coordination.load_balance import member_loads
 from reducer.coordination.placement import place
-from tests.integration.pipeline import OracleInBackground, TopicReader, wait_for
-from tests.integration.test_long_windows import check_exact
+from tests.integration.pipeline import ExpectedTopic, OracleInBackground, wait_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
     close_every_window,
     live_producer,
     make_topic,
+    windowed_sql,
 )
 
 pytestmark = pytest.mark.integration
@@ -71,8 +71,7 @@ def test_load_moves_balance_skewed_tasks_and_reducers_come_and_go_exactly(
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
     outputs = {}
     for suffix, (groups, aggregates) in TASKS.items():
-        select = ", ".join([*groups, *(f"{sql} AS {name}" for name, sql in aggregates.items())])
-        sql = f"SELECT {select} FROM {topic} GROUP BY {', '.join(groups)} WINDOWING 1 m"
+        sql = windowed_sql(topic, groups, aggregates, "1 m")
         body = pipeline.register(sql, task_id=f"{unique_name}{suffix}", options={"buckets": 8})
         outputs[suffix] = body["topics"]["output"]
     start_s = int(time.time())
@@ -107,20 +106,11 @@ def test_load_moves_balance_skewed_tasks_and_reducers_come_and_go_exactly(
     finally:
         for oracle in oracles.values():
             oracle.close()
-    reader = TopicReader(cluster.kafka_bootstrap, list(outputs.values()))
-    try:
-        wait_for(
-            lambda: all(len(reader.values(outputs[s])) >= len(expected[s]) for s in TASKS),
-            timeout_s=120,
-            what="every task's results",
-            logs=pipeline.logs,
-            every=lambda: reader.poll_for(0.5),
-        )
-        reader.poll_for(2.0)
-        for suffix, (groups, aggregates) in TASKS.items():
-            check_exact(reader.values(outputs[suffix]), expected[suffix], groups, tuple(aggregates))
-    finally:
-        reader.close()
+    expectations = [
+        ExpectedTopic(outputs[suffix], expected[suffix], groups, tuple(aggregates))
+        for suffix, (groups, aggregates) in TASKS.items()
+    ]
+    wait_exact(cluster.kafka_bootstrap, expectations, logs=pipeline.logs)
 
 
 def _loads(pipeline: WatchedPipeline, tasks: list[str]) -> dict[Unit, float] | None:

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
-from typing import Any
 
 import pytest
 import redis
@@ -37,11 +35,11 @@ from tests.integration.pipeline import (
     OracleInBackground,
     PipelineProcesses,
     TopicReader,
+    check_exact,
     create_task_topics,
     delete_task_topics,
     wait_for,
 )
-from tests.oracle import ExpectedResults
 
 pytestmark = pytest.mark.integration
 
@@ -209,20 +207,3 @@ def push_every_partition(bootstrap: str, topic: str) -> None:
     for partition in range(PARTITIONS):
         producer.produce(topic, json.dumps(record).encode(), partition=partition)
     assert producer.flush(30) == 0
-
-
-def check_exact(
-    rows: list[dict[str, Any]],
-    expected: ExpectedResults,
-    group_by: tuple[str, ...],
-    aggregates: tuple[str, ...],
-) -> None:
-    """Each (window, group) once, with the oracle's values, and nothing else."""
-    emitted = Counter((row["window_start"], *(row[g] for g in group_by)) for row in rows)
-    duplicates = [key for key, n in emitted.items() if n > 1]
-    assert not duplicates, f"emitted more than once: {duplicates[:5]}"
-    got = {
-        (row["window_start"], *(row[g] for g in group_by)): {a: row[a] for a in aggregates}
-        for row in rows
-    }
-    assert got == dict(expected)

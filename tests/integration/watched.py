@@ -145,6 +145,14 @@ class WatchedPipeline:
         self.procs.stop_all()
 
 
+def windowed_sql(
+    topic: str, group_by: tuple[str, ...], aggregates: Mapping[str, str], windowing: str
+) -> str:
+    """`SELECT <groups>, <aggregate> AS <name>, ... GROUP BY <groups> WINDOWING <windowing>`."""
+    select = ", ".join([*group_by, *(f"{sql} AS {name}" for name, sql in aggregates.items())])
+    return f"SELECT {select} FROM {topic} GROUP BY {', '.join(group_by)} WINDOWING {windowing}"
+
+
 def make_topic(admin: AdminClient, name: str, *, partitions: int) -> str:
     admin.create_topics([NewTopic(name, num_partitions=partitions)])[name].result(timeout=30)
     deadline = time.monotonic() + 30

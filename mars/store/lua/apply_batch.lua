@@ -1,17 +1,32 @@
 -- Apply one batch of one writer atomically (see docs/protocol.md).
 --
--- KEYS[1] sources hash, KEYS[2] stats hash, KEYS[3..] the seq counter of each written bucket.
+-- KEYS[1] sources hash, KEYS[2] stats hash, KEYS[3] layout hash,
+-- KEYS[4..] the seq counter of each written bucket.
 -- ARGV: now_ms,
+--       the writer's layout generation, its current epoch's first window start,
+--       the latest window start of its data sets ('' when there are none),
 --       n_expected, then n_expected x (source field, expected applied offset),
 --       n_sources,  then n_sources  x (source field, new applied offset, stream time or ''),
 --       then for each KEYS[3..]: (data set key prefix, data set bytes),
 --       n_counters, then n_counters x (counter name, delta).
--- Returns {1, seq...} (APPLIED, one seq per KEYS[3..]) or
---         {0, field, packed state or '', ...} (REJECTED: nothing written).
+-- Returns {1, seq...} (APPLIED, one seq per KEYS[4..]),
+--         {0, field, packed state or '', ...} (REJECTED: nothing written), or
+--         {2, generation} (LAYOUT CHANGED: the writer's bucket layout is stale for a window
+--         of this batch; nothing written).
 
-local src, stats = KEYS[1], KEYS[2]
+local src, stats, layout = KEYS[1], KEYS[2], KEYS[3]
 local now = ARGV[1]
-local i = 2
+local writer_gen, writer_from, last_window = tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local i = 5
+
+-- 0. The bucket-layout fence (mars/tasks/bucket_layout.py): a writer on generation g routes
+-- windows before the start of epoch g + 1 right, and no others.
+local gen = tonumber(redis.call('HGET', layout, 'generation') or '0')
+if last_window ~= '' and writer_gen < gen then
+  -- (An epoch Redis knows only by a writer's restore has no start: refuse, to be safe.)
+  local next_from = tonumber(redis.call('HGET', layout, 'from:' .. (writer_gen + 1)) or '')
+  if not next_from or tonumber(last_window) >= next_from then return {2, gen} end
+end
 
 local function offset_of(packed)
   if not packed then return '-1' end
@@ -52,20 +67,32 @@ for _ = 1, n_sources do
   redis.call('HSET', src, field, offset .. ':' .. stream_time .. ':' .. last)
 end
 
--- 3. Number and store the data sets: INCR gives each one the next seq, no hole, no reuse.
+-- 3. Note the latest window written: a layout change starts after it (change_layout.lua).
+if last_window ~= '' then
+  if writer_gen > gen then
+    -- Redis lost the change (a restart without its last writes): the writer knows it.
+    redis.call('HSET', layout, 'generation', writer_gen, 'from:' .. writer_gen, writer_from)
+  end
+  local seen = redis.call('HGET', layout, 'last_window')
+  if not seen or tonumber(seen) < tonumber(last_window) then
+    redis.call('HSET', layout, 'last_window', last_window)
+  end
+end
+
+-- 4. Number and store the data sets: INCR gives each one the next seq, no hole, no reuse.
 local reply = {1}
-for k = 3, #KEYS do
+for k = 4, #KEYS do
   local prefix, data = ARGV[i], ARGV[i + 1]; i = i + 2
   local seq = redis.call('INCR', KEYS[k])
   redis.call('SET', prefix .. seq, data)
   reply[#reply + 1] = seq
 end
 
--- 4. Counters.
+-- 5. Counters.
 local n_counters = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n_counters do
   redis.call('HINCRBY', stats, ARGV[i], ARGV[i + 1]); i = i + 2
 end
 redis.call('HINCRBY', stats, 'batches', 1)
-if #KEYS > 2 then redis.call('HINCRBY', stats, 'datasets', #KEYS - 2) end
+if #KEYS > 3 then redis.call('HINCRBY', stats, 'datasets', #KEYS - 3) end
 return reply

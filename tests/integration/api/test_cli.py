@@ -69,6 +69,10 @@ def test_task_cli_round_trip(
     assert f"{unique_name}: PAUSED" in mars(running_api, "task", "pause", unique_name).stdout
     assert http.get(f"/tasks/{unique_name}").json()["status"] == "PAUSED"
     assert f"{unique_name}: RUNNING" in mars(running_api, "task", "resume", unique_name).stdout
+    rebucketed = mars(running_api, "task", "buckets", unique_name, "5")
+    assert rebucketed.returncode == 0 and f"{unique_name}: 5 buckets from" in rebucketed.stdout
+    options = http.get(f"/tasks/{unique_name}").json()["spec"]["options"]
+    assert (options["buckets"], options["bucket_changes"][-1]["buckets"]) == (3, 5)
 
     paused = mars(running_api, "task", "add", sql, "--id", f"{unique_name}p", "--paused")
     assert f"registered {unique_name}p (PAUSED)" in paused.stdout, paused.stderr

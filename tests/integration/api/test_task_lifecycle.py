@@ -208,6 +208,35 @@ def test_a_task_registered_paused_waits_for_resume(
     assert refused.status_code == 422 and "status" in refused.json()["error"]["message"]
 
 
+def test_a_bucket_change_is_recorded_once_and_refused_where_it_cannot_hold(
+    http: httpx.Client, running_api: RunningApi, source_topic: str, unique_name: str
+) -> None:
+    auth = running_api.auth()
+    body = {"sql": _sql(source_topic), "id": unique_name, "options": {"buckets": 2}}
+    assert http.post("/tasks", json=body, headers=auth).status_code == 201
+    changed = http.patch(f"/tasks/{unique_name}", json={"buckets": 5}, headers=auth)
+    assert changed.status_code == 200, changed.text
+    options = changed.json()["spec"]["options"]
+    assert options["buckets"] == 2 and [c["buckets"] for c in options["bucket_changes"]] == [5]
+    same = http.patch(f"/tasks/{unique_name}", json={"buckets": 5}, headers=auth)
+    assert same.json()["spec"]["options"]["bucket_changes"] == options["bucket_changes"]
+
+    refusals = {
+        "nothing to change": {},
+        "less than or equal to 1024": {"buckets": 1025},
+    }
+    for message, change in refusals.items():
+        answer = http.patch(f"/tasks/{unique_name}", json=change, headers=auth)
+        assert answer.status_code == 422 and message in answer.text, answer.text
+    session = {
+        "sql": f"SELECT sip, count(*) FROM {source_topic} GROUP BY sip WINDOWING SESSION 30 s",
+        "id": f"{unique_name}s",
+    }
+    assert http.post("/tasks", json=session, headers=auth).status_code == 201
+    answer = http.patch(f"/tasks/{unique_name}s", json={"buckets": 4}, headers=auth)
+    assert answer.status_code == 409 and "session-window task" in answer.text
+
+
 def test_unknown_task_is_404_everywhere(
     http: httpx.Client, running_api: RunningApi, unique_name: str
 ) -> None:

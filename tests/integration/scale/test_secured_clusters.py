@@ -33,8 +33,7 @@ from mars.local.credentials import LocalCredentials
 from mars.local.process import free_port
 from mars.local.roles import start_role
 from mars.store import SeqStore
-from tests.integration.pipeline import TopicReader, wait_for
-from tests.integration.test_long_windows import check_exact
+from tests.integration.pipeline import TopicReader, check_exact, wait_for
 from tests.integration.watched import close_every_window
 from tests.oracle import expected_results
 

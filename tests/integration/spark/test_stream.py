@@ -26,8 +26,7 @@ from confluent_kafka.admin import AdminClient
 from mars.config import Settings
 from mars.gen import GeneratorConfig
 from mars.local import ClusterState, LocalCluster
-from tests.integration.pipeline import OracleInBackground, TopicReader, wait_for
-from tests.integration.test_long_windows import check_exact
+from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
     close_every_window,

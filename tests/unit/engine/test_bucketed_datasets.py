@@ -19,6 +19,7 @@ from mars.aggregates import Aggregate, aggregates_for
 from mars.engine.bucketed_datasets import array_header, encode_bucketed_datasets
 from mars.engine.dataset import Groups, encode_dataset
 from mars.engine.preaggregate import bucket_of
+from mars.tasks.bucket_layout import BucketChange, BucketLayout
 from mars.tasks.spec import AggFunc, AggregateCall
 
 CALLS = [
@@ -34,7 +35,10 @@ CALLS = [
 
 
 def reference(
-    grouped: pl.DataFrame, keys: list[str], aggregates: tuple[Aggregate[Any], ...], buckets: int
+    grouped: pl.DataFrame,
+    keys: list[str],
+    aggregates: tuple[Aggregate[Any], ...],
+    layout: BucketLayout,
 ) -> dict[int, bytes]:
     starts = grouped.get_column("w").to_list()
     key_rows = list(zip(*(grouped.get_column(k).to_list() for k in keys), strict=True))
@@ -43,7 +47,7 @@ def reference(
     states = [agg.states_from_frame(grouped, f"__s{i}_") for i, agg in enumerate(aggregates)]
     by_bucket: dict[int, dict[int, Groups]] = {}
     for row, (start, key) in enumerate(zip(starts, key_rows, strict=True)):
-        windows = by_bucket.setdefault(bucket_of(key, buckets), {})
+        windows = by_bucket.setdefault(bucket_of(key, layout.buckets_at(start)), {})
         windows.setdefault(start, {})[key] = [column[row] for column in states]
     return {b: encode_dataset(aggregates, w) for b, w in sorted(by_bucket.items())}
 
@@ -76,10 +80,22 @@ row_st = st.fixed_dictionaries(
 @given(
     rows=st.lists(row_st, max_size=120),
     keys=st.sampled_from([["k"], ["j"], ["k", "j"], []]),
-    buckets=st.sampled_from([1, 3, 8, 64]),
+    layout=st.sampled_from(
+        [
+            *(BucketLayout(initial=n) for n in [1, 3, 8, 64]),
+            # changed twice: windows before 0 in 3 buckets, from 0 in 8, from 2**40 in 1
+            BucketLayout(
+                initial=3,
+                changes=(
+                    BucketChange(from_window_ms=0, buckets=8),
+                    BucketChange(from_window_ms=2**40, buckets=1),
+                ),
+            ),
+        ]
+    ),
 )
 def test_same_bytes_as_the_per_group_reference(
-    rows: list[dict[str, Any]], keys: list[str], buckets: int
+    rows: list[dict[str, Any]], keys: list[str], layout: BucketLayout
 ) -> None:
     aggregates = aggregates_for(tuple(CALLS))
     grouped = grouped_frame(rows, keys, aggregates)
@@ -89,9 +105,9 @@ def test_same_bytes_as_the_per_group_reference(
         key_columns=keys,
         aggregates=aggregates,
         state_prefixes=[f"__s{i}_" for i in range(len(aggregates))],
-        buckets=buckets,
+        layout=layout,
     )
-    assert fast == reference(grouped, keys, aggregates, buckets)
+    assert fast == reference(grouped, keys, aggregates, layout)
 
 
 def test_many_groups_in_one_cell_use_the_long_array_header() -> None:
@@ -104,9 +120,9 @@ def test_many_groups_in_one_cell_use_the_long_array_header() -> None:
         key_columns=["j"],
         aggregates=aggregates,
         state_prefixes=[f"__s{i}_" for i in range(len(aggregates))],
-        buckets=1,
+        layout=BucketLayout(initial=1),
     )
-    assert fast == reference(grouped, ["j"], aggregates, 1)
+    assert fast == reference(grouped, ["j"], aggregates, BucketLayout(initial=1))
 
 
 @pytest.mark.parametrize("length", [0, 1, 15, 16, 255, 65_535, 65_536, 100_000])
