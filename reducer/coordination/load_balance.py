@@ -139,10 +139,14 @@ class LoadBalancer:
 
     def pressured(self, units: Mapping[Unit, str], members: Iterable[str]) -> str | None:
         """The most pressured reducer, if one is (seed 001): a unit's queue (its backlog of
-        data sets over `pressure_backlog`) is 80 % full and its backlog grows in total."""
+        data sets over `pressure_backlog`) is 80 % full and its backlog grows in total. A
+        unit that moved within the cooldown is left out: it is still catching up, and its
+        queue says nothing about its new owner yet."""
         queue: dict[str, float] = dict.fromkeys(members, 0.0)
         growth: dict[str, float] = dict.fromkeys(members, 0.0)
         for unit, member in units.items():
+            if unit in self._moved_at:
+                continue
             backlog = self._backlogs.get(unit, (0.0, 0))[1]
             queue[member] = max(queue[member], backlog / self._settings.pressure_backlog)
             growth[member] += self._growth.get(unit, 0.0)
@@ -196,27 +200,21 @@ class LoadBalancer:
     def _relieve(
         self, units: dict[Unit, str], members: frozenset[str], donor: str, now: float
     ) -> dict[Unit, str]:
-        """Move units off the pressured `donor` first, hottest first, each to the least loaded
-        other reducer, while the donor stays above the mean load (at most `max_moves`)."""
+        """Move the pressured `donor`'s hottest unit to the least loaded other reducer: one
+        unit a round, while the pressure lasts. Not "down to the mean load": a reducer that
+        falls behind merges less, so its measured load understates the input it is given."""
         self._last_round = now
         loads = {unit: self._loads.get(unit, 0.0) for unit in units}
         totals = member_loads(units, loads, members)
-        mean = sum(totals.values()) / len(totals)
         cooling = self._cooling(now)
-        movable = sorted(
-            (u for u, m in units.items() if m == donor and u not in cooling),
-            key=lambda u: (loads[u], u),
-            reverse=True,
-        )
+        owned = [u for u, m in units.items() if m == donor]
+        movable = [u for u in owned if u not in cooling]
+        receivers = [m for m in totals if m != donor]
+        if len(owned) < 2 or not movable or not receivers:
+            return units  # a lone unit would only take its pressure elsewhere
+        unit = max(movable, key=lambda u: (loads[u], u))
         refined = dict(units)
-        for unit in movable[: self._settings.max_moves]:
-            receivers = [m for m in totals if m != donor]
-            if not receivers or totals[donor] <= mean:
-                break
-            receiver = min(receivers, key=lambda m: (totals[m], m))
-            refined[unit] = receiver
-            totals[donor] -= loads[unit]
-            totals[receiver] += loads[unit]
+        refined[unit] = min(receivers, key=lambda m: (totals[m], m))
         return self._moved(units, refined, now)
 
     def _moved(

@@ -138,6 +138,29 @@ def test_a_pressured_reducer_is_relieved_first_even_when_loads_look_even() -> No
     assert refined.moves == {Unit("t", 0): "r-b"}  # its hottest unit, to the least loaded
 
 
+def test_a_reducer_falling_behind_is_relieved_though_its_measured_load_is_low() -> None:
+    """It merges less because it falls behind: its load understates its input."""
+    units = {Unit("t", b): m for b, m in zip(range(6), sorted(MEMBERS) * 2, strict=True)}
+    loads = dict.fromkeys(units, 10.0)
+    loads[Unit("t", 0)], loads[Unit("t", 3)] = 4.0, 3.0  # r-a's units, merged slowly
+    backlogs = {Unit("t", 0): 60}
+    clock = Clock()
+    settings = BalanceSettings(
+        interval_s=1, unit_cooldown_s=60, pressure_backlog=100, imbalance_threshold=5.0
+    )
+    balancer = LoadBalancer(lambda us: figures(us, loads, backlogs), settings, clock=clock)
+    balancer.refine(units, MEMBERS, {})
+    moves: dict[Unit, str] = {}
+    backlogs[Unit("t", 0)] = 85  # r-a's queue fills up and grows
+    clock.now += 2
+    moves = dict(balancer.refine(units, MEMBERS, moves).moves)
+    assert moves == {Unit("t", 0): "r-b"}  # the pressured r-a's hottest unit, one a round
+    for backlog in (95, 120):  # still growing while r-b catches up: not r-b's pressure
+        backlogs[Unit("t", 0)] = backlog
+        clock.now += 2
+        assert balancer.refine(units, MEMBERS, moves).moves == moves
+
+
 def test_a_full_queue_that_drains_is_not_pressure() -> None:
     units = {Unit("t", 0): "r-a", Unit("t", 1): "r-b", Unit("t", 2): "r-c"}
     loads = dict.fromkeys(units, 10.0)
