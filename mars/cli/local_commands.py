@@ -28,6 +28,15 @@ def register(subparsers: Any) -> None:
         default=0,
         help="start a Spark standalone master and this many workers (1 core, 1 GiB each)",
     )
+    up.add_argument(
+        "--zookeeper-nodes",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="ZooKeeper servers: 1 is a standalone server, 3 (or 5) an ensemble of quorum "
+        "peers on loopback that keeps serving while a minority of them, the quorum leader "
+        "included, is down (default 1)",
+    )
     up.set_defaults(handler=_up)
 
     down = commands.add_parser("down", help="stop every process the cluster started")
@@ -47,12 +56,19 @@ def register(subparsers: Any) -> None:
     status.set_defaults(handler=_status)
 
 
-def _cluster() -> LocalCluster:
-    return LocalCluster(settings=load_settings())
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _cluster(*, zookeeper_nodes: int = 1) -> LocalCluster:
+    return LocalCluster(settings=load_settings(), zookeeper_nodes=zookeeper_nodes)
 
 
 def _up(args: argparse.Namespace) -> int:
-    cluster = _cluster()
+    cluster = _cluster(zookeeper_nodes=args.zookeeper_nodes)
     try:
         state = cluster.up()
         for _ in range(args.mappers):
@@ -120,5 +136,6 @@ def _status(args: argparse.Namespace) -> int:
         for row in status["processes"]:
             health = "healthy" if row["healthy"] else ("running" if row["running"] else "stopped")
             address = process_url(row["role"], row["address"])
-            print(f"  {row['name']:<12} pid {row['pid']:<8} {address:<36} {health}")
+            mode = f" ({row['mode']})" if row.get("mode") else ""  # a ZooKeeper node's
+            print(f"  {row['name']:<12} pid {row['pid']:<8} {address:<36} {health}{mode}")
     return 0 if status["up"] else 1

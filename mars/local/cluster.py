@@ -20,7 +20,13 @@ from mars.local.kafka_server import probe_kafka, start_kafka
 from mars.local.process import ProcessHandle, ServiceError, port_is_open, spawn, wait_until
 from mars.local.redis_server import probe_redis, redis_url, start_redis
 from mars.local.spark_server import master_status, start_spark_master, start_spark_worker
-from mars.local.zookeeper_server import probe_zookeeper, start_zookeeper
+from mars.local.zookeeper_server import (
+    client_port,
+    probe_zookeeper,
+    start_zookeeper,
+    start_zookeeper_ensemble,
+    zookeeper_mode,
+)
 
 __all__ = ["ClusterState", "LocalCluster", "ServiceError"]
 
@@ -108,7 +114,11 @@ class LocalCluster:
 
     With `credentials` the cluster is secured: Kafka's client listener takes SASL/PLAIN logins
     of that user and Redis needs the password; `ClusterState.env()` and `settings_overrides()`
-    carry them to the clients (`mars.local.credentials`)."""
+    carry them to the clients (`mars.local.credentials`).
+
+    With `zookeeper_nodes` > 1, ZooKeeper is an ensemble of that many quorum peers
+    (`zookeeper-1` ..), each a process record of role `zookeeper`, and `ClusterState.zk_hosts`
+    the connect string of all of them; 1 is the standalone server `zookeeper`."""
 
     def __init__(
         self,
@@ -116,9 +126,13 @@ class LocalCluster:
         settings: Settings,
         run_dir: Path | None = None,
         credentials: LocalCredentials | None = None,
+        zookeeper_nodes: int = 1,
     ) -> None:
+        if zookeeper_nodes < 1:
+            raise ValueError(f"zookeeper_nodes must be at least 1, not {zookeeper_nodes}")
         self._settings = settings
         self._credentials = credentials
+        self._zookeeper_nodes = zookeeper_nodes
         self.run_dir = (run_dir or settings.local.run_dir).resolve()
         self.state: ClusterState | None = ClusterState.load(self.run_dir)
 
@@ -133,53 +147,76 @@ class LocalCluster:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         local = self._settings.local
         jobs = {
-            "redis": lambda: start_redis(
-                self.run_dir,
-                maxmemory_mb=local.redis_maxmemory_mb,
-                timeout_s=local.start_timeout_s,
-                credentials=self._credentials,
-            ),
-            "zookeeper": lambda: start_zookeeper(
-                self.run_dir, jars_dir=local.jars_dir, timeout_s=local.start_timeout_s
-            ),
-            "kafka": lambda: start_kafka(
-                self.run_dir,
-                jars_dir=local.jars_dir,
-                heap_mb=local.kafka_heap_mb,
-                timeout_s=local.start_timeout_s,
-                credentials=self._credentials,
-            ),
+            "redis": lambda: [
+                start_redis(
+                    self.run_dir,
+                    maxmemory_mb=local.redis_maxmemory_mb,
+                    timeout_s=local.start_timeout_s,
+                    credentials=self._credentials,
+                )
+            ],
+            "zookeeper": self._start_zookeeper,
+            "kafka": lambda: [
+                start_kafka(
+                    self.run_dir,
+                    jars_dir=local.jars_dir,
+                    heap_mb=local.kafka_heap_mb,
+                    timeout_s=local.start_timeout_s,
+                    credentials=self._credentials,
+                )
+            ],
         }
         with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-            futures = {name: pool.submit(job) for name, job in jobs.items()}
-        started: dict[str, ProcessHandle] = {}
+            futures = {role: pool.submit(job) for role, job in jobs.items()}
+        started: dict[str, list[ProcessHandle]] = {}
         errors: list[str] = []
-        for name, future in futures.items():
+        for role, future in futures.items():
             try:
-                started[name] = future.result()
+                started[role] = future.result()
             except ServiceError as error:
                 errors.append(str(error))
         if errors:
-            for handle in started.values():
-                handle.stop()
+            for handles in started.values():
+                for handle in handles:
+                    handle.stop()
             raise ServiceError("\n\n".join(errors))
-        addresses = {
-            "redis": redis_url(_port_of(started["redis"], "--port"), self._credentials),
-            "zookeeper": f"127.0.0.1:{_zk_port(self.run_dir)}",
-            "kafka": _kafka_bootstrap(self.run_dir),
-        }
+        redis_address = redis_url(_port_of(started["redis"][0], "--port"), self._credentials)
+        kafka_address = _kafka_bootstrap(self.run_dir)
+        records = [
+            _record(started["redis"][0], "redis", address=redis_address),
+            *(
+                _record(h, "zookeeper", address=f"127.0.0.1:{client_port(h)}")
+                for h in started["zookeeper"]
+            ),
+            _record(started["kafka"][0], "kafka", address=kafka_address),
+        ]
         self.state = ClusterState(
             run_dir=str(self.run_dir),
-            kafka_bootstrap=addresses["kafka"],
-            zk_hosts=addresses["zookeeper"],
-            redis_url=addresses["redis"],
+            kafka_bootstrap=kafka_address,
+            zk_hosts=",".join(str(r.address) for r in records if r.role == "zookeeper"),
+            redis_url=redis_address,
             kafka_client_properties=(
                 self._credentials.kafka_client_properties() if self._credentials else {}
             ),
-            processes=[_record(h, name, address=addresses[name]) for name, h in started.items()],
+            processes=records,
         )
         self.state.save()
         return self.state
+
+    def _start_zookeeper(self) -> list[ProcessHandle]:
+        local = self._settings.local
+        if self._zookeeper_nodes == 1:
+            return [
+                start_zookeeper(
+                    self.run_dir, jars_dir=local.jars_dir, timeout_s=local.start_timeout_s
+                )
+            ]
+        return start_zookeeper_ensemble(
+            self.run_dir,
+            jars_dir=local.jars_dir,
+            nodes=self._zookeeper_nodes,
+            timeout_s=local.start_timeout_s,
+        )
 
     def start_spark(self, *, workers: int, cores: int = 1, memory_mb: int = 1024) -> str:
         """Start a Spark standalone master (unless one runs) and `workers` more workers, each
@@ -224,13 +261,23 @@ class LocalCluster:
         self.state.processes = [p for p in self.state.processes if p.name != name]
         self.state.save()
 
-    def restart(self, role: str, *, kill: bool = True) -> ProcessHandle:
+    def restart(self, role: str, *, name: str | None = None, kill: bool = True) -> ProcessHandle:
         """Stop a server (`kill`: SIGKILL, a crash; else SIGTERM) and start it again with the
         same command line: same ports, same data folder (Redis replays its AOF, Kafka and
-        ZooKeeper recover their logs). Returns once it answers its probe again."""
+        ZooKeeper recover their logs). Returns once it answers its probe again (a ZooKeeper
+        ensemble node: once it has rejoined the quorum).
+
+        The process of `role` named `name` (e.g. `zookeeper-2` of an ensemble); without a name,
+        the first process of `role`."""
         state = self.state
         assert state is not None, "cluster is not up"
-        record = next(p for p in state.processes if p.role == role)
+        matching = [
+            p for p in state.processes if p.role == role and (name is None or p.name == name)
+        ]
+        if not matching:
+            known = ", ".join(p.name for p in state.processes if p.role == role) or "none"
+            raise ServiceError(f"no {role} process named {name!r} to restart (known: {known})")
+        record = matching[0]
         old = record.handle()
         if kill:
             old.kill()
@@ -275,7 +322,7 @@ class LocalCluster:
         """Every process with PID, address and health (a probe, not just 'PID exists')."""
         if self.state is None:
             return {"run_dir": str(self.run_dir), "up": False, "processes": []}
-        rows = []
+        rows: list[dict[str, Any]] = []
         for record in self.state.processes:
             running = record.handle().is_running()
             rows.append(
@@ -289,6 +336,9 @@ class LocalCluster:
                     "healthy": running and _healthy(record, self.state),
                 }
             )
+            if record.role == "zookeeper" and record.address is not None:
+                # leader | follower | standalone; None while it does not serve
+                rows[-1]["mode"] = zookeeper_mode(_port(record.address)) if running else None
         return {
             "run_dir": self.state.run_dir,
             "up": bool(rows) and all(r["healthy"] for r in rows),
@@ -331,13 +381,6 @@ def _healthy(record: ProcessRecord, state: ClusterState) -> bool:
 
 def _port_of(handle: ProcessHandle, flag: str) -> int:
     return int(handle.argv[handle.argv.index(flag) + 1])
-
-
-def _zk_port(run_dir: Path) -> int:
-    for line in (run_dir / "zookeeper" / "zoo.cfg").read_text().splitlines():
-        if line.startswith("clientPort="):
-            return int(line.split("=", 1)[1])
-    raise ServiceError("zookeeper: no clientPort in zoo.cfg")
 
 
 def _kafka_bootstrap(run_dir: Path) -> str:

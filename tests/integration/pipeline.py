@@ -376,12 +376,13 @@ def wait_exact(
     *,
     logs: Callable[[], str],
     timeout_s: float = 120,
-) -> None:
+) -> float:
     """Read the result topics until each holds as many rows as expected; then each must
-    hold exactly the expected rows, each (window, group) once (`check_exact`)."""
+    hold exactly the expected rows, each (window, group) once (`check_exact`). Returns the
+    seconds the rows took to come."""
     reader = TopicReader(bootstrap, [e.topic for e in expected])
     try:
-        wait_for(
+        waited = wait_for(
             lambda: all(len(reader.values(e.topic)) >= len(e.results) for e in expected),
             timeout_s=timeout_s,
             what="every task's results",
@@ -393,3 +394,4 @@ def wait_exact(
             check_exact(reader.values(e.topic), e.results, e.group_by, e.aggregates)
     finally:
         reader.close()
+    return waited
