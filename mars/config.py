@@ -48,7 +48,19 @@ class KafkaSettings(_Section):
     bootstrap_servers: str = "127.0.0.1:9092"
     client_properties: dict[str, str] = Field(default_factory=dict)
     result_partitions: int = Field(default=4, ge=1)
+    # Of the topics Mars creates (results, updates, late, dead letters, progress; `mars gen`'s
+    # source topic): on 3 brokers, 3 and 2, so one broker down loses no acknowledged write.
     replication_factor: int = Field(default=1, ge=1)
+    min_insync_replicas: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _in_sync_within_replicas(self) -> KafkaSettings:
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(
+                f"kafka.min_insync_replicas ({self.min_insync_replicas}) exceeds "
+                f"kafka.replication_factor ({self.replication_factor}): no write could succeed"
+            )
+        return self
 
 
 class RedisSettings(_Section):

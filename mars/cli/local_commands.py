@@ -37,6 +37,14 @@ def register(subparsers: Any) -> None:
         "peers on loopback that keeps serving while a minority of them, the quorum leader "
         "included, is down (default 1)",
     )
+    up.add_argument(
+        "--kafka-brokers",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="Kafka KRaft nodes (broker + controller each); with 3, the topics Mars creates get "
+        "3 replicas and min.insync.replicas 2, so one broker can die (default 1)",
+    )
     up.set_defaults(handler=_up)
 
     down = commands.add_parser("down", help="stop every process the cluster started")
@@ -63,12 +71,14 @@ def _positive(text: str) -> int:
     return value
 
 
-def _cluster(*, zookeeper_nodes: int = 1) -> LocalCluster:
-    return LocalCluster(settings=load_settings(), zookeeper_nodes=zookeeper_nodes)
+def _cluster(*, zookeeper_nodes: int = 1, kafka_brokers: int = 1) -> LocalCluster:
+    return LocalCluster(
+        settings=load_settings(), zookeeper_nodes=zookeeper_nodes, kafka_brokers=kafka_brokers
+    )
 
 
 def _up(args: argparse.Namespace) -> int:
-    cluster = _cluster(zookeeper_nodes=args.zookeeper_nodes)
+    cluster = _cluster(zookeeper_nodes=args.zookeeper_nodes, kafka_brokers=args.kafka_brokers)
     try:
         state = cluster.up()
         for _ in range(args.mappers):

@@ -22,7 +22,7 @@ from mars.gen.config import GeneratorConfig
 from mars.gen.pacing import Clock, RatePacer, Sleep
 from mars.gen.partitioning import PartitionChooser, PartitionStrategy
 from mars.gen.tuples import BLOCK_SIZE, iter_chunks
-from mars.tasks.topics import TopicPlan, ensure_topics
+from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 
 ProgressCallback = Callable[[int, int], None]  # (records handed to the producer, total)
 
@@ -105,9 +105,9 @@ def topic_partitions(
 
 
 def ensure_source_topic(kafka: KafkaSettings, topic: str, partitions: int) -> None:
-    """Create the topic to produce into unless it exists (one replica: generated data)."""
+    """Create the topic to produce into unless it exists, replicated as Mars's own topics."""
     admin = admin_client(kafka)
-    ensure_topics(admin, [TopicPlan(name=topic, partitions=partitions)], replication_factor=1)
+    ensure_topics(admin, [TopicPlan(name=topic, partitions=partitions)], Replication.of(kafka))
 
 
 def produce(

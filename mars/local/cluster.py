@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 from mars.config import KafkaSettings, Settings
 from mars.local.credentials import LocalCredentials
-from mars.local.kafka_server import probe_kafka, start_kafka
+from mars.local.kafka_server import probe_kafka, start_kafka_nodes
 from mars.local.process import ProcessHandle, ServiceError, port_is_open, spawn, wait_until
 from mars.local.redis_server import probe_redis, redis_url, start_redis
 from mars.local.spark_server import master_status, start_spark_master, start_spark_worker
@@ -61,6 +62,9 @@ class ClusterState:
     spark_master_ui_port: int | None = None
     # librdkafka properties a client needs (SASL for a cluster started with credentials)
     kafka_client_properties: dict[str, str] = field(default_factory=dict)
+    # Of the topics Mars creates: 3 and 2 on 3 brokers (`kafka.replication_factor`, ...)
+    kafka_replication_factor: int = 1
+    kafka_min_insync_replicas: int = 1
     processes: list[ProcessRecord] = field(default_factory=list)
 
     def save(self) -> None:
@@ -84,6 +88,8 @@ class ClusterState:
             "kafka": {
                 "bootstrap_servers": self.kafka_bootstrap,
                 "client_properties": self.kafka_client_properties,
+                "replication_factor": self.kafka_replication_factor,
+                "min_insync_replicas": self.kafka_min_insync_replicas,
             },
             "zookeeper": {"hosts": self.zk_hosts},
             "redis": {"url": self.redis_url},
@@ -94,6 +100,8 @@ class ClusterState:
         return {
             "MARS_KAFKA__BOOTSTRAP_SERVERS": self.kafka_bootstrap,
             "MARS_KAFKA__CLIENT_PROPERTIES": json.dumps(self.kafka_client_properties),
+            "MARS_KAFKA__REPLICATION_FACTOR": str(self.kafka_replication_factor),
+            "MARS_KAFKA__MIN_INSYNC_REPLICAS": str(self.kafka_min_insync_replicas),
             "MARS_ZOOKEEPER__HOSTS": self.zk_hosts,
             "MARS_REDIS__URL": self.redis_url,
         }
@@ -118,7 +126,9 @@ class LocalCluster:
 
     With `zookeeper_nodes` > 1, ZooKeeper is an ensemble of that many quorum peers
     (`zookeeper-1` ..), each a process record of role `zookeeper`, and `ClusterState.zk_hosts`
-    the connect string of all of them; 1 is the standalone server `zookeeper`."""
+    the connect string of all of them; 1 is the standalone server `zookeeper`. Likewise
+    `kafka_brokers` > 1 starts that many KRaft nodes (`kafka-1` ..), and the topics Mars creates
+    get min(3, brokers) replicas and `min.insync.replicas` 2."""
 
     def __init__(
         self,
@@ -127,12 +137,17 @@ class LocalCluster:
         run_dir: Path | None = None,
         credentials: LocalCredentials | None = None,
         zookeeper_nodes: int = 1,
+        kafka_brokers: int = 1,
     ) -> None:
-        if zookeeper_nodes < 1:
-            raise ValueError(f"zookeeper_nodes must be at least 1, not {zookeeper_nodes}")
+        if zookeeper_nodes < 1 or kafka_brokers < 1:
+            raise ValueError(
+                f"zookeeper_nodes ({zookeeper_nodes}) and kafka_brokers ({kafka_brokers}) "
+                "must be at least 1"
+            )
         self._settings = settings
         self._credentials = credentials
         self._zookeeper_nodes = zookeeper_nodes
+        self._kafka_brokers = kafka_brokers
         self.run_dir = (run_dir or settings.local.run_dir).resolve()
         self.state: ClusterState | None = ClusterState.load(self.run_dir)
 
@@ -156,15 +171,14 @@ class LocalCluster:
                 )
             ],
             "zookeeper": self._start_zookeeper,
-            "kafka": lambda: [
-                start_kafka(
-                    self.run_dir,
-                    jars_dir=local.jars_dir,
-                    heap_mb=local.kafka_heap_mb,
-                    timeout_s=local.start_timeout_s,
-                    credentials=self._credentials,
-                )
-            ],
+            "kafka": lambda: start_kafka_nodes(
+                self.run_dir,
+                nodes=self._kafka_brokers,
+                jars_dir=local.jars_dir,
+                heap_mb=local.kafka_heap_mb,
+                timeout_s=local.start_timeout_s,
+                credentials=self._credentials,
+            ),
         }
         with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
             futures = {role: pool.submit(job) for role, job in jobs.items()}
@@ -181,23 +195,29 @@ class LocalCluster:
                     handle.stop()
             raise ServiceError("\n\n".join(errors))
         redis_address = redis_url(_port_of(started["redis"][0], "--port"), self._credentials)
-        kafka_address = _kafka_bootstrap(self.run_dir)
+        kafka_addresses = [_kafka_listener(h) for h in started["kafka"]]
         records = [
             _record(started["redis"][0], "redis", address=redis_address),
             *(
                 _record(h, "zookeeper", address=f"127.0.0.1:{client_port(h)}")
                 for h in started["zookeeper"]
             ),
-            _record(started["kafka"][0], "kafka", address=kafka_address),
+            *(
+                _record(h, "kafka", address=address)
+                for h, address in zip(started["kafka"], kafka_addresses, strict=True)
+            ),
         ]
+        replicas = min(3, self._kafka_brokers)
         self.state = ClusterState(
             run_dir=str(self.run_dir),
-            kafka_bootstrap=kafka_address,
+            kafka_bootstrap=",".join(kafka_addresses),
             zk_hosts=",".join(str(r.address) for r in records if r.role == "zookeeper"),
             redis_url=redis_address,
             kafka_client_properties=(
                 self._credentials.kafka_client_properties() if self._credentials else {}
             ),
+            kafka_replication_factor=replicas,
+            kafka_min_insync_replicas=min(2, replicas),
             processes=records,
         )
         self.state.save()
@@ -261,11 +281,13 @@ class LocalCluster:
         self.state.processes = [p for p in self.state.processes if p.name != name]
         self.state.save()
 
-    def restart(self, role: str, *, name: str | None = None, kill: bool = True) -> ProcessHandle:
-        """Stop a server (`kill`: SIGKILL, a crash; else SIGTERM) and start it again with the
-        same command line: same ports, same data folder (Redis replays its AOF, Kafka and
-        ZooKeeper recover their logs). Returns once it answers its probe again (a ZooKeeper
-        ensemble node: once it has rejoined the quorum).
+    def restart(
+        self, role: str, *, name: str | None = None, kill: bool = True, down_s: float = 0.0
+    ) -> ProcessHandle:
+        """Stop a server (`kill`: SIGKILL, a crash; else SIGTERM), wait `down_s`, and start it
+        again with the same command line: same ports, same data folder (Redis replays its AOF,
+        Kafka and ZooKeeper recover their logs). Returns once it answers its probe again (a
+        ZooKeeper ensemble node: once it has rejoined the quorum).
 
         The process of `role` named `name` (e.g. `zookeeper-2` of an ensemble); without a name,
         the first process of `role`."""
@@ -283,6 +305,7 @@ class LocalCluster:
             old.kill()
         else:
             old.stop()
+        time.sleep(down_s)
         handle = spawn(record.name, record.argv, log=Path(record.log))
         wait_until(
             record.name,
@@ -372,8 +395,9 @@ def _healthy(record: ProcessRecord, state: ClusterState) -> bool:
             return probe_redis(record.address)
         if record.role == "zookeeper":
             return probe_zookeeper(_port(record.address))
-        if record.role == "kafka":
-            return probe_kafka(state.kafka())
+        if record.role == "kafka":  # this node: its own listener must answer
+            node = state.kafka().model_copy(update={"bootstrap_servers": record.address})
+            return probe_kafka(node)
         return port_is_open(_port(record.address))
     except Exception:
         return False
@@ -383,9 +407,10 @@ def _port_of(handle: ProcessHandle, flag: str) -> int:
     return int(handle.argv[handle.argv.index(flag) + 1])
 
 
-def _kafka_bootstrap(run_dir: Path) -> str:
-    for line in (run_dir / "kafka" / "server.properties").read_text().splitlines():
+def _kafka_listener(handle: ProcessHandle) -> str:
+    """host:port of a node's client listener, from the server.properties it was started with."""
+    for line in Path(handle.argv[-1]).read_text().splitlines():
         if line.startswith("listeners="):
             client_listener = line.split("=", 1)[1].split(",")[0]
             return client_listener.split("://", 1)[1]
-    raise ServiceError("kafka: no listeners in server.properties")
+    raise ServiceError(f"{handle.name}: no listeners in {handle.argv[-1]}")

@@ -1,4 +1,9 @@
-"""Apache Kafka broker in KRaft combined mode (broker + controller, one node), from Maven jars."""
+"""Apache Kafka in KRaft combined mode (each node broker + controller), from Maven jars.
+
+One node (`start_kafka`), or several (`start_kafka_nodes`): a static controller quorum of all
+nodes, every topic replicated to min(3, nodes) by default and `min.insync.replicas` 2, so a
+node can die without losing an acknowledged write or stopping transactions.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import base64
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -34,31 +41,58 @@ logger.clients.level = WARN
 """
 
 
+@dataclass(frozen=True, slots=True)
+class KafkaNode:
+    """One node's id and loopback ports."""
+
+    node_id: int
+    port: int
+    controller_port: int
+
+
 def _server_properties(
-    *, port: int, controller_port: int, log_dir: Path, credentials: LocalCredentials | None
+    *,
+    node: KafkaNode,
+    quorum: Sequence[KafkaNode],
+    log_dir: Path,
+    credentials: LocalCredentials | None,
 ) -> str:
     listener = "PLAINTEXT" if credentials is None else KAFKA_LISTENER
+    replicas = str(min(3, len(quorum)))
+    min_isr = "1" if len(quorum) == 1 else "2"
+    if len(quorum) == 1:  # a dynamic quorum of one, formatted `--standalone`
+        voters = {"controller.quorum.bootstrap.servers": f"127.0.0.1:{node.controller_port}"}
+    else:
+        voters = {
+            "controller.quorum.voters": ",".join(
+                f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in quorum
+            )
+        }
     settings = {
         "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
-        "listeners": f"{listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "node.id": str(node.node_id),
+        **voters,
+        "listeners": (
+            f"{listener}://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}"
+        ),
         "advertised.listeners": (
-            f"{listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"
+            f"{listener}://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}"
         ),
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": listener,
         "listener.security.protocol.map": f"CONTROLLER:PLAINTEXT,{listener}:{listener}",
         "log.dirs": str(log_dir),
         "num.partitions": "4",
+        "default.replication.factor": replicas,
+        "min.insync.replicas": min_isr,
         "auto.create.topics.enable": "false",
-        "offsets.topic.replication.factor": "1",
+        "offsets.topic.replication.factor": replicas,
         "offsets.topic.num.partitions": "8",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": min_isr,
         "transaction.state.log.num.partitions": "8",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": min_isr,
         "group.initial.rebalance.delay.ms": "0",
         "group.consumer.min.session.timeout.ms": "3000",
         "group.min.session.timeout.ms": "3000",
@@ -85,57 +119,89 @@ def start_kafka(
     timeout_s: float,
     credentials: LocalCredentials | None = None,
 ) -> ProcessHandle:
-    """Start the broker; with `credentials`, its client listener takes SASL/PLAIN logins of
+    """Start one node; with `credentials`, its client listener takes SASL/PLAIN logins of
     that one user (`LocalCredentials`)."""
-    port = port or free_port()
-    controller_port = free_port()
-    home = run_dir / "kafka"
-    log_dir = home / "data"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    config = home / "server.properties"
-    config.write_text(
-        _server_properties(
-            port=port, controller_port=controller_port, log_dir=log_dir, credentials=credentials
-        )
+    (handle,) = start_kafka_nodes(
+        run_dir,
+        nodes=1,
+        jars_dir=jars_dir,
+        heap_mb=heap_mb,
+        ports=[port or free_port()],
+        timeout_s=timeout_s,
+        credentials=credentials,
     )
-    log4j = home / "log4j2.properties"
-    log4j.write_text(_LOG4J2)
-    classpath = jar_classpath(jars_dir, "kafka")
-    java = [java_binary(), f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
+    return handle
+
+
+def start_kafka_nodes(
+    run_dir: Path,
+    *,
+    nodes: int,
+    jars_dir: Path,
+    heap_mb: int,
+    ports: Sequence[int] | None = None,
+    timeout_s: float,
+    credentials: LocalCredentials | None = None,
+) -> list[ProcessHandle]:
+    """Start `nodes` nodes of one cluster (folders `kafka/` for one, else `kafka-<id>/`,
+    processes named the same); return once the cluster takes a transaction."""
+    ports = list(ports or [free_port() for _ in range(nodes)])
+    quorum = [KafkaNode(i + 1, ports[i], free_port()) for i in range(nodes)]
     cluster_id = new_cluster_id()
-    formatted = subprocess.run(
-        [*java, "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id,
-         "-c", str(config)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )  # fmt: skip
-    if formatted.returncode != 0:
-        raise ServiceError(
-            f"kafka: formatting the KRaft storage failed:\n{formatted.stdout}{formatted.stderr}"
+    classpath = jar_classpath(jars_dir, "kafka")
+    launches: list[tuple[str, list[str], Path]] = []
+    for node in quorum:
+        name = "kafka" if nodes == 1 else f"kafka-{node.node_id}"
+        home = run_dir / name
+        log_dir = home / "data"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        config = home / "server.properties"
+        config.write_text(
+            _server_properties(node=node, quorum=quorum, log_dir=log_dir, credentials=credentials)
         )
-    argv = [
-        java[0], f"-Xmx{heap_mb}m", f"-Xms{heap_mb // 2}m", "-XX:+UseG1GC",
-        "-Djava.awt.headless=true", *java[1:], "kafka.Kafka", str(config),
-    ]  # fmt: skip
-    handle = spawn("kafka", argv, log=run_dir / "logs" / "kafka.log")
+        log4j = home / "log4j2.properties"
+        log4j.write_text(_LOG4J2)
+        java = [java_binary(), f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
+        standalone = ["--standalone"] if nodes == 1 else []
+        formatted = subprocess.run(
+            [*java, "kafka.tools.StorageTool", "format", *standalone, "-t", cluster_id,
+             "-c", str(config)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )  # fmt: skip
+        if formatted.returncode != 0:
+            raise ServiceError(
+                f"{name}: formatting the KRaft storage failed:\n"
+                f"{formatted.stdout}{formatted.stderr}"
+            )
+        argv = [
+            java[0], f"-Xmx{heap_mb}m", f"-Xms{heap_mb // 2}m", "-XX:+UseG1GC",
+            "-Djava.awt.headless=true", *java[1:], "kafka.Kafka", str(config),
+        ]  # fmt: skip
+        launches.append((name, argv, run_dir / "logs" / f"{name}.log"))
+    handles = [
+        spawn(name, argv, log=log) for name, argv, log in launches
+    ]  # a quorum starts together
     kafka = KafkaSettings(
-        bootstrap_servers=f"127.0.0.1:{port}",
+        bootstrap_servers=",".join(f"127.0.0.1:{node.port}" for node in quorum),
         client_properties=credentials.kafka_client_properties() if credentials else {},
     )
-    wait_until(
-        "kafka",
-        lambda: probe_kafka(kafka),
-        handle=handle,
-        timeout_s=timeout_s,
-        what=f"metadata from {kafka.bootstrap_servers}",
-    )
+    for handle in handles:
+        wait_until(
+            handle.name,
+            lambda: probe_kafka(kafka, brokers=nodes),
+            handle=handle,
+            timeout_s=timeout_s,
+            what=f"metadata with {nodes} broker(s) from {kafka.bootstrap_servers}",
+        )
     try:
         round_trip(kafka)
     except KafkaException as error:
-        handle.stop()
+        for handle in handles:
+            handle.stop()
         raise ServiceError(f"kafka: produce/consume round trip failed: {error}") from error
-    return handle
+    return handles
 
 
 def new_cluster_id() -> str:
@@ -147,18 +213,19 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
-def probe_kafka(kafka: KafkaSettings) -> bool:
+def probe_kafka(kafka: KafkaSettings, *, brokers: int = 1) -> bool:
+    """The cluster's metadata lists at least `brokers` brokers."""
     # log_level 0: a probe of a broker that is still starting must not spam "connection refused"
     admin = admin_client(kafka, {"socket.timeout.ms": 2000, "log_level": 0})
     metadata = admin.list_topics(timeout=2)
-    return bool(metadata.brokers)
+    return len(metadata.brokers) >= brokers
 
 
 def round_trip(kafka: KafkaSettings, *, timeout_s: float = 60.0) -> None:
     """Transactional produce + read_committed consume: the broker is really usable."""
     admin = admin_client(kafka)
     if READY_TOPIC not in admin.list_topics(timeout=10).topics:
-        admin.create_topics([NewTopic(READY_TOPIC, 1, 1)])[READY_TOPIC].result(timeout=30)
+        admin.create_topics([NewTopic(READY_TOPIC, 1)])[READY_TOPIC].result(timeout=30)
     producer = Producer(client_config(kafka, {"transactional.id": "mars-ready-probe"}))
     producer.init_transactions(timeout_s)
     producer.begin_transaction()

@@ -11,8 +11,9 @@ never depend on who came first.
 - updates (`mars.updates.<task>`, only for EMIT CHANGES): compacted and keyed like the results,
   so the last record of each window and group is its final value.
 
-All of them get `kafka.result_partitions` partitions and `kafka.replication_factor` replicas.
-The source topic is the user's and is never created here.
+All of them get `kafka.result_partitions` partitions, `kafka.replication_factor` replicas and
+`kafka.min_insync_replicas` (`Replication.of`). The source topic is the user's and is never
+created here.
 """
 
 from __future__ import annotations
@@ -42,6 +43,22 @@ class TopicPlan:
     config: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replication:
+    """How many replicas a created topic gets, and how many must have a write."""
+
+    factor: int = 1
+    min_insync: int = 1
+
+    @classmethod
+    def of(cls, kafka: KafkaSettings) -> Replication:
+        return cls(factor=kafka.replication_factor, min_insync=kafka.min_insync_replicas)
+
+    def config(self) -> dict[str, str]:
+        """Topic config: `min.insync.replicas` unless the broker's default (1) will do."""
+        return {"min.insync.replicas": str(self.min_insync)} if self.min_insync > 1 else {}
+
+
 def task_topic_plans(spec: TaskSpec, kafka: KafkaSettings) -> tuple[TopicPlan, ...]:
     """The output, late and dead-letter topics of `spec`, and its updates topic if any."""
     partitions = kafka.result_partitions
@@ -60,10 +77,7 @@ def ensure_task_topics(
 ) -> list[str]:
     """Create whichever of the task's topics do not exist yet; returns the ones created."""
     return ensure_topics(
-        admin,
-        task_topic_plans(spec, kafka),
-        replication_factor=kafka.replication_factor,
-        timeout_s=timeout_s,
+        admin, task_topic_plans(spec, kafka), Replication.of(kafka), timeout_s=timeout_s
     )
 
 
@@ -84,8 +98,8 @@ def delete_task_topics(
 def ensure_topics(
     admin: AdminClient,
     plans: Iterable[TopicPlan],
+    replication: Replication,
     *,
-    replication_factor: int,
     timeout_s: float = 30.0,
 ) -> list[str]:
     """Create each planned topic that does not exist yet (idempotent: a topic another process
@@ -98,8 +112,8 @@ def ensure_topics(
         NewTopic(
             plan.name,
             num_partitions=plan.partitions,
-            replication_factor=replication_factor,
-            config=dict(plan.config),
+            replication_factor=replication.factor,
+            config={**replication.config(), **plan.config},
         )
         for plan in plans
         if plan.name not in existing

@@ -13,7 +13,7 @@ from mars.config import Settings
 from mars.local import ClusterState
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
-from mars.tasks.topics import TopicPlan, ensure_topics
+from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 from reducer.bucket_owner import OwnerWiring, UnitOwner
 from reducer.output import FencedError, OutRecord, TransactionalOutput, transactional_id
 from reducer.progress import PROGRESS_TOPIC, Progress, progress_key
@@ -27,9 +27,7 @@ from tests.integration.reducer.test_window_semantics import count_spec
 
 @pytest.fixture
 def progress_topic(kafka_admin: AdminClient, settings: Settings) -> str:
-    ensure_topics(
-        kafka_admin, [PROGRESS_TOPIC_PLAN], replication_factor=settings.kafka.replication_factor
-    )
+    ensure_topics(kafka_admin, [PROGRESS_TOPIC_PLAN], Replication.of(settings.kafka))
     return PROGRESS_TOPIC
 
 
@@ -73,9 +71,7 @@ def test_zombie_owner_cannot_commit_and_results_stay_exactly_once(
     task_id: str,
 ) -> None:
     spec = count_spec(task_id)
-    ensure_topics(
-        kafka_admin, [TopicPlan(name=spec.output_topic, partitions=2)], replication_factor=1
-    )
+    ensure_topics(kafka_admin, [TopicPlan(name=spec.output_topic, partitions=2)], Replication())
     clock = FakeClock()
     mapper = ScriptedMapper(spec, store, clock)
     mapper.heartbeat(caught_up=False)

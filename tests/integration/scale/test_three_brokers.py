@@ -1,0 +1,130 @@
+"""Three Kafka brokers lose one mid-run (issue 17, "Beyond one machine").
+
+The module starts a cluster of its own as `mars local up --kafka-brokers 3` does: three KRaft
+nodes (each broker and controller), every topic replicated three times with
+`min.insync.replicas` 2, beside a Redis and a ZooKeeper. `mars api`, one mapper and two
+reducers run on it, and the topics Mars creates (results, late, dead letters, progress) get 3
+replicas and `min.insync.replicas` 2 from the cluster's settings.
+
+The paper's query, with 10 s windows, runs over live traffic (1,500 records/s for 45 s, two
+partitions). A third of the way in, while the producer still sends, the node that is the
+active KRaft controller is killed with SIGKILL, and started again a few seconds later. Its
+partition leaderships, its share of the transaction coordinators and the controller role move
+to the survivors and back. Every (window, sip, type) must then come exactly once with the
+DuckDB oracle's count.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from mars.clients import admin_client
+from mars.config import load_settings
+from mars.gen import GeneratorConfig
+from mars.local import LocalCluster
+from tests.integration.pipeline import ExpectedTopic, OracleInBackground, wait_exact, wait_for
+from tests.integration.watched import (
+    WatchedPipeline,
+    close_every_window,
+    live_producer,
+    make_topic,
+    windowed_sql,
+)
+
+pytestmark = pytest.mark.integration
+
+BROKERS = 3
+RATE = 1_500
+PRODUCE_S = 45
+KILL_AFTER_S = 15  # of produced traffic
+DOWN_S = 4
+PARTITIONS = 2
+SEED = 23
+
+
+@pytest.fixture(scope="module")
+def three_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(
+        settings=load_settings(),
+        run_dir=tmp_path_factory.mktemp("three-brokers"),
+        kafka_brokers=BROKERS,
+    )
+    started = time.monotonic()
+    cluster.up()
+    print(f"\n{BROKERS} Kafka nodes, ZooKeeper and Redis up in {time.monotonic() - started:.1f} s")
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+@pytest.mark.timeout(300)
+def test_a_broker_killed_mid_stream_loses_and_doubles_nothing(
+    three_brokers: LocalCluster, unique_name: str
+) -> None:
+    state = three_brokers.state
+    assert state is not None
+    assert len(state.kafka_bootstrap.split(",")) == BROKERS
+    assert (state.kafka_replication_factor, state.kafka_min_insync_replicas) == (3, 2)
+    admin = admin_client(state.kafka())
+    topic = make_topic(admin, f"{unique_name}_src", partitions=PARTITIONS)
+    sql = windowed_sql(topic, ("sip", "type"), {"count_star": "count(*)"}, "10 s")
+    token = load_settings().api.token
+    with WatchedPipeline.running(
+        three_brokers, name=unique_name, token=token, env={}, mappers=1, reducers=2
+    ) as pipeline:
+        output = pipeline.register(sql, task_id=unique_name, options={})["topics"]["output"]
+        _check_replicated(admin, output)
+        start_s = int(time.time())
+        config = GeneratorConfig(
+            count=RATE * PRODUCE_S, start_s=start_s, span_s=PRODUCE_S, seed=SEED
+        )
+        oracle = OracleInBackground(
+            config,
+            group_by=["sip", "type"],
+            window_ms=10_000,
+            aggregates={"count_star": "count(*)"},
+        )
+        producer = live_producer(
+            state.kafka_bootstrap, topic, start_s=start_s, rate=RATE, seconds=PRODUCE_S, seed=SEED
+        )
+        try:
+            wait_for(
+                lambda: producer.produced >= RATE * KILL_AFTER_S or producer.done(),
+                timeout_s=KILL_AFTER_S * 3,
+                what=f"{KILL_AFTER_S} s of traffic produced",
+            )
+            assert not producer.done(), "the stream ended before the broker was killed"
+            _kill_the_controller_and_restart_it(three_brokers, admin)
+            assert not producer.done(), "the stream ended while the broker was down"
+            producer.join(timeout_s=PRODUCE_S * 3)
+            close_every_window(
+                state.kafka_bootstrap, topic, after_s=start_s + PRODUCE_S, partitions=PARTITIONS
+            )
+            expected = oracle.result(timeout_s=120)[0]
+        finally:
+            producer.stop()
+            oracle.close()
+        expectation = ExpectedTopic(output, expected, ("sip", "type"), ("count_star",))
+        wait_exact(state.kafka_bootstrap, [expectation], logs=pipeline.logs)
+
+
+def _check_replicated(admin: AdminClient, topic: str) -> None:
+    """The task's result topic got three replicas and `min.insync.replicas` 2."""
+    partitions = admin.list_topics(topic, timeout=30).topics[topic].partitions
+    assert {len(p.replicas) for p in partitions.values()} == {BROKERS}
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(timeout=30)
+    assert configs["min.insync.replicas"].value == "2"
+
+
+def _kill_the_controller_and_restart_it(cluster: LocalCluster, admin: AdminClient) -> None:
+    controller = admin.describe_cluster().result(timeout=30).controller
+    name = f"kafka-{controller.id}"
+    killed_at = time.monotonic()
+    cluster.restart("kafka", name=name, kill=True, down_s=DOWN_S)
+    print(f"killed {name} (the active controller), back after {time.monotonic() - killed_at:.1f} s")
