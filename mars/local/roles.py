@@ -8,6 +8,7 @@ API's port; a mapper's or reducer's Prometheus `/metrics` on a free port) is rec
 
 from __future__ import annotations
 
+import grp
 import os
 import sys
 from pathlib import Path
@@ -26,8 +27,11 @@ def start_role(
     extra_env: dict[str, str] | None = None,
     api_port: int | None = None,
     timeout_s: float = 30.0,
+    group: str | None = None,
 ) -> ProcessHandle:
-    """Start `mars <role>` against the cluster and remember it for `down`."""
+    """Start `mars <role>` against the cluster and remember it for `down`. `group`: the
+    process's group (`setpriv`, as root; the user stays), so a firewall rule can single out
+    its traffic (`-m owner --gid-owner`, the network-partition test)."""
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
     state = cluster.state
@@ -43,6 +47,8 @@ def start_role(
         env["MARS_METRICS__PORT"] = str(port)
     address = f"127.0.0.1:{port}"
     argv = [sys.executable, "-m", "mars.cli.main", role]
+    if group is not None:
+        argv = ["setpriv", f"--regid={grp.getgrnam(group).gr_gid}", "--clear-groups", *argv]
     handle = spawn(name, argv, log=Path(state.run_dir) / "logs" / f"{name}.log", env=env)
     wait_until(
         name,

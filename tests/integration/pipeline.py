@@ -72,10 +72,12 @@ class PipelineProcesses:
     handles: dict[str, ProcessHandle] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
 
-    def start(self, role: str) -> str:
+    def start(self, role: str, *, group: str | None = None) -> str:
         index = sum(1 for name in self.handles if name.startswith(f"{self.name}-{role}-"))
         name = f"{self.name}-{role}-{index}"
-        self.handles[name] = start_role(self.cluster, role, name=name, extra_env=dict(self.env))
+        self.handles[name] = start_role(
+            self.cluster, role, name=name, extra_env=dict(self.env), group=group
+        )
         return name
 
     def alive(self, role: str) -> list[str]:
