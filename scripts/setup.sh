@@ -18,6 +18,9 @@ command -v mvn >/dev/null || apt_packages+=(maven)
 command -v chromium >/dev/null || apt_packages+=(chromium)
 # Validates docker-compose.yml without a Docker engine (`docker-compose config`).
 command -v docker-compose >/dev/null || apt_packages+=(docker-compose)
+# the network-partition test drops a process's packets (tests/integration/scale/)
+command -v iptables >/dev/null || apt_packages+=(iptables)
+command -v setpriv >/dev/null || apt_packages+=(util-linux)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   say "installing Debian packages: ${apt_packages[*]}"
   as_root apt-get update -qq || fail "apt-get update (needed for ${apt_packages[*]})"
