@@ -59,6 +59,10 @@ def three_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     try:
         yield cluster
     finally:
+        assert cluster.state is not None
+        for process in cluster.state.processes:  # throwaway data: no controlled shutdown
+            if process.role == "kafka":
+                process.handle().kill()
         cluster.down()
 
 
