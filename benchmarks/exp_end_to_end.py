@@ -1,11 +1,13 @@
-"""Experiment 3 (and 5): the paper's query end to end, Mars vs Spark Structured Streaming vs
-the consume+decode ceiling, on the same preloaded topic in the same invocation.
+"""Experiment 3 (and 5): the paper's query end to end, Mars vs PySpark Structured Streaming vs
+Quix Streams vs the consume+decode ceiling, on the same preloaded topic in the same invocation.
 
 End to end = from the start (Mars: the task is registered, its processes already running and
-idle; Spark: `query.start()`, the session already up) until the results of every data window
-are readable in the result topic (read_committed; the sum of the counts of the windows before
-the sentinel's equals the records produced). Memory (experiment 5) is read in the Mars runs:
-peak Redis `used_memory` sampled every 100 ms, mapper and reducer VmHWM.
+idle; Spark: `query.start()`, the session already up; Quix Streams: `app.run()`, the
+Application built) until the results of every data window are readable in the result topic
+(read_committed; the sum of the counts of the windows before the sentinel's equals the records
+produced). Each system's start-up until then is measured separately. Memory (experiment 5) is
+read in the Mars runs: peak Redis `used_memory` sampled every 100 ms, mapper and reducer VmHWM.
+The peers' runs are in `benchmarks/e2e_peers.py`.
 """
 
 from __future__ import annotations
@@ -13,30 +15,29 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.e2e_peers import WINDOW_MS, quix_run, spark_run
 from benchmarks.harness import BenchCluster, fresh_id
-from benchmarks.procstat import tree_cpu_seconds, tree_peak_rss_mb
+from benchmarks.peers import PeerUnavailable
 from benchmarks.results_reader import ResultReader
 from benchmarks.stats import merged_progress, steady_rate, summarize
-from benchmarks.subprocesses import spawn_module, stop_group
+from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import Dataset, paper_sql
 
-WINDOW_MS = 60_000
-
-
-def _sentinel_window_ms(data: Dataset) -> int:
-    assert data.sentinel_s is not None, "end-to-end runs need the sentinel records"
-    return data.sentinel_s * 1000 // WINDOW_MS * WINDOW_MS
+Log = Callable[[str], None]
 
 
 def mars_run(
     bench: BenchCluster, data: Dataset, *, mappers: int, reducers: int, timeout_s: float
 ) -> dict[str, Any]:
     with bench.run() as run:
+        launched = time.time()
         run.start_mappers(mappers)
         run.start_reducers(reducers)
+        startup = time.time() - launched
         task_id = fresh_id("e2e-")
         output = f"mars.results.{task_id}"
         bench.create_topic(output, bench.settings.kafka.result_partitions)
@@ -45,7 +46,7 @@ def mars_run(
         with bench.redis_sampler() as redis_peak:
             started = time.time()
             run.register(paper_sql(data.topic), task_id=task_id)
-            before = _sentinel_window_ms(data)
+            before = data.sentinel_window_ms(WINDOW_MS)
             complete = reader.wait_total(data.records, before_ms=before, timeout_s=timeout_s)
             figures = run.figures()
         reader.stop()
@@ -56,59 +57,11 @@ def mars_run(
         "records_per_s": data.records / elapsed if complete else math.nan,
         "complete": complete,
         "duplicates": reader.duplicates(),
+        "startup_s": startup,
         "cpu_s": sum(f.cpu_s or 0.0 for fs in figures.values() for f in fs),
         "redis_peak_mb": redis_peak.peak_bytes / 1024**2,
         "mapper_peak_rss_mb": [f.peak_rss_mb for f in figures["mappers"]],
         "reducer_peak_rss_mb": [f.peak_rss_mb for f in figures["reducers"]],
-    }
-
-
-def spark_run(
-    bench: BenchCluster, data: Dataset, *, timeout_s: float, log_dir: Path
-) -> dict[str, Any]:
-    output = fresh_id("spark-out-")
-    bench.create_topic(output, bench.settings.kafka.result_partitions)
-    reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count")
-    reader.start()
-    launched = time.time()
-    process = spawn_module(
-        "benchmarks.spark_streaming",
-        [
-            "--bootstrap", bench.bootstrap,
-            "--topic", data.topic,
-            "--output", output,
-            "--checkpoint", str(log_dir / f"checkpoint-{output}"),
-        ],
-        log=log_dir / "spark.log",
-    )  # fmt: skip
-    session_s = started = math.nan
-    complete = False
-    cpu = rss = math.nan
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if line.startswith("SESSION "):
-                session_s = float(line.split()[1]) - launched
-            if line.startswith("STARTED "):
-                started = float(line.split()[1])
-                break
-        if not math.isnan(started):
-            cpu_start = tree_cpu_seconds(process.pid)
-            before = _sentinel_window_ms(data)
-            complete = reader.wait_total(data.records, before_ms=before, timeout_s=timeout_s)
-            cpu = tree_cpu_seconds(process.pid) - cpu_start
-            rss = tree_peak_rss_mb(process.pid)
-    finally:
-        stop_group(process)
-        reader.stop()
-    elapsed = reader.completion_time_s(before_ms=before) - started if complete else math.nan
-    return {
-        "seconds": elapsed,
-        "records_per_s": data.records / elapsed if complete else math.nan,
-        "complete": complete,
-        "session_start_s": session_s,
-        "cpu_s": cpu,
-        "peak_rss_mb": rss,
     }
 
 
@@ -151,35 +104,44 @@ def end_to_end_experiment(
     runs: int,
     mappers: int,
     reducers: int,
+    quix_processes: int,
     log_dir: Path,
     timeout_s: float,
-    log: Any = print,
+    log: Log = print,
 ) -> dict[str, Any]:
-    """Interleaved runs (Mars, Spark, ceiling) so the machine's load hits all three alike."""
+    """Interleaved runs (Mars, Spark, Quix Streams, ceiling) so the machine's load hits all
+    alike. A peer that cannot run (its virtualenv missing) or fails, or a run that does not
+    complete, is noted in the result's `notes`; the other systems are measured all the same."""
     mars: list[dict[str, Any]] = []
-    spark: list[dict[str, Any]] = []
+    peers: dict[str, list[dict[str, Any]]] = {name: [] for name in PEER_NAMES}
     ceiling: list[dict[str, Any]] = []
+    notes: list[str] = []
+    peer_runs: dict[str, Callable[[], dict[str, Any]]] = {
+        "spark": lambda: spark_run(bench, data, timeout_s=timeout_s, log_dir=log_dir),
+        "quix": lambda: quix_run(
+            bench, data, processes=quix_processes, timeout_s=timeout_s, log_dir=log_dir
+        ),
+    }
     for index in range(runs):
         mars.append(mars_run(bench, data, mappers=mappers, reducers=reducers, timeout_s=timeout_s))
         log(f"  mars  run {index + 1}: {mars[-1]['seconds']:.1f} s")
-        spark.append(spark_run(bench, data, timeout_s=timeout_s, log_dir=log_dir))
-        log(f"  spark run {index + 1}: {spark[-1]['seconds']:.1f} s")
+        for name, run in peer_runs.items():
+            found = _peer_run(run, name=PEER_NAMES[name], data=data, notes=notes, log=log)
+            if found is not None:
+                peers[name].append(found)
+                log(f"  {name} run {index + 1}: {found['seconds']:.1f} s")
         ceiling.append(ceiling_run(bench, data, workers=mappers, batch=5000))
         log(f"  ceiling run {index + 1}: {ceiling[-1]['records_per_s']:,.0f} rec/s")
+    quix = peers["quix"]
     return {
         "mappers": mappers,
         "reducers": reducers,
-        "mars": {
-            "runs": mars,
-            "seconds": summarize([r["seconds"] for r in mars]),
-            "records_per_s": summarize([r["records_per_s"] for r in mars]),
-            "cpu_s": summarize([r["cpu_s"] for r in mars]),
-        },
-        "spark": {
-            "runs": spark,
-            "seconds": summarize([r["seconds"] for r in spark]),
-            "records_per_s": summarize([r["records_per_s"] for r in spark]),
-            "cpu_s": summarize([r["cpu_s"] for r in spark]),
+        "mars": _system(mars, data),
+        "spark": _system(peers["spark"], data),
+        "quix": {
+            **_system(quix, data),
+            "processes": quix_processes,
+            "settings": quix[0]["settings"] if quix else {},
         },
         "ceiling": {
             "runs": ceiling,
@@ -195,6 +157,52 @@ def end_to_end_experiment(
             "reducer_peak_rss_mb": summarize(
                 [max(x for x in r["reducer_peak_rss_mb"] if x is not None) for r in mars]
             ),
-            "spark_peak_rss_mb": summarize([r["peak_rss_mb"] for r in spark]),
+            "spark_peak_rss_mb": summarize([r["peak_rss_mb"] for r in peers["spark"]]),
+            "quix_peak_rss_mb": summarize([r["peak_rss_mb"] for r in quix]),
         },
+        "notes": notes,
+    }
+
+
+PEER_NAMES = {"spark": "PySpark Structured Streaming", "quix": "Quix Streams"}
+
+
+def _peer_run(
+    run: Callable[[], dict[str, Any]], *, name: str, data: Dataset, notes: list[str], log: Log
+) -> dict[str, Any] | None:
+    """One run of a peer; None (and a note) when it could not run or failed."""
+    try:
+        found = run()
+    except PeerUnavailable as error:
+        note = f"{name} not measured: {error}"
+    except Exception as error:  # a failing peer must not lose Mars's and the others' runs
+        note = f"{name} failed: {error!r:.300}"
+    else:
+        if not found["complete"]:
+            notes.append(
+                f"{name}: a run did not complete (results of {found['counted']:,} of "
+                f"{data.records:,} records readable; exit codes {found['exit_codes']})"
+            )
+        return found
+    log(f"  {note}")
+    if note not in notes:
+        notes.append(note)
+    return None
+
+
+def _system(runs: list[dict[str, Any]], data: Dataset) -> dict[str, Any]:
+    """Summaries of one system's runs: seconds, records/s, MB/s, CPU seconds (per million
+    records too) and start-up (NaN where a run did not complete)."""
+
+    def per_million(run: dict[str, Any]) -> float:
+        return run["cpu_s"] / data.records * 1e6 if run["complete"] else math.nan
+
+    return {
+        "runs": runs,
+        "seconds": summarize([r["seconds"] for r in runs]),
+        "records_per_s": summarize([r["records_per_s"] for r in runs]),
+        "mb_per_s": summarize([r["records_per_s"] * data.mean_bytes / 1e6 for r in runs]),
+        "cpu_s": summarize([r["cpu_s"] for r in runs]),
+        "cpu_s_per_million": summarize([per_million(r) for r in runs]),
+        "startup_s": summarize([r["startup_s"] for r in runs]),
     }

@@ -57,14 +57,18 @@ def plot_all(results: dict[str, Any], img_dir: Path) -> dict[str, Path]:
         written["processes"] = _save(fig, img_dir / "bench_processes.png")
     if results.get("e2e"):
         e2e = results["e2e"]
-        names = ["Mars", "PySpark SS", "ceiling\n(consume+decode)"]
-        values = [
-            e2e["mars"]["records_per_s"]["median"],
-            e2e["spark"]["records_per_s"]["median"],
-            e2e["ceiling"]["records_per_s"]["median"],
+        bars = [
+            ("Mars", e2e["mars"], "tab:blue"),
+            ("PySpark SS", e2e["spark"], "tab:orange"),
+            *([("Quix Streams", e2e["quix"], "tab:green")] if e2e.get("quix") else []),
+            ("ceiling\n(consume+decode)", e2e["ceiling"], "tab:gray"),
         ]
-        fig, ax = plt.subplots(figsize=(5.5, 3.4))
-        ax.bar(names, values, color=["tab:blue", "tab:orange", "tab:gray"])
+        fig, ax = plt.subplots(figsize=(6.5, 3.4))
+        ax.bar(
+            [name for name, _, _ in bars],
+            [system["records_per_s"]["median"] for _, system, _ in bars],
+            color=[color for _, _, color in bars],
+        )
         ax.set_ylabel("records/s (median)")
         ax.set_title("End to end, paper's query")
         written["e2e"] = _save(fig, img_dir / "bench_end_to_end.png")

@@ -6,7 +6,8 @@ import math
 from typing import Any
 
 from benchmarks.report_balance import BALANCE_HEADING, balance_section
-from benchmarks.report_format import fmt
+from benchmarks.report_e2e import E2E_HEADING, e2e_section
+from benchmarks.report_format import fmt, image, med
 from benchmarks.report_pull import PULL_HEADING, pull_section
 from benchmarks.report_spark_stream import SPARK_STREAM_HEADING, spark_stream_section
 from benchmarks.state_figures import growth, window_label
@@ -14,7 +15,6 @@ from benchmarks.targets import STATE_GROWTH_TARGET, check_targets
 
 BATCH_HEADING = "## 1. Mapper throughput vs batch size"
 PROCESSES_HEADING = "## 2. Throughput vs number of mapper processes"
-E2E_HEADING = "## 3. End to end: Mars vs PySpark Structured Streaming vs the ceiling"
 LATENCY_HEADING = "## 4. Latency: watermark past window end + grace -> results readable"
 MEMORY_HEADING = "## 5. Memory"
 FAULTS_HEADING = "## 6. Accuracy under faults (Table 1, smaller)"
@@ -34,14 +34,6 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "profile": (PROFILE_HEADING,),
     "spark_stream": (SPARK_STREAM_HEADING,),
 }
-
-
-def _med(node: Any, spec: str = ",.0f") -> str:
-    if isinstance(node, dict) and "median" in node:
-        low, high = node.get("min"), node.get("max")
-        spread = f" ({fmt(low, spec)}–{fmt(high, spec)})" if len(node.get("runs", [])) > 1 else ""
-        return fmt(node["median"], spec) + spread
-    return "—"
 
 
 def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
@@ -91,7 +83,7 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
     lines += ["", *_notes(results.get("notes", []))]
     lines += _batch_section(results.get("batch"), images)
     lines += _process_section(results.get("processes"), images)
-    lines += _e2e_section(results.get("e2e"), images)
+    lines += e2e_section(results.get("e2e"), images)
     lines += _latency_section(results.get("latency"), images)
     lines += _memory_section(results.get("e2e"))
     lines += _faults_section(results.get("faults"))
@@ -125,10 +117,6 @@ def _notes(notes: list[str]) -> list[str]:
     return [f"- {note}" for note in notes] + ([""] if notes else [])
 
 
-def _image(images: dict[str, str], name: str, title: str) -> list[str]:
-    return [f"![{title}]({images[name]})", ""] if name in images else []
-
-
 def _batch_section(batch: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
     lines = [BATCH_HEADING, ""]
     if not batch:
@@ -146,10 +134,10 @@ def _batch_section(batch: dict[str, Any] | None, images: dict[str, str]) -> list
         capped = f" (capped at {row['cap_s']:.0f} s)" if row.get("cap_s") else ""
         read = ", ".join(fmt(r) for r in row.get("records_read", []))
         lines.append(
-            f"| {int(size):,} | {_med(row['records_per_s'])} | {_med(row['mb_per_s'], '.1f')} "
-            f"| {_med(row['records_per_cpu_s'])} | {read}{capped} |"
+            f"| {int(size):,} | {med(row['records_per_s'])} | {med(row['mb_per_s'], '.1f')} "
+            f"| {med(row['records_per_cpu_s'])} | {read}{capped} |"
         )
-    return [*lines, "", *_image(images, "batch", "mapper throughput vs batch size")]
+    return [*lines, "", *image(images, "batch", "mapper throughput vs batch size")]
 
 
 def _process_section(processes: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
@@ -164,47 +152,10 @@ def _process_section(processes: dict[str, Any] | None, images: dict[str, str]) -
     ]
     for count, row in processes.items():
         lines.append(
-            f"| {count} | {_med(row['records_per_s'])} | {_med(row['mb_per_s'], '.1f')} "
-            f"| {_med(row['records_per_cpu_s'])} |"
+            f"| {count} | {med(row['records_per_s'])} | {med(row['mb_per_s'], '.1f')} "
+            f"| {med(row['records_per_cpu_s'])} |"
         )
-    return [*lines, "", *_image(images, "processes", "throughput vs mapper processes")]
-
-
-def _e2e_section(e2e: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
-    lines = [E2E_HEADING, ""]
-    if not e2e:
-        return [*lines, "Not run.", ""]
-    mars, spark, ceiling = e2e["mars"], e2e["spark"], e2e["ceiling"]
-    lines += [
-        f"Mars: {e2e['mappers']} mappers + {e2e['reducers']} reducer(s), started and idle "
-        "before the task is registered; time from registering the task until every data "
-        "window's results are readable (read_committed) in the result topic. Spark: the same "
-        "query (`groupBy(window(ts, 60 s), sip, type).count()`, watermark 0 s, append mode, "
-        "Kafka sink, `local[2]`, 4 shuffle partitions, default trigger) on the same topic; "
-        "time from `query.start()` (session already up) until the same condition. One "
-        "sentinel record per partition, a day after the data, moves both watermarks past the "
-        "last data window. Ceiling: consume + decode only (the mapper's per-message loop and "
-        "decode path), one process per core, no aggregation, no Redis; its records/s is the "
-        "steady state between 10 % and 90 % of the records, as for the mappers. Runs are "
-        "interleaved.",
-        "",
-        "| system | seconds | records/s | CPU seconds |",
-        "|---|---:|---:|---:|",
-        f"| Mars | {_med(mars['seconds'], '.1f')} | {_med(mars['records_per_s'])} "
-        f"| {_med(mars['cpu_s'], '.1f')} |",
-        f"| PySpark Structured Streaming | {_med(spark['seconds'], '.1f')} "
-        f"| {_med(spark['records_per_s'])} | {_med(spark['cpu_s'], '.1f')} |",
-        f"| ceiling (consume + decode) | — | {_med(ceiling['records_per_s'])} "
-        f"| ({_med(ceiling['records_per_cpu_s'])} records per CPU-second) |",
-        "",
-    ]
-    session = [r.get("session_start_s") for r in spark.get("runs", [])]
-    lines.append(
-        "Spark session start-up (not counted above): "
-        + ", ".join(fmt(s, ".1f") + " s" for s in session)
-        + ". Mars CPU seconds: mappers and reducers; Spark: driver and JVM."
-    )
-    return [*lines, "", *_image(images, "e2e", "end-to-end throughput")]
+    return [*lines, "", *image(images, "processes", "throughput vs mapper processes")]
 
 
 def _latency_points(latency: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -243,7 +194,7 @@ def _latency_section(latency: dict[str, Any] | None, images: dict[str, str]) -> 
         "pipeline).",
         "",
     ]
-    return [*lines, *_image(images, "latency", "latency distribution")]
+    return [*lines, *image(images, "latency", "latency distribution")]
 
 
 def _memory_section(e2e: dict[str, Any] | None) -> list[str]:
@@ -260,10 +211,15 @@ def _memory_section(e2e: dict[str, Any] | None) -> list[str]:
         "",
         "| what | peak MiB |",
         "|---|---:|",
-        f"| Redis used_memory | {_med(memory['redis_peak_mb'], '.1f')} |",
-        f"| mapper RSS | {_med(memory['mapper_peak_rss_mb'], '.0f')} |",
-        f"| reducer RSS | {_med(memory['reducer_peak_rss_mb'], '.0f')} |",
-        f"| Spark driver + JVM RSS (for comparison) | {_med(memory['spark_peak_rss_mb'], '.0f')} |",
+        f"| Redis used_memory | {med(memory['redis_peak_mb'], '.1f')} |",
+        f"| mapper RSS | {med(memory['mapper_peak_rss_mb'], '.0f')} |",
+        f"| reducer RSS | {med(memory['reducer_peak_rss_mb'], '.0f')} |",
+        f"| Spark driver + JVM RSS (for comparison) | {med(memory['spark_peak_rss_mb'], '.0f')} |",
+        *(
+            [f"| Quix Streams RSS, all its processes (for comparison) | {quix} |"]
+            if (quix := med(memory.get("quix_peak_rss_mb"), ".0f")) != "—"
+            else []
+        ),
         "",
     ]
 
@@ -324,9 +280,9 @@ def _state_section(state: dict[str, Any] | None, images: dict[str, str]) -> list
     for window_s, row in by_window.items():
         runs = row.get("runs", [])
         lines.append(
-            f"| {window_label(int(window_s))} | {_med(row['redis_state_peak_mb'], '.1f')} "
-            f"| {_med(row['redis_state_steady_mb'], '.1f')} "
-            f"| {_med(row['reducer_peak_rss_mb'])} | {_med(row['reducer_steady_rss_mb'])} "
+            f"| {window_label(int(window_s))} | {med(row['redis_state_peak_mb'], '.1f')} "
+            f"| {med(row['redis_state_steady_mb'], '.1f')} "
+            f"| {med(row['reducer_peak_rss_mb'])} | {med(row['reducer_steady_rss_mb'])} "
             f"| {', '.join(str(r['windows_emitted']) for r in runs)} "
             f"| {', '.join(fmt(r['records_in']) for r in runs)} |"
         )
@@ -350,7 +306,7 @@ def _state_section(state: dict[str, Any] | None, images: dict[str, str]) -> list
             f"only in runs well over {STATE_GROWTH_TARGET}x {short}.",
             "",
         ]
-    return [*lines, *_image(images, "state", "memory over time per window length")]
+    return [*lines, *image(images, "state", "memory over time per window length")]
 
 
 def _span(by_window: dict[str, Any], name: str, spec: str) -> str:

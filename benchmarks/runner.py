@@ -53,7 +53,7 @@ Log = Callable[[str], None]
 TITLES = {
     "batch": "experiment 1, mapper throughput vs batch size",
     "processes": "experiment 2, throughput vs mapper processes",
-    "e2e": "experiments 3 and 5, end to end Mars vs Spark vs ceiling; memory",
+    "e2e": "experiments 3 and 5, end to end Mars vs Spark vs Quix Streams vs ceiling; memory",
     "latency": "experiment 4, latency at half the measured maximum rate",
     "faults": "experiment 6, accuracy under faults",
     "state": "experiment 7, Redis and reducer memory vs window length (bounded state)",
@@ -79,6 +79,7 @@ class BenchConfig:
     process_counts: tuple[int, ...] = (1, 2, 4)
     e2e_mappers: int = 2
     e2e_reducers: int = 1
+    e2e_quix_processes: int = 1  # one reads every source partition (benchmarks/quix_streams.py)
     latency_duration_s: int = 60
     latency_window_s: int = 5
     fault_records: int = 200_000
@@ -216,7 +217,8 @@ def _run_experiments(
             runs=config.runs,
             mappers=config.e2e_mappers,
             reducers=config.e2e_reducers,
-            log_dir=_spark_dir(config),
+            quix_processes=config.e2e_quix_processes,
+            log_dir=_work_dir(config, "e2e"),
             timeout_s=config.timeout_s,
             log=log,
         ),
@@ -284,7 +286,12 @@ def _run_experiments(
 
 
 def _spark_dir(config: BenchConfig) -> Path:
-    path = config.run_dir / "spark"
+    return _work_dir(config, "spark")
+
+
+def _work_dir(config: BenchConfig, name: str) -> Path:
+    """Where an experiment's child processes write logs, checkpoints and state."""
+    path = config.run_dir / name
     path.mkdir(parents=True, exist_ok=True)
     return path
 

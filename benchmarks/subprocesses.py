@@ -14,13 +14,18 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def spawn_module(
-    module: str, args: Sequence[str], *, log: Path | None = None
+    module: str,
+    args: Sequence[str],
+    *,
+    log: Path | None = None,
+    python: Path | str = sys.executable,
 ) -> subprocess.Popen[str]:
-    """Start `python -m <module> <args>` in its own process group, stdout piped (text)."""
+    """Start `python -m <module> <args>` in its own process group, stdout piped (text);
+    `python`: another interpreter (a peer's virtualenv)."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     stderr = log.open("a") if log is not None else subprocess.DEVNULL
     return subprocess.Popen(
-        [sys.executable, "-m", module, *args],
+        [str(python), "-m", module, *args],
         cwd=PROJECT_ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -44,3 +49,18 @@ def stop_group(process: subprocess.Popen[str], *, timeout_s: float = 20.0) -> No
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
+
+
+def read_markers(process: subprocess.Popen[str], *, until: str) -> dict[str, str]:
+    """The `NAME value` lines a child prints on stdout (its start-up markers, e.g. `SESSION
+    <t>`, `STARTED <t>`), read until the line named `until`, or until the child closes its
+    stdout (it exited: `until` is then missing from the result)."""
+    assert process.stdout is not None
+    found: dict[str, str] = {}
+    for line in process.stdout:
+        name, _, value = line.strip().partition(" ")
+        if name.isupper() and name not in found:
+            found[name] = value
+        if name == until:
+            break
+    return found

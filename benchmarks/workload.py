@@ -20,6 +20,8 @@ from mars.gen.produce import THROUGHPUT_CONFIG, ensure_source_topic, produce
 
 CSV_COLUMNS = ",".join(FIELD_NAMES)
 SENTINEL_OFFSET_S = 86_400  # a day after the data: far past every data window
+SENTINEL_TYPE = "sentinel"  # the sentinel's `type`, a value the data never has
+PAPER_WINDOW_S = 60  # the paper's tumbling window
 
 
 def csv_options(*, idle: str, more: str = "") -> str:
@@ -60,6 +62,11 @@ class Dataset:
     @property
     def window_ends_s(self) -> int:
         return self.start_s + self.span_s
+
+    def sentinel_window_ms(self, window_ms: int) -> int:
+        """The start of the sentinels' window: every window before it holds data only."""
+        assert self.sentinel_s is not None, "this run needs the sentinel records"
+        return self.sentinel_s * 1000 // window_ms * window_ms
 
 
 def preload(
@@ -110,7 +117,7 @@ def sentinel_value(event_time_s: int) -> bytes:
     """A valid tuple with the given event time (sip/type never seen in the data)."""
     cells = ["0"] * len(FIELD_NAMES)
     cells[FIELD_NAMES.index("timestamp")] = str(event_time_s)
-    cells[FIELD_NAMES.index("type")] = "sentinel"
+    cells[FIELD_NAMES.index("type")] = SENTINEL_TYPE
     cells[FIELD_NAMES.index("sip")] = "0.0.0.0"
     return ",".join(cells).encode()
 

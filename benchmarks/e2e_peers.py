@@ -1,0 +1,173 @@
+"""The peers of the end-to-end experiment: the paper's query in the engines people would pick
+instead of Mars, each a child process reading the same preloaded topic as the Mars runs.
+
+- PySpark Structured Streaming (`benchmarks/spark_streaming.py`, the project's `.venv`);
+- Quix Streams (`benchmarks/quix_streams.py`, the peers' virtualenv, `benchmarks/peers.py`).
+
+Each run: a fresh result topic read live with read_committed (`ResultReader`), the child
+launched, its start-up markers read (start-up: launch until the peer starts its query), then
+the clock runs until the counts of every window before the sentinels' sum to the records
+produced. CPU seconds: the child's process tree over that time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.peers import PeerUnavailable, peer_python
+from benchmarks.procstat import tree_cpu_seconds, tree_peak_rss_mb
+from benchmarks.results_reader import ResultReader
+from benchmarks.subprocesses import read_markers, spawn_module, stop_group
+from benchmarks.workload import PAPER_WINDOW_S, SENTINEL_TYPE, Dataset
+from mars.gen import FIELD_NAMES
+
+WINDOW_MS = PAPER_WINDOW_S * 1000
+
+
+def spark_run(
+    bench: BenchCluster, data: Dataset, *, timeout_s: float, log_dir: Path
+) -> dict[str, Any]:
+    output = fresh_id("spark-out-")
+
+    def launch() -> list[subprocess.Popen[str]]:
+        return [
+            spawn_module(
+                "benchmarks.spark_streaming",
+                [
+                    "--bootstrap", bench.bootstrap,
+                    "--topic", data.topic,
+                    "--output", output,
+                    "--checkpoint", str(log_dir / f"checkpoint-{output}"),
+                ],
+                log=log_dir / "spark.log",
+            )
+        ]  # fmt: skip
+
+    found = _timed(
+        bench, data, output=output, launch=launch, log=log_dir / "spark.log", timeout_s=timeout_s
+    )
+    session = found.pop("markers")[0].get("SESSION")
+    launched = found.pop("launched")
+    return {**found, "session_start_s": float(session) - launched if session else math.nan}
+
+
+def quix_run(
+    bench: BenchCluster,
+    data: Dataset,
+    *,
+    processes: int,
+    timeout_s: float,
+    log_dir: Path,
+) -> dict[str, Any]:
+    """`processes` Quix Streams applications in one consumer group (as one would scale it),
+    each with its own state directory. Grace: the data's event-time span, so that no record
+    is late however far apart the consumers read their partitions; the sentinels (a day
+    later) close every window (`benchmarks/quix_streams.py` says why Quix needs this)."""
+    python = peer_python()
+    output = fresh_id("quix-out-")
+    group = fresh_id("quix-")
+    columns = ",".join(str(FIELD_NAMES.index(name)) for name in ("timestamp", "sip", "type"))
+
+    def launch() -> list[subprocess.Popen[str]]:
+        return [
+            spawn_module(
+                "benchmarks.quix_streams",
+                [
+                    "--bootstrap", bench.bootstrap,
+                    "--topic", data.topic,
+                    "--output", output,
+                    "--group", group,
+                    "--state-dir", str(log_dir / f"quix-state-{group}-{index}"),
+                    "--partitions", str(data.partitions),
+                    "--columns", columns,
+                    "--window-s", str(PAPER_WINDOW_S),
+                    "--grace-s", str(data.span_s),
+                    "--sentinel-type", SENTINEL_TYPE,
+                ],
+                log=log_dir / "quix.log",
+                python=python,
+            )
+            for index in range(processes)
+        ]  # fmt: skip
+
+    found = _timed(
+        bench, data, output=output, launch=launch, log=log_dir / "quix.log", timeout_s=timeout_s
+    )
+    found.pop("launched")
+    markers = found.pop("markers")
+    return {**found, "processes": processes, "settings": json.loads(markers[0]["SETTINGS"])}
+
+
+def _timed(
+    bench: BenchCluster,
+    data: Dataset,
+    *,
+    output: str,
+    launch: Callable[[], list[subprocess.Popen[str]]],
+    log: Path,
+    timeout_s: float,
+) -> dict[str, Any]:
+    """Launch the peer's processes, wait for every `STARTED`, then for the results."""
+    bench.create_topic(output, bench.settings.kafka.result_partitions)
+    reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count")
+    reader.start()
+    before = data.sentinel_window_ms(WINDOW_MS)
+    launched = time.time()
+    children: Sequence[subprocess.Popen[str]] = []
+    try:
+        children = launch()
+        markers = [read_markers(child, until="STARTED") for child in children]
+        if any("STARTED" not in found for found in markers):
+            raise PeerUnavailable(f"exited before starting its query (log {log})")
+        started = max(float(found["STARTED"]) for found in markers)
+        cpu_start = sum(tree_cpu_seconds(child.pid) for child in children)
+        complete = _wait_results(
+            reader, data, before_ms=before, children=children, timeout_s=timeout_s
+        )
+        cpu = sum(tree_cpu_seconds(child.pid) for child in children) - cpu_start
+        rss = sum(tree_peak_rss_mb(child.pid) for child in children)
+        exited = [child.returncode for child in children if child.poll() is not None]
+    finally:
+        for child in children:
+            stop_group(child)
+        reader.stop()
+    elapsed = reader.completion_time_s(before_ms=before) - started if complete else math.nan
+    return {
+        "seconds": elapsed,
+        "records_per_s": data.records / elapsed if complete else math.nan,
+        "complete": complete,
+        "counted": reader.total(before_ms=before),
+        "duplicates": reader.duplicates(),
+        "startup_s": started - launched,
+        "cpu_s": cpu,
+        "peak_rss_mb": rss,
+        "exit_codes": exited,
+        "markers": markers,
+        "launched": launched,
+    }
+
+
+def _wait_results(
+    reader: ResultReader,
+    data: Dataset,
+    *,
+    before_ms: int,
+    children: Sequence[subprocess.Popen[str]],
+    timeout_s: float,
+) -> bool:
+    """True once the counts before `before_ms` sum to the records produced; False at the
+    timeout or as soon as every child has exited."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if reader.wait_total(data.records, before_ms=before_ms, timeout_s=1.0):
+            return True
+        if all(child.poll() is not None for child in children):
+            return reader.total(before_ms=before_ms) >= data.records
+    return False

@@ -1,0 +1,140 @@
+"""The end-to-end section with its peers: the rows, the Quix Streams settings, the notes of a
+peer that could not run, and the start-up markers of a child process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.exp_end_to_end import _peer_run, _system
+from benchmarks.peers import PeerUnavailable, peer_python
+from benchmarks.report import render_report
+from benchmarks.subprocesses import read_markers
+from benchmarks.workload import Dataset
+
+
+def summary(value: float) -> dict[str, Any]:
+    return {"runs": [value], "median": value, "min": value, "max": value}
+
+
+def system(seconds: float, rate: float, cpu: float, startup: float) -> dict[str, Any]:
+    return {
+        "runs": [{"session_start_s": 6.5}],
+        "seconds": summary(seconds),
+        "records_per_s": summary(rate),
+        "mb_per_s": summary(rate * 144 / 1e6),
+        "cpu_s": summary(cpu),
+        "cpu_s_per_million": summary(cpu * 10),
+        "startup_s": summary(startup),
+    }
+
+
+def e2e(*, quix: dict[str, Any] | None, notes: list[str]) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "mappers": 2,
+        "reducers": 1,
+        "mars": system(2.0, 50_000, 3.0, 1.5),
+        "spark": system(10.0, 10_000, 20.0, 8.0),
+        "ceiling": {
+            "runs": [],
+            "records_per_s": summary(500_000),
+            "mb_per_s": summary(72.0),
+            "records_per_cpu_s": summary(400_000),
+        },
+        "memory": {
+            "redis_peak_mb": summary(3),
+            "mapper_peak_rss_mb": summary(170),
+            "reducer_peak_rss_mb": summary(190),
+            "spark_peak_rss_mb": summary(700),
+        },
+        "notes": notes,
+    }
+    if quix is not None:
+        found["quix"] = quix
+        found["memory"]["quix_peak_rss_mb"] = summary(150)
+    return found
+
+
+QUIX_SETTINGS = {
+    "quixstreams": "3.28.1",
+    "processing_guarantee": "exactly-once",
+    "auto_offset_reset": "earliest",
+    "commit_interval_s": 5.0,
+    "window_s": 60,
+    "grace_s": 600,
+    "closing_strategy": "partition",
+    "sentinel_copies": 64,
+}
+
+
+def test_the_quix_streams_row_settings_and_ratio() -> None:
+    quix = {**system(20.0, 5_000, 25.0, 1.2), "processes": 1, "settings": QUIX_SETTINGS}
+    text = render_report({"machine": {}, "e2e": e2e(quix=quix, notes=[])}, images={})
+    assert "| Quix Streams 3.28.1 | 1.2 | 20.0 | 5,000 | 0.7 | 25.0 | 250.0 |" in text
+    assert "| Mars | 1.5 | 2.0 | 50,000 | 7.2 | 3.0 | 30.0 |" in text
+    assert "| PySpark Structured Streaming | 8.0 | 10.0 | 10,000 | 1.4 | 20.0 | 200.0 |" in text
+    assert "| ceiling (consume + decode) | — | — | 500,000 | 72.0 | — | 2.50 |" in text
+    assert 'processing_guarantee="exactly-once"' in text
+    assert 'tumbling_window(60 s, grace 600 s).count().final(closing_strategy="partition")' in text
+    assert "Mars vs PySpark: 5.00x; Mars vs Quix Streams: 10.00x" in text
+    assert "| Quix Streams RSS, all its processes (for comparison) | 150 |" in text
+
+
+def test_a_peer_not_measured_is_a_note_and_older_results_have_no_quix_row() -> None:
+    note = "Quix Streams not measured: no peer virtualenv at /x (make bench builds it)"
+    quix = {**system(float("nan"), float("nan"), float("nan"), float("nan")), "settings": {}}
+    text = render_report({"machine": {}, "e2e": e2e(quix=quix, notes=[note])}, images={})
+    assert "Quix Streams: not measured in this run" in text
+    assert f"- {note}" in text
+    older = render_report({"machine": {}, "e2e": e2e(quix=None, notes=[])}, images={})
+    assert "| Quix Streams" not in older and "Mars vs Quix" not in older
+
+
+def test_peer_run_notes_a_missing_peer_once_and_keeps_going(tmp_path: Path) -> None:
+    data = Dataset(
+        topic="S",
+        partitions=4,
+        records=1000,
+        mean_bytes=144.0,
+        start_s=0,
+        span_s=600,
+        produce_rate=1.0,
+        sentinel_s=86_400,
+    )
+    notes: list[str] = []
+
+    def missing() -> dict[str, Any]:
+        peer_python(tmp_path / "no-venv")
+        raise AssertionError("unreachable")
+
+    for _ in range(2):
+        assert _peer_run(missing, name="Quix Streams", data=data, notes=notes, log=print) is None
+    assert len(notes) == 1 and notes[0].startswith("Quix Streams not measured: no peer")
+
+    def incomplete() -> dict[str, Any]:
+        return {"complete": False, "counted": 10, "exit_codes": [1]}
+
+    assert _peer_run(incomplete, name="Quix Streams", data=data, notes=notes, log=print)
+    assert "did not complete (results of 10 of 1,000 records readable" in notes[-1]
+    runs = [
+        {"seconds": 2.0, "records_per_s": 500.0, "cpu_s": 4.0, "startup_s": 1.0, "complete": True}
+    ]
+    assert _system(runs, data)["cpu_s_per_million"]["median"] == pytest.approx(4000.0)
+
+
+def test_read_markers_stops_at_started_or_at_exit() -> None:
+    script = "print('noise'); print('SETTINGS {\"a\": 1}'); print('STARTED 12.5'); print('LATER')"
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert read_markers(child, until="STARTED") == {"SETTINGS": '{"a": 1}', "STARTED": "12.5"}
+    child.communicate(timeout=10)
+    died = subprocess.Popen(
+        [sys.executable, "-c", "print('SESSION 1')"], stdout=subprocess.PIPE, text=True
+    )
+    assert read_markers(died, until="STARTED") == {"SESSION": "1"}
+    died.communicate(timeout=10)
+    with pytest.raises(PeerUnavailable):
+        peer_python(Path("/nonexistent/venv"))
