@@ -34,7 +34,7 @@ from mars.registry import TaskRecord, TaskRegistry, TaskStatus
 from mars.registry.units import Unit
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
-from mars.tasks.topics import Replication, ensure_task_topics, ensure_topics
+from mars.tasks.topics import Replication, ensure_task_topics, ensure_topics, partition_count
 from reducer.bucket_owner import OwnerWiring, StopReason, UnitOwner
 from reducer.coordination import ReducerCoordinator
 from reducer.coordination.balance import balance_unit_counts
@@ -117,8 +117,7 @@ class ReducerProcess:
         )
         admin = admin_client(cfg.kafka)
         ensure_topics(admin, [PROGRESS_TOPIC_PLAN], Replication.of(cfg.kafka))
-        metadata = admin.list_topics(PROGRESS_TOPIC, timeout=30).topics[PROGRESS_TOPIC]
-        self._progress_partitions = len(metadata.partitions)
+        self._progress_partitions = partition_count(admin, PROGRESS_TOPIC)
         task_watch = TaskRegistry(zk, root=cfg.zookeeper.root).watch(self._on_tasks)
         coordinator = ReducerCoordinator(
             zk,

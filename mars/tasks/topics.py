@@ -18,6 +18,7 @@ created here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -129,3 +130,20 @@ def ensure_topics(
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise TopicError(f"cannot create topic {name}: {exc}") from exc
     return sorted(created)
+
+
+def partition_count(admin: AdminClient, topic: str, *, timeout_s: float = 30.0) -> int:
+    """The topic's partition count once the metadata shows them: a topic just created may be
+    listed with none for a moment (on several brokers it often is)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            described = admin.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        except KafkaException as exc:
+            raise TopicError(f"cannot describe topic {topic}: {exc}") from exc
+        if described is not None and described.error is None and described.partitions:
+            return len(described.partitions)
+        if time.monotonic() >= deadline:
+            reason = "not in the metadata" if described is None else described.error
+            raise TopicError(f"topic {topic} has no partitions after {timeout_s:.0f} s: {reason}")
+        time.sleep(0.2)
