@@ -15,9 +15,10 @@ One `step` (`_read`, `_watermark`, then `_commit` if anything is to be committed
 6. if something closed, arrived late, was checkpointed, rseq can move, or (EMIT CHANGES) groups
    changed and the last updates are `emit_interval` old: ONE Kafka transaction with the result
    records, the update records (current values of changed groups, final values of closed
-   windows), the late records and the progress record (which names the checkpoint); then
-   release data sets below rseq in Redis (GC), drop older checkpoints, push the rows to the
-   REST list and publish metrics (with the committed checkpoint, which pull queries read).
+   windows, and with every commit the tombstones of sessions merged away), the late records
+   and the progress record (which names the checkpoint); then release data sets below rseq in
+   Redis (GC), drop older checkpoints, push the rows to the REST list and publish metrics (with
+   the committed checkpoint, which pull queries read).
 
 `recover` (on start and after any failure) opens an `OwnerSession`: init_transactions (fences
 a zombie, aborts its open transaction), read the unit's committed progress, load the checkpoint
@@ -443,11 +444,15 @@ class UnitOwner:
     ) -> list[OutRecord]:
         """EMIT CHANGES: the current rows of the changed groups (a top-k task's whole changed
         windows: its top k is taken over all groups) and the final rows, for the updates
-        topic. Windows closed in this step carry only their final rows."""
+        topic. Windows closed in this step carry only their final rows.
+
+        Tombstones of merged-away sessions go with every commit, not on the interval: a
+        checkpoint in this commit forgets those sessions, so an owner recovering from it could
+        never delete their keys."""
         if self.spec.updates_topic is None:
             return []
         changed = state.take_changes() if changes else []
-        gone = state.take_gone() if changes else []
+        gone = state.take_gone()
         if self.spec.top_k is not None:
             changed = [WindowGroups(start=w.start, groups=state.windows[w.start]) for w in changed]
         spec = self._result_spec
