@@ -20,8 +20,8 @@ lint:
 unit: setup
 	$(PY) -m pytest -q tests/unit
 
-# The peers (Quix Streams) get a virtualenv of their own; without it the bench notes them as
-# not measured, hence the `-`.
+# The peers (Quix Streams, Flink SQL) get a virtualenv of their own; without it the bench notes
+# them as not measured, hence the `-`.
 bench: setup
 	-@bash scripts/setup_peers.sh
 	$(PY) -m mars.cli.main bench

@@ -2,7 +2,9 @@
 instead of Mars, each a child process reading the same preloaded topic as the Mars runs.
 
 - PySpark Structured Streaming (`benchmarks/spark_streaming.py`, the project's `.venv`);
-- Quix Streams (`benchmarks/quix_streams.py`, the peers' virtualenv, `benchmarks/peers.py`).
+- Quix Streams (`benchmarks/quix_streams.py`, the peers' virtualenv, `benchmarks/peers.py`);
+- Flink SQL (`benchmarks/flink_sql.py`, PyFlink in the peers' virtualenv with the Kafka SQL
+  connector jar `scripts/setup_peers.sh` fetches).
 
 Each run: a fresh result topic read live with read_committed (`ResultReader`), the child
 launched, its start-up markers read (start-up: launch until the peer starts its query), then
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import BenchCluster, fresh_id
-from benchmarks.peers import PeerUnavailable, peer_python
+from benchmarks.peers import PeerUnavailable, flink_kafka_jar, peer_python
 from benchmarks.procstat import tree_cpu_seconds, tree_peak_rss_mb
 from benchmarks.results_reader import ResultReader
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
@@ -103,6 +105,71 @@ def quix_run(
     found.pop("launched")
     markers = found.pop("markers")
     return {**found, "processes": processes, "settings": json.loads(markers[0]["SETTINGS"])}
+
+
+def flink_run(
+    bench: BenchCluster,
+    data: Dataset,
+    *,
+    parallelism: int,
+    timeout_s: float,
+    log_dir: Path,
+) -> dict[str, Any]:
+    """One Flink SQL job (exactly-once Kafka sink) in PyFlink's local MiniCluster, its
+    operators `parallelism` wide; start-up until `execute_sql(INSERT)` (`SESSION`: the
+    TableEnvironment and its JVM up)."""
+    python = peer_python()
+    jar = flink_kafka_jar()
+    output = fresh_id("flink-out-")
+    args = flink_args(
+        bootstrap=bench.bootstrap,
+        topic=data.topic,
+        output=output,
+        run_id=output.removeprefix("flink-out-"),
+        parallelism=parallelism,
+        jar=jar,
+        log_dir=log_dir,
+    )
+    log = log_dir / "flink.log"
+
+    def launch() -> list[subprocess.Popen[str]]:
+        return [spawn_module("benchmarks.flink_sql", args, log=log, python=python)]
+
+    found = _timed(bench, data, output=output, launch=launch, log=log, timeout_s=timeout_s)
+    markers = found.pop("markers")[0]
+    launched = found.pop("launched")
+    session = markers.get("SESSION")
+    return {
+        **found,
+        "session_start_s": float(session) - launched if session else math.nan,
+        "settings": json.loads(markers["SETTINGS"]),
+    }
+
+
+def flink_args(
+    *,
+    bootstrap: str,
+    topic: str,
+    output: str,
+    run_id: str,
+    parallelism: int,
+    jar: Path,
+    log_dir: Path,
+) -> list[str]:
+    """The command line of `benchmarks.flink_sql`: a consumer group and transactional ids of
+    the run's own, every column of the CSV tuple by name, the window of the paper's query."""
+    return [
+        "--bootstrap", bootstrap,
+        "--topic", topic,
+        "--output", output,
+        "--group", f"flink-{run_id}",
+        "--transactional-id-prefix", f"flink-{run_id}",
+        "--jar", str(jar),
+        "--fields", ",".join(FIELD_NAMES),
+        "--parallelism", str(parallelism),
+        "--log-dir", str(log_dir / f"flink-{run_id}"),
+        "--window-s", str(PAPER_WINDOW_S),
+    ]  # fmt: skip
 
 
 def _timed(

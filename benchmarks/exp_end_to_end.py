@@ -1,13 +1,15 @@
 """Experiment 3 (and 5): the paper's query end to end, Mars vs PySpark Structured Streaming vs
-Quix Streams vs the consume+decode ceiling, on the same preloaded topic in the same invocation.
+Quix Streams vs Flink SQL vs the consume+decode ceiling, on the same preloaded topic in the same
+invocation.
 
 End to end = from the start (Mars: the task is registered, its processes already running and
 idle; Spark: `query.start()`, the session already up; Quix Streams: `app.run()`, the
-Application built) until the results of every data window are readable in the result topic
-(read_committed; the sum of the counts of the windows before the sentinel's equals the records
-produced). Each system's start-up until then is measured separately. Memory (experiment 5) is
-read in the Mars runs: peak Redis `used_memory` sampled every 100 ms, mapper and reducer VmHWM.
-The peers' runs are in `benchmarks/e2e_peers.py`.
+Application built; Flink SQL: `execute_sql(INSERT)`, the TableEnvironment up) until the results
+of every data window are readable in the result topic (read_committed; the sum of the counts
+of the windows before the sentinel's equals the records produced). Each system's start-up until
+then is measured separately. Memory (experiment 5) is read in the Mars runs: peak Redis
+`used_memory` sampled every 100 ms, mapper and reducer VmHWM. The peers' runs are in
+`benchmarks/e2e_peers.py`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.e2e_peers import WINDOW_MS, quix_run, spark_run
+from benchmarks.e2e_peers import WINDOW_MS, flink_run, quix_run, spark_run
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.peers import PeerUnavailable
 from benchmarks.results_reader import ResultReader
@@ -105,13 +107,15 @@ def end_to_end_experiment(
     mappers: int,
     reducers: int,
     quix_processes: int,
+    flink_parallelism: int,
     log_dir: Path,
     timeout_s: float,
     log: Log = print,
 ) -> dict[str, Any]:
-    """Interleaved runs (Mars, Spark, Quix Streams, ceiling) so the machine's load hits all
-    alike. A peer that cannot run (its virtualenv missing) or fails, or a run that does not
-    complete, is noted in the result's `notes`; the other systems are measured all the same."""
+    """Interleaved runs (Mars, Spark, Quix Streams, Flink SQL, ceiling) so the machine's load
+    hits all alike. A peer that cannot run (its virtualenv or jar missing) or fails, or a run
+    that does not complete, is noted in the result's `notes`; the other systems are measured
+    all the same."""
     mars: list[dict[str, Any]] = []
     peers: dict[str, list[dict[str, Any]]] = {name: [] for name in PEER_NAMES}
     ceiling: list[dict[str, Any]] = []
@@ -120,6 +124,9 @@ def end_to_end_experiment(
         "spark": lambda: spark_run(bench, data, timeout_s=timeout_s, log_dir=log_dir),
         "quix": lambda: quix_run(
             bench, data, processes=quix_processes, timeout_s=timeout_s, log_dir=log_dir
+        ),
+        "flink": lambda: flink_run(
+            bench, data, parallelism=flink_parallelism, timeout_s=timeout_s, log_dir=log_dir
         ),
     }
     for index in range(runs):
@@ -133,6 +140,7 @@ def end_to_end_experiment(
         ceiling.append(ceiling_run(bench, data, workers=mappers, batch=5000))
         log(f"  ceiling run {index + 1}: {ceiling[-1]['records_per_s']:,.0f} rec/s")
     quix = peers["quix"]
+    flink = peers["flink"]
     return {
         "mappers": mappers,
         "reducers": reducers,
@@ -142,6 +150,11 @@ def end_to_end_experiment(
             **_system(quix, data),
             "processes": quix_processes,
             "settings": quix[0]["settings"] if quix else {},
+        },
+        "flink": {
+            **_system(flink, data),
+            "parallelism": flink_parallelism,
+            "settings": flink[0]["settings"] if flink else {},
         },
         "ceiling": {
             "runs": ceiling,
@@ -159,12 +172,17 @@ def end_to_end_experiment(
             ),
             "spark_peak_rss_mb": summarize([r["peak_rss_mb"] for r in peers["spark"]]),
             "quix_peak_rss_mb": summarize([r["peak_rss_mb"] for r in quix]),
+            "flink_peak_rss_mb": summarize([r["peak_rss_mb"] for r in flink]),
         },
         "notes": notes,
     }
 
 
-PEER_NAMES = {"spark": "PySpark Structured Streaming", "quix": "Quix Streams"}
+PEER_NAMES = {
+    "spark": "PySpark Structured Streaming",
+    "quix": "Quix Streams",
+    "flink": "Flink SQL",
+}
 
 
 def _peer_run(
@@ -191,8 +209,10 @@ def _peer_run(
 
 
 def _system(runs: list[dict[str, Any]], data: Dataset) -> dict[str, Any]:
-    """Summaries of one system's runs: seconds, records/s, MB/s, CPU seconds (per million
-    records too) and start-up (NaN where a run did not complete)."""
+    """Summaries of one system's runs: seconds, records/s and MB/s (the marginal rate: the
+    records over the seconds, start-up excluded), records/s with start-up (over start-up +
+    seconds), CPU seconds (per million records too) and start-up (NaN where a run did not
+    complete)."""
 
     def per_million(run: dict[str, Any]) -> float:
         return run["cpu_s"] / data.records * 1e6 if run["complete"] else math.nan
@@ -202,6 +222,9 @@ def _system(runs: list[dict[str, Any]], data: Dataset) -> dict[str, Any]:
         "seconds": summarize([r["seconds"] for r in runs]),
         "records_per_s": summarize([r["records_per_s"] for r in runs]),
         "mb_per_s": summarize([r["records_per_s"] * data.mean_bytes / 1e6 for r in runs]),
+        "records_per_s_with_startup": summarize(
+            [data.records / (r["startup_s"] + r["seconds"]) for r in runs]
+        ),
         "cpu_s": summarize([r["cpu_s"] for r in runs]),
         "cpu_s_per_million": summarize([per_million(r) for r in runs]),
         "startup_s": summarize([r["startup_s"] for r in runs]),

@@ -61,9 +61,10 @@ def plot_all(results: dict[str, Any], img_dir: Path) -> dict[str, Path]:
             ("Mars", e2e["mars"], "tab:blue"),
             ("PySpark SS", e2e["spark"], "tab:orange"),
             *([("Quix Streams", e2e["quix"], "tab:green")] if e2e.get("quix") else []),
+            *([("Flink SQL", e2e["flink"], "tab:purple")] if e2e.get("flink") else []),
             ("ceiling\n(consume+decode)", e2e["ceiling"], "tab:gray"),
         ]
-        fig, ax = plt.subplots(figsize=(6.5, 3.4))
+        fig, ax = plt.subplots(figsize=(7.5, 3.4))
         ax.bar(
             [name for name, _, _ in bars],
             [system["records_per_s"]["median"] for _, system, _ in bars],

@@ -220,6 +220,11 @@ def _memory_section(e2e: dict[str, Any] | None) -> list[str]:
             if (quix := med(memory.get("quix_peak_rss_mb"), ".0f")) != "—"
             else []
         ),
+        *(
+            [f"| Flink SQL RSS, Python process + JVM (for comparison) | {flink} |"]
+            if (flink := med(memory.get("flink_peak_rss_mb"), ".0f")) != "—"
+            else []
+        ),
         "",
     ]
 

@@ -1,5 +1,5 @@
 """Section 3 of `docs/benchmarks.md`: the paper's query end to end, Mars vs its peers (PySpark
-Structured Streaming, Quix Streams) vs the consume+decode ceiling (experiment 3)."""
+Structured Streaming, Quix Streams, Flink SQL) vs the consume+decode ceiling (experiment 3)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from benchmarks.report_format import fmt, image, med
 from benchmarks.stats import ratio
 
 E2E_HEADING = (
-    "## 3. End to end: Mars vs PySpark Structured Streaming vs Quix Streams vs the ceiling"
+    "## 3. End to end: Mars vs PySpark Structured Streaming vs Quix Streams vs Flink SQL "
+    "vs the ceiling"
 )
 TABLE = [
-    "| system | start-up s | seconds | records/s | MB/s | CPU seconds "
-    "| CPU seconds per million records |",
-    "|---|---:|---:|---:|---:|---:|---:|",
+    "| system | start-up s | seconds | records/s | MB/s | records/s with start-up "
+    "| CPU seconds | CPU seconds per million records |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
 ]
 
 
@@ -23,6 +24,7 @@ def e2e_section(e2e: dict[str, Any] | None, images: dict[str, str]) -> list[str]
     if not e2e:
         return [*lines, "Not run.", ""]
     quix = e2e.get("quix")
+    flink = e2e.get("flink")
     lines += [
         f"Mars: {e2e['mappers']} mappers + {e2e['reducers']} reducer(s), started and idle "
         "before the task is registered; time from registering the task until every data "
@@ -31,6 +33,7 @@ def e2e_section(e2e: dict[str, Any] | None, images: dict[str, str]) -> list[str]
         "Kafka sink, `local[2]`, 4 shuffle partitions, default trigger) on the same topic; "
         "time from `query.start()` (session already up) until the same condition. "
         + (_quix_text(quix) + " " if quix else "")
+        + (_flink_text(flink) + " " if flink else "")
         + "One sentinel record per partition, a day after the data, moves every system's "
         "event time past the last data window. Ceiling: consume + decode only (the mapper's "
         "per-message loop and decode path), one process per core, no aggregation, no Redis; "
@@ -43,12 +46,14 @@ def e2e_section(e2e: dict[str, Any] | None, images: dict[str, str]) -> list[str]
     ]
     if quix:
         lines.append(_row(f"Quix Streams {quix.get('settings', {}).get('quixstreams', '')}", quix))
+    if flink:
+        lines.append(_row(f"Flink SQL {flink.get('settings', {}).get('flink', '')}", flink))
     ceiling = e2e["ceiling"]
     per_cpu = ceiling["records_per_cpu_s"]
     per_million = 1e6 / per_cpu["median"] if per_cpu.get("median") else None
     lines += [
         f"| ceiling (consume + decode) | — | — | {med(ceiling['records_per_s'])} "
-        f"| {med(ceiling.get('mb_per_s'), '.1f')} | — | {fmt(per_million, '.2f')} |",
+        f"| {med(ceiling.get('mb_per_s'), '.1f')} | — | — | {fmt(per_million, '.2f')} |",
         "",
         *_reading(e2e),
         *[f"- {note}" for note in e2e.get("notes", [])],
@@ -60,8 +65,10 @@ def e2e_section(e2e: dict[str, Any] | None, images: dict[str, str]) -> list[str]
 
 def _row(name: str, system: dict[str, Any]) -> str:
     return (
-        f"| {name} | {med(system.get('startup_s'), '.1f')} | {med(system['seconds'], '.1f')} "
-        f"| {med(system['records_per_s'])} | {med(system.get('mb_per_s'), '.1f')} "
+        f"| {name.strip()} | {med(system.get('startup_s'), '.1f')} "
+        f"| {med(system['seconds'], '.1f')} | {med(system['records_per_s'])} "
+        f"| {med(system.get('mb_per_s'), '.1f')} "
+        f"| {med(system.get('records_per_s_with_startup'))} "
         f"| {med(system['cpu_s'], '.1f')} | {med(system.get('cpu_s_per_million'), '.1f')} |"
     )
 
@@ -95,6 +102,28 @@ def _quix_text(quix: dict[str, Any]) -> str:
     )
 
 
+def _flink_text(flink: dict[str, Any]) -> str:
+    settings = flink.get("settings") or {}
+    if not settings:
+        return "Flink SQL: not measured in this run (see below)."
+    return (
+        f"Flink SQL {settings['flink']} (PyFlink in the same virtualenv, with the Kafka SQL "
+        f"connector {settings['connector']} from Maven Central, `scripts/setup_peers.sh`): "
+        "one job in PyFlink's local MiniCluster (inside its gateway JVM), parallelism "
+        f"{settings['parallelism']}; a Kafka source table (`scan.startup.mode = "
+        f"'{settings['startup_mode']}'`, the CSV format), event time `ts` from the record's epoch "
+        f"seconds with `WATERMARK FOR ts AS ts` ({settings['watermark_delay_s']} s; the "
+        "source keeps a watermark per partition and emits their minimum), `TUMBLE(TABLE "
+        f"source, DESCRIPTOR(ts), INTERVAL '{settings['window_s']}' SECOND)` grouped by "
+        "window, sip and type with `COUNT(*)`, JSON rows to a Kafka sink table with "
+        f"`sink.delivery-guarantee = '{settings['delivery_guarantee']}'` (Kafka transactions "
+        "committed when a checkpoint completes: results become readable then; checkpoints "
+        f"every {fmt(settings['checkpoint_interval_s'], 'g')} s, as Quix Streams' default "
+        "commit interval, for Flink takes none unless told); time from `execute_sql(INSERT)` (the "
+        "TableEnvironment and its JVM already up) until the same condition."
+    )
+
+
 def _applications(count: int) -> str:
     if count == 1:
         return "one application"
@@ -106,19 +135,40 @@ def _reading(e2e: dict[str, Any]) -> list[str]:
     ratios = [f"Mars vs PySpark: {fmt(ratio(mars_rate, _rate(e2e['spark'])), '.2f')}x"]
     if e2e.get("quix"):
         ratios.append(f"Mars vs Quix Streams: {fmt(ratio(mars_rate, _rate(e2e['quix'])), '.2f')}x")
-    session = [r.get("session_start_s") for r in e2e["spark"].get("runs", [])]
+    flink = e2e.get("flink")
+    if flink:
+        ratios.append(f"Mars vs Flink SQL: {fmt(ratio(mars_rate, _rate(flink)), '.2f')}x")
+    flink_start = (
+        "; Flink SQL, its Python process and the gateway JVM until `execute_sql(INSERT)` "
+        f"(the TableEnvironment alone: {_sessions(flink)}; planning and submitting the job "
+        "and the Kafka source's start come after and count in its seconds)"
+        if flink and flink.get("runs")
+        else ""
+    )
+    flink_cpu = "; Flink SQL, its Python process and JVM once the INSERT is submitted"
     return [
-        "; ".join(ratios) + " (records/s, medians). Start-up, before each clock starts and "
+        "; ".join(ratios) + " (records/s, medians). records/s and MB/s are the marginal rate: "
+        "the records over the seconds, start-up excluded; records/s with start-up: the "
+        "records over start-up + seconds. Start-up, before each clock starts and "
         "not counted in the seconds: Mars, its mappers and reducers until each is a member in "
         "ZooKeeper; Spark, the driver and its JVM until `query.start()` (the session alone: "
-        + ", ".join(fmt(s, ".1f") + " s" for s in session)
+        + _sessions(e2e["spark"])
         + "); Quix Streams, its processes until the Application is built (imports included; "
         "topic creation, the consumer group's join and state recovery come after `app.run()` "
-        "and count in its seconds). CPU seconds: Mars, mappers and reducers from "
+        "and count in its seconds)"
+        + flink_start
+        + ". CPU seconds: Mars, mappers and reducers from "
         "registration; Spark, driver and JVM from `query.start()`; Quix Streams, its "
-        "processes from `app.run()`. MB/s: records/s x the mean record size.",
+        "processes from `app.run()`"
+        + (flink_cpu if flink_start else "")
+        + ". MB/s: records/s x the mean record size.",
         "",
     ]
+
+
+def _sessions(system: dict[str, Any]) -> str:
+    """Each run's time until the peer's session was up (`SESSION`), from its launch."""
+    return ", ".join(fmt(r.get("session_start_s"), ".1f") + " s" for r in system.get("runs", []))
 
 
 def _rate(system: dict[str, Any]) -> float:

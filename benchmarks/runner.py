@@ -53,7 +53,8 @@ Log = Callable[[str], None]
 TITLES = {
     "batch": "experiment 1, mapper throughput vs batch size",
     "processes": "experiment 2, throughput vs mapper processes",
-    "e2e": "experiments 3 and 5, end to end Mars vs Spark vs Quix Streams vs ceiling; memory",
+    "e2e": "experiments 3 and 5, end to end Mars vs Spark vs Quix Streams vs Flink SQL vs "
+    "ceiling; memory",
     "latency": "experiment 4, latency at half the measured maximum rate",
     "faults": "experiment 6, accuracy under faults",
     "state": "experiment 7, Redis and reducer memory vs window length (bounded state)",
@@ -80,6 +81,7 @@ class BenchConfig:
     e2e_mappers: int = 2
     e2e_reducers: int = 1
     e2e_quix_processes: int = 1  # one reads every source partition (benchmarks/quix_streams.py)
+    e2e_flink_parallelism: int = 2  # one task slot per core
     latency_duration_s: int = 60
     latency_window_s: int = 5
     fault_records: int = 200_000
@@ -218,6 +220,7 @@ def _run_experiments(
             mappers=config.e2e_mappers,
             reducers=config.e2e_reducers,
             quix_processes=config.e2e_quix_processes,
+            flink_parallelism=config.e2e_flink_parallelism,
             log_dir=_work_dir(config, "e2e"),
             timeout_s=config.timeout_s,
             log=log,

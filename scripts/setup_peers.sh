@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Idempotent, cached set-up of the benchmark peers (`make bench` runs it before `mars bench`):
 # a virtualenv of its own with the pinned packages of scripts/peers-requirements.txt (Quix
-# Streams), so that neither `make test` nor the project's .venv carries them.
-# Skipped when its stamp matches the requirements; the venv's path is the one
-# benchmarks/peers.py looks for (PEER_VENV).
+# Streams, PyFlink), so that neither `make test` nor the project's .venv carries them, and the
+# Kafka SQL connector jar of that Flink from Maven Central (PyFlink ships no connector).
+# Each step is skipped when its stamp matches; the paths are the ones benchmarks/peers.py looks
+# for (PEER_VENV, FLINK_JARS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,4 +28,21 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     || { tail -20 .cache/pip-peers.log >&2; fail "pip install -r $requirements (log .cache/pip-peers.log)"; }
   echo "$want" > "$stamp"
 fi
-say "ready ($venv)"
+
+# The connector built for the pinned apache-flink (Flink 2.2: connector 5.0.0-2.2); keep the two
+# matching when either changes.
+flink_kafka="org.apache.flink:flink-sql-connector-kafka:5.0.0-2.2"
+jars=".cache/jars-peers/flink-kafka"
+want=$(printf '%s' "$flink_kafka" | sha256sum | cut -c1-16)
+if [ ! -f "$jars/.stamp" ] || [ "$(cat "$jars/.stamp")" != "$want" ]; then
+  say "fetching $flink_kafka from Maven Central"
+  rm -rf "$jars.tmp"
+  mvn -q -B -s scripts/jars/settings.xml \
+    org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+    -Dartifact="$flink_kafka:jar" -DoutputDirectory="$PWD/$jars.tmp" \
+    >.cache/mvn-flink-kafka.log 2>&1 \
+    || { tail -20 .cache/mvn-flink-kafka.log >&2; fail "fetching $flink_kafka (log .cache/mvn-flink-kafka.log)"; }
+  echo "$want" > "$jars.tmp/.stamp"
+  rm -rf "$jars" && mv "$jars.tmp" "$jars"
+fi
+say "ready ($venv, $jars)"

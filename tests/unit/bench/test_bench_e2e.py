@@ -1,5 +1,6 @@
 """The end-to-end section with its peers: the rows, the Quix Streams settings, the notes of a
-peer that could not run, and the start-up markers of a child process."""
+peer that could not run, and the start-up markers of a child process (Flink SQL's own parts:
+tests/unit/bench/test_bench_flink.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def system(seconds: float, rate: float, cpu: float, startup: float) -> dict[str,
         "seconds": summary(seconds),
         "records_per_s": summary(rate),
         "mb_per_s": summary(rate * 144 / 1e6),
+        "records_per_s_with_startup": summary(rate * seconds / (seconds + startup)),
         "cpu_s": summary(cpu),
         "cpu_s_per_million": summary(cpu * 10),
         "startup_s": summary(startup),
@@ -74,10 +76,13 @@ QUIX_SETTINGS = {
 def test_the_quix_streams_row_settings_and_ratio() -> None:
     quix = {**system(20.0, 5_000, 25.0, 1.2), "processes": 1, "settings": QUIX_SETTINGS}
     text = render_report({"machine": {}, "e2e": e2e(quix=quix, notes=[])}, images={})
-    assert "| Quix Streams 3.28.1 | 1.2 | 20.0 | 5,000 | 0.7 | 25.0 | 250.0 |" in text
-    assert "| Mars | 1.5 | 2.0 | 50,000 | 7.2 | 3.0 | 30.0 |" in text
-    assert "| PySpark Structured Streaming | 8.0 | 10.0 | 10,000 | 1.4 | 20.0 | 200.0 |" in text
-    assert "| ceiling (consume + decode) | — | — | 500,000 | 72.0 | — | 2.50 |" in text
+    assert "| Quix Streams 3.28.1 | 1.2 | 20.0 | 5,000 | 0.7 | 4,717 | 25.0 | 250.0 |" in text
+    assert "| Mars | 1.5 | 2.0 | 50,000 | 7.2 | 28,571 | 3.0 | 30.0 |" in text
+    assert (
+        "| PySpark Structured Streaming | 8.0 | 10.0 | 10,000 | 1.4 | 5,556 | 20.0 | 200.0 |"
+        in text
+    )
+    assert "| ceiling (consume + decode) | — | — | 500,000 | 72.0 | — | — | 2.50 |" in text
     assert 'processing_guarantee="exactly-once"' in text
     assert 'tumbling_window(60 s, grace 600 s).count().final(closing_strategy="partition")' in text
     assert "Mars vs PySpark: 5.00x; Mars vs Quix Streams: 10.00x" in text
@@ -94,17 +99,21 @@ def test_a_peer_not_measured_is_a_note_and_older_results_have_no_quix_row() -> N
     assert "| Quix Streams" not in older and "Mars vs Quix" not in older
 
 
+# A preloaded topic of 1,000 records, as `_peer_run` sees it.
+SMALL_DATASET = Dataset(
+    topic="S",
+    partitions=4,
+    records=1000,
+    mean_bytes=144.0,
+    start_s=0,
+    span_s=600,
+    produce_rate=1.0,
+    sentinel_s=86_400,
+)
+
+
 def test_peer_run_notes_a_missing_peer_once_and_keeps_going(tmp_path: Path) -> None:
-    data = Dataset(
-        topic="S",
-        partitions=4,
-        records=1000,
-        mean_bytes=144.0,
-        start_s=0,
-        span_s=600,
-        produce_rate=1.0,
-        sentinel_s=86_400,
-    )
+    data = SMALL_DATASET
     notes: list[str] = []
 
     def missing() -> dict[str, Any]:
@@ -123,7 +132,10 @@ def test_peer_run_notes_a_missing_peer_once_and_keeps_going(tmp_path: Path) -> N
     runs = [
         {"seconds": 2.0, "records_per_s": 500.0, "cpu_s": 4.0, "startup_s": 1.0, "complete": True}
     ]
-    assert _system(runs, data)["cpu_s_per_million"]["median"] == pytest.approx(4000.0)
+    summaries = _system(runs, data)
+    assert summaries["cpu_s_per_million"]["median"] == pytest.approx(4000.0)
+    assert summaries["records_per_s"]["median"] == pytest.approx(500.0)  # start-up excluded
+    assert summaries["records_per_s_with_startup"]["median"] == pytest.approx(1000 / 3.0)
 
 
 def test_read_markers_stops_at_started_or_at_exit() -> None:

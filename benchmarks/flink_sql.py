@@ -1,0 +1,240 @@
+"""The paper's query in Flink SQL (PyFlink), the JVM stream processor peer of experiment 3.
+
+    <peer venv>/bin/python -m benchmarks.flink_sql --bootstrap H:P --topic S --output OUT \
+        --group G --transactional-id-prefix T --jar flink-sql-connector-kafka.jar \
+        --fields timestamp,type,sip,... --parallelism 2 --log-dir DIR
+
+Runs under the peers' virtualenv (`scripts/setup_peers.sh`: `apache-flink` and the Kafka SQL
+connector jar built for that Flink), so it imports nothing but the standard library and
+`pyflink`, and that only in `main` (the SQL below is plain text the unit tests read). The job,
+written as Flink's documentation writes it, runs in the local MiniCluster of the PyFlink
+gateway's JVM (a child of this process), parallelism `--parallelism` (2 in the benchmark):
+
+- a Kafka source table over the preloaded topic from the earliest offsets, the CSV format
+  with every column of the tuple declared, event time `ts` computed from the record's epoch
+  seconds, `WATERMARK FOR ts AS ts` (0 s out-of-orderness; the Kafka source keeps one
+  watermark per partition and emits their minimum, so one sentinel per partition moves it
+  past the last data window);
+- `TUMBLE(TABLE source, DESCRIPTOR(ts), INTERVAL '60' SECOND)` grouped by `window_start`,
+  `window_end`, `sip`, `type` with `COUNT(*)` (the window table-valued function; results are
+  append-only, one row per window and group once the watermark passes the window's end);
+- a Kafka sink table, JSON rows `window_start` (epoch ms), `sip`, `type`, `count` (the shape
+  of the Spark peer's rows), `sink.delivery-guarantee = 'exactly-once'`: Kafka transactions
+  committed when a checkpoint completes (every `--checkpoint-interval-s`), read with
+  read_committed.
+
+The session time zone is UTC, so that `window_start` (a TIMESTAMP in the session's zone for a
+TIMESTAMP_LTZ time attribute) turns back into epoch milliseconds without an offset.
+
+Prints `SETTINGS <json>` (the versions and settings, for the report), `SESSION <t>` once the
+TableEnvironment (and its JVM) is up and `STARTED <t>` (wall seconds) just before the INSERT
+is submitted; runs until terminated (SIGTERM). The markers go to the original stdout; the
+JVM's own stdout is sent to stderr (the log), so that nothing fills a pipe nobody reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+# The columns the query reads; every other column of the tuple is declared as text and unused.
+TIMESTAMP_COLUMN = "timestamp"
+KEY_COLUMNS = ("sip", "type")
+# The Kafka sink's transactions must end within the broker's transaction.max.timeout.ms
+# (15 min by default); the connector's own default (1 h) is refused by such a broker.
+TRANSACTION_TIMEOUT_MS = 600_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlinkJob:
+    """What the job reads and writes, and how (the command line, validated)."""
+
+    bootstrap: str
+    topic: str
+    output: str
+    group: str
+    transactional_id_prefix: str
+    fields: tuple[str, ...]
+    parallelism: int
+    window_s: int = 60
+    checkpoint_interval_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        missing = {TIMESTAMP_COLUMN, *KEY_COLUMNS} - set(self.fields)
+        if missing:
+            raise ValueError(f"--fields lacks {sorted(missing)}")
+
+
+def quoted(name: str) -> str:
+    """An SQL identifier (`timestamp`, `type` and `count` are reserved words)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def options(values: dict[str, str]) -> str:
+    return ",\n".join(f"  '{key}' = '{value}'" for key, value in values.items())
+
+
+def source_ddl(job: FlinkJob) -> str:
+    columns = [
+        f"  {quoted(name)} {'BIGINT' if name == TIMESTAMP_COLUMN else 'STRING'}"
+        for name in job.fields
+    ]
+    return (
+        "CREATE TABLE source (\n"
+        + ",\n".join(columns)
+        + ",\n"
+        + f"  ts AS TO_TIMESTAMP_LTZ({quoted(TIMESTAMP_COLUMN)}, 0),\n"
+        + "  WATERMARK FOR ts AS ts\n"
+        + ") WITH (\n"
+        + options(
+            {
+                "connector": "kafka",
+                "topic": job.topic,
+                "properties.bootstrap.servers": job.bootstrap,
+                "properties.group.id": job.group,
+                "scan.startup.mode": "earliest-offset",
+                "format": "csv",
+            }
+        )
+        + "\n)"
+    )
+
+
+def sink_ddl(job: FlinkJob) -> str:
+    return (
+        "CREATE TABLE sink (\n"
+        "  window_start BIGINT,\n"
+        f"  {quoted('sip')} STRING,\n"
+        f"  {quoted('type')} STRING,\n"
+        f"  {quoted('count')} BIGINT\n"
+        ") WITH (\n"
+        + options(
+            {
+                "connector": "kafka",
+                "topic": job.output,
+                "properties.bootstrap.servers": job.bootstrap,
+                "properties.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
+                "format": "json",
+                "sink.delivery-guarantee": "exactly-once",
+                "sink.transactional-id-prefix": job.transactional_id_prefix,
+            }
+        )
+        + "\n)"
+    )
+
+
+def insert_sql(job: FlinkJob) -> str:
+    """The paper's query: COUNT(*) per (sip, type) and 60 s tumbling window of event time."""
+    keys = ", ".join(quoted(key) for key in KEY_COLUMNS)
+    # window_start is a TIMESTAMP(3) in the session's zone (UTC): seconds since the epoch by
+    # TIMESTAMPDIFF (an INT, enough until 2038), then milliseconds.
+    start_ms = (
+        "CAST(TIMESTAMPDIFF(SECOND, TIMESTAMP '1970-01-01 00:00:00', window_start) AS BIGINT)"
+        " * 1000"
+    )
+    return (
+        f"INSERT INTO sink\n"
+        f"SELECT {start_ms} AS window_start, {keys}, COUNT(*) AS {quoted('count')}\n"
+        f"FROM TABLE(TUMBLE(TABLE source, DESCRIPTOR(ts), INTERVAL '{job.window_s}' SECOND))\n"
+        f"GROUP BY window_start, window_end, {keys}"
+    )
+
+
+def configuration(job: FlinkJob, *, jar: Path) -> dict[str, str]:
+    """The Flink configuration the TableEnvironment is built with."""
+    return {
+        "parallelism.default": str(job.parallelism),
+        "execution.checkpointing.interval": f"{int(job.checkpoint_interval_s * 1000)} ms",
+        "table.local-time-zone": "UTC",
+        "pipeline.jars": jar.resolve().as_uri(),
+    }
+
+
+def settings(job: FlinkJob, *, flink_version: str, jar: Path) -> dict[str, Any]:
+    """What the report says about this peer: the versions and every setting that matters."""
+    return {
+        "flink": flink_version,
+        "connector": jar.stem.removeprefix("flink-sql-connector-kafka-"),
+        "parallelism": job.parallelism,
+        "delivery_guarantee": "exactly-once",
+        "checkpoint_interval_s": job.checkpoint_interval_s,
+        "window_s": job.window_s,
+        "watermark_delay_s": 0,
+        "startup_mode": "earliest-offset",
+    }
+
+
+def parse(argv: list[str] | None) -> tuple[FlinkJob, Path, Path]:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--transactional-id-prefix", required=True)
+    parser.add_argument("--jar", required=True, help="the flink-sql-connector-kafka jar")
+    parser.add_argument("--fields", required=True, help="the CSV columns' names, in order")
+    parser.add_argument("--log-dir", required=True, help="where the JVM writes its log")
+    parser.add_argument("--window-s", type=int, default=60)
+    parser.add_argument("--parallelism", type=int, required=True)
+    parser.add_argument("--checkpoint-interval-s", type=float, default=5.0)
+    args = parser.parse_args(argv)
+    job = FlinkJob(
+        bootstrap=args.bootstrap,
+        topic=args.topic,
+        output=args.output,
+        group=args.group,
+        transactional_id_prefix=args.transactional_id_prefix,
+        fields=tuple(args.fields.split(",")),
+        window_s=args.window_s,
+        parallelism=args.parallelism,
+        checkpoint_interval_s=args.checkpoint_interval_s,
+    )
+    return job, Path(args.jar), Path(args.log_dir)
+
+
+def markers_out() -> TextIO:
+    """The original stdout, for the markers; fd 1 (inherited by the gateway's JVM) becomes
+    stderr."""
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    job, jar, log_dir = parse(argv)
+    if not jar.is_file():
+        raise SystemExit(f"no connector jar at {jar}")
+    out = markers_out()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["FLINK_LOG_DIR"] = str(log_dir)
+
+    from pyflink.common import Configuration
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+    from pyflink.version import __version__ as flink_version
+
+    config = Configuration()
+    for key, value in configuration(job, jar=jar).items():
+        config.set_string(key, value)
+    env = TableEnvironment.create(
+        EnvironmentSettings.new_instance().in_streaming_mode().with_configuration(config).build()
+    )
+    print(f"SETTINGS {json.dumps(settings(job, flink_version=flink_version, jar=jar))}", file=out)
+    print(f"SESSION {time.time()}", file=out)
+    env.execute_sql(source_ddl(job))
+    env.execute_sql(sink_ddl(job))
+    started = time.time()
+    result = env.execute_sql(insert_sql(job))
+    print(f"STARTED {started}", file=out)
+    result.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
