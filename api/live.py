@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-import redis
 from kazoo.exceptions import KazooException
 
 from api.schemas import ClusterState, CounterSample, RoleAdvice, TaskLive, UnitLive
+from mars.clients import REDIS_ERRORS
 from mars.elasticity import CpuBand, advise
 from mars.registry import ZkPaths
 from mars.registry.cluster_view import cluster_view
@@ -64,7 +64,7 @@ class CounterSampler:
         try:
             tasks = set(self._task_ids())
             readings = {task: self._store.counters.read(task) for task in tasks}
-        except (redis.RedisError, KazooException) as exc:
+        except (*REDIS_ERRORS, KazooException) as exc:
             log.debug("no counter sample: %s", exc)
             return
         at = now_ms()
@@ -152,7 +152,7 @@ def cluster_state(services: ApiServices) -> ClusterState:
             member["merge_rate"] = running.get("merge_rate")
             member["cpu"] = running.get("cpu")
         memory = services.seq_store.memory_used()
-    except redis.RedisError:
+    except REDIS_ERRORS:
         pass  # ZooKeeper's view alone is still worth showing
     mappers = list_mappers(services.zk, ZkPaths(root=root))
     elasticity = services.settings.elasticity

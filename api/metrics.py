@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-import redis
 from kazoo.exceptions import KazooException
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -21,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from api.live import cluster_state, task_live
 from api.services import ApiServices
+from mars.clients import REDIS_ERRORS
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class ClusterCollector(Collector):
         try:
             yield from self._cluster()
             yield from self._tasks()
-        except (redis.RedisError, KazooException) as exc:
+        except (*REDIS_ERRORS, KazooException) as exc:
             log.warning("metrics incomplete: %s", exc)
 
     def _cluster(self) -> Iterator[Metric]:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import redis
 from fastapi import Request
 from kazoo.client import KazooClient
 
 from api.live import CounterSampler
 from api.pull_queries import DecodedCheckpoints
 from api.topics import TaskTopics
-from mars.clients import connect_redis
+from mars.clients import RedisClient, connect_redis
 from mars.config import Settings
 from mars.registry import TaskRegistry
 from mars.store.seq_store import SeqStore
@@ -28,7 +27,7 @@ class ApiServices:
     settings: Settings
     zk: KazooClient
     registry: TaskRegistry
-    redis: redis.Redis[bytes]
+    redis: RedisClient
     seq_store: SeqStore
     topics: TaskTopics
     sampler: CounterSampler

@@ -128,7 +128,7 @@ def checkpoint_bytes(live: LiveTask) -> int:
     for bucket, figures in store.reducer_stats.units(live.task_id).items():
         if figures.get("checkpoint"):
             key, field = keys.checkpoints(bucket), figures["checkpoint"]
-            total += int(live.bench.redis.execute_command("HSTRLEN", key, field))
+            total += int(live.bench.redis.hstrlen(key, field))
     return total
 
 

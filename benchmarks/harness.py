@@ -23,7 +23,7 @@ from kazoo.client import KazooClient
 
 from benchmarks.procstat import cpu_seconds, peak_rss_mb, rss_mb
 from benchmarks.stats import MemorySample, ProgressSample
-from mars.clients import admin_client, connect_redis
+from mars.clients import RedisClient, admin_client, connect_redis
 from mars.config import Settings, load_settings
 from mars.local import LocalCluster
 from mars.local.process import ProcessHandle, free_port
@@ -170,7 +170,7 @@ class RedisMemorySampler:
     with the resident set (VmRSS) of the processes `pids`, summed, at the same instants."""
 
     def __init__(
-        self, client: redis.Redis[bytes], *, pids: Sequence[int] = (), interval_s: float = 0.1
+        self, client: RedisClient, *, pids: Sequence[int] = (), interval_s: float = 0.1
     ) -> None:
         self._redis = client
         self._pids = tuple(pids)

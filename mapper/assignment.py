@@ -12,12 +12,12 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping
 
-import redis
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaException, TopicPartition
 
 from mapper.errors import StopRequested
 from mapper.progress import ProgressBook
 from mapper.task_router import TaskRouter
+from mars.clients import REDIS_ERRORS
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class Assignment:
             try:
                 self._progress.load(task_id, partitions)
                 return
-            except redis.RedisError as exc:
+            except REDIS_ERRORS as exc:
                 delay = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
                 log.warning("task %s: loading progress failed (%s), retrying", task_id, exc)
                 if self._stop.wait(delay):

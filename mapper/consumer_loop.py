@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import redis
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
@@ -34,7 +33,7 @@ from mapper.metrics import MapperMetrics
 from mapper.partition_batches import group_by_partition
 from mapper.progress import ProgressBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
-from mars.clients import admin_client
+from mars.clients import REDIS_ERRORS, admin_client
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
 from mars.end_offsets import EndOffsetQuery, PartitionKey
@@ -49,6 +48,8 @@ log = logging.getLogger(__name__)
 TOPIC_CHECK_INTERVAL_MS = 2_000  # while a wanted topic does not exist yet
 METADATA_REFRESH_INTERVAL_MS = 15_000  # otherwise (partition counts); a metadata call blocks
 LAYOUT_WAIT_S = 0.2  # after a batch refused for a stale bucket layout, before re-reading it
+_BACKEND_ERRORS: tuple[type[Exception], ...] = (KafkaException, *REDIS_ERRORS)  # retried
+_WRITE_ERRORS: tuple[type[Exception], ...] = (SideTopicError, *_BACKEND_ERRORS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,7 +150,7 @@ class MapperLoop:
                 counters = self.metrics.take_unflushed_paused(task_id)
                 if counters:
                     self._store.counters.add(task_id, counters)
-        except (KafkaException, redis.RedisError) as exc:
+        except _BACKEND_ERRORS as exc:
             log.warning("final commit failed (the next owner re-reads from Redis): %s", exc)
         finally:
             self._consumer.close()
@@ -195,7 +196,7 @@ class MapperLoop:
                 )
                 outcome = self._writer.write(task, records, view, extra_counters=extra)
                 break
-            except (SideTopicError, KafkaException, redis.RedisError) as exc:
+            except _WRITE_ERRORS as exc:
                 # Nothing is committed to Kafka until this succeeds; Redis decides what applied.
                 delay = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
                 log.warning("task %s: write failed (%s), retrying in %.1f s", task.id, exc, delay)
@@ -292,7 +293,7 @@ class MapperLoop:
                 for task_id, task in tasks.items()
             }
             memory = self._store.memory_used()
-        except redis.RedisError as exc:
+        except REDIS_ERRORS as exc:
             log.warning("backpressure check failed: %s", exc)
             return
         elapsed = 0 if self._last_pressure_ms is None else now - self._last_pressure_ms

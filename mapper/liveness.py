@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-import redis
-
 from mapper.task_router import ActiveTask
+from mars.clients import REDIS_ERRORS
 from mars.end_offsets import PartitionKey
 from mars.store import SeqStore
 
@@ -55,5 +54,5 @@ class LivenessReporter:
                     caught_up_since={p: s for p, s in since.items() if s is not None},
                     now_ms=now_ms,
                 )
-            except redis.RedisError as exc:
+            except REDIS_ERRORS as exc:
                 log.warning("heartbeat of task %s failed: %s", task.id, exc)

@@ -22,11 +22,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import redis
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from mars.clients import admin_client, connect_redis
+from mars.clients import REDIS_ERRORS, admin_client, connect_redis
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
 from mars.metrics_http import serve_metrics
@@ -267,5 +266,5 @@ class ReducerProcess:
                 cpu=self._cpu.share(),
                 now_ms=wall_clock_ms(),
             )
-        except redis.RedisError as exc:
+        except REDIS_ERRORS as exc:
             log.warning("metrics not published: %s", exc)

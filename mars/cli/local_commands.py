@@ -11,6 +11,8 @@ from mars.config import load_settings
 from mars.local import LocalCluster, ServiceError
 from mars.local.roles import process_url, scale_role, start_role
 
+REDIS_CLUSTER_MASTERS = 3
+
 
 def register(subparsers: Any) -> None:
     local = subparsers.add_parser(
@@ -45,6 +47,12 @@ def register(subparsers: Any) -> None:
         help="Kafka KRaft nodes (broker + controller each); with 3, the topics Mars creates get "
         "3 replicas and min.insync.replicas 2, so one broker can die (default 1)",
     )
+    up.add_argument(
+        "--redis-cluster",
+        action="store_true",
+        help=f"Redis as a Redis Cluster of {REDIS_CLUSTER_MASTERS} masters on loopback "
+        "(redis.url becomes redis+cluster://...); a killed master is restarted from its AOF",
+    )
     up.set_defaults(handler=_up)
 
     down = commands.add_parser("down", help="stop every process the cluster started")
@@ -71,14 +79,23 @@ def _positive(text: str) -> int:
     return value
 
 
-def _cluster(*, zookeeper_nodes: int = 1, kafka_brokers: int = 1) -> LocalCluster:
+def _cluster(
+    *, zookeeper_nodes: int = 1, kafka_brokers: int = 1, redis_cluster: bool = False
+) -> LocalCluster:
     return LocalCluster(
-        settings=load_settings(), zookeeper_nodes=zookeeper_nodes, kafka_brokers=kafka_brokers
+        settings=load_settings(),
+        zookeeper_nodes=zookeeper_nodes,
+        kafka_brokers=kafka_brokers,
+        redis_cluster_masters=REDIS_CLUSTER_MASTERS if redis_cluster else None,
     )
 
 
 def _up(args: argparse.Namespace) -> int:
-    cluster = _cluster(zookeeper_nodes=args.zookeeper_nodes, kafka_brokers=args.kafka_brokers)
+    cluster = _cluster(
+        zookeeper_nodes=args.zookeeper_nodes,
+        kafka_brokers=args.kafka_brokers,
+        redis_cluster=args.redis_cluster,
+    )
     try:
         state = cluster.up()
         for _ in range(args.mappers):

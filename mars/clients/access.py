@@ -80,16 +80,19 @@ def check_kafka_access(kafka: KafkaSettings, *, timeout_s: float = 15.0) -> None
 def check_redis_access(settings: RedisSettings, *, timeout_s: float = 15.0) -> None:
     """PING once; raise `CredentialsError` naming `redis.url` if Redis refuses the login or
     wants one the URL does not give."""
-    client = connect_redis(settings, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    client = None
     try:
+        client = connect_redis(settings, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
         client.ping()
     except redis.AuthenticationError as exc:  # WRONGPASS, NOAUTH, no password configured
         raise CredentialsError(
             f"Redis at {redacted_url(settings.url)} refused the credentials in "
-            f"{REDIS_URL_SETTING}: {exc} (give them as redis://user:password@host:port/db, or "
-            "redis://:password@host:port/db for requirepass)"
+            f"{REDIS_URL_SETTING}: {exc} (give them as redis://user:password@host:port/db, "
+            "redis://:password@host:port/db for requirepass, or "
+            "redis+cluster://user:password@host:port,... for a Redis Cluster)"
         ) from None
     except redis.ConnectionError as exc:
         log.warning("Redis at %s did not answer: %s; going on", redacted_url(settings.url), exc)
     finally:
-        client.close()
+        if client is not None:
+            client.close()

@@ -19,7 +19,15 @@ from mars.config import KafkaSettings, Settings
 from mars.local.credentials import LocalCredentials
 from mars.local.kafka_server import probe_kafka, start_kafka_nodes
 from mars.local.process import ProcessHandle, ServiceError, port_is_open, spawn, wait_until
-from mars.local.redis_server import probe_redis, redis_url, start_redis
+from mars.local.redis_server import (
+    probe_redis,
+    probe_redis_cluster_node,
+    redis_cluster_url,
+    redis_port,
+    redis_url,
+    start_redis,
+    start_redis_cluster,
+)
 from mars.local.spark_server import master_status, start_spark_master, start_spark_worker
 from mars.local.zookeeper_server import (
     client_port,
@@ -128,7 +136,9 @@ class LocalCluster:
     (`zookeeper-1` ..), each a process record of role `zookeeper`, and `ClusterState.zk_hosts`
     the connect string of all of them; 1 is the standalone server `zookeeper`. Likewise
     `kafka_brokers` > 1 starts that many KRaft nodes (`kafka-1` ..), and the topics Mars creates
-    get min(3, brokers) replicas and `min.insync.replicas` 2."""
+    get min(3, brokers) replicas and `min.insync.replicas` 2. With `redis_cluster_masters` (3 or
+    more), Redis is a Redis Cluster of that many masters (`redis-1` ..) and
+    `ClusterState.redis_url` a `redis+cluster://` URL naming all of them."""
 
     def __init__(
         self,
@@ -138,16 +148,22 @@ class LocalCluster:
         credentials: LocalCredentials | None = None,
         zookeeper_nodes: int = 1,
         kafka_brokers: int = 1,
+        redis_cluster_masters: int | None = None,
     ) -> None:
         if zookeeper_nodes < 1 or kafka_brokers < 1:
             raise ValueError(
                 f"zookeeper_nodes ({zookeeper_nodes}) and kafka_brokers ({kafka_brokers}) "
                 "must be at least 1"
             )
+        if redis_cluster_masters is not None and redis_cluster_masters < 3:
+            raise ValueError(
+                f"a Redis Cluster needs at least 3 masters, not {redis_cluster_masters}"
+            )
         self._settings = settings
         self._credentials = credentials
         self._zookeeper_nodes = zookeeper_nodes
         self._kafka_brokers = kafka_brokers
+        self._redis_cluster_masters = redis_cluster_masters
         self.run_dir = (run_dir or settings.local.run_dir).resolve()
         self.state: ClusterState | None = ClusterState.load(self.run_dir)
 
@@ -162,14 +178,7 @@ class LocalCluster:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         local = self._settings.local
         jobs = {
-            "redis": lambda: [
-                start_redis(
-                    self.run_dir,
-                    maxmemory_mb=local.redis_maxmemory_mb,
-                    timeout_s=local.start_timeout_s,
-                    credentials=self._credentials,
-                )
-            ],
+            "redis": self._start_redis,
             "zookeeper": self._start_zookeeper,
             "kafka": lambda: start_kafka_nodes(
                 self.run_dir,
@@ -194,10 +203,18 @@ class LocalCluster:
                 for handle in handles:
                     handle.stop()
             raise ServiceError("\n\n".join(errors))
-        redis_address = redis_url(_port_of(started["redis"][0], "--port"), self._credentials)
+        redis_ports = [redis_port(h) for h in started["redis"]]
+        redis_address = (
+            redis_url(redis_ports[0], self._credentials)
+            if self._redis_cluster_masters is None
+            else redis_cluster_url(redis_ports, self._credentials)
+        )
         kafka_addresses = [_kafka_listener(h) for h in started["kafka"]]
         records = [
-            _record(started["redis"][0], "redis", address=redis_address),
+            *(  # each node by its own address: the probe and a restart talk to that node
+                _record(h, "redis", address=redis_url(port, self._credentials))
+                for h, port in zip(started["redis"], redis_ports, strict=True)
+            ),
             *(
                 _record(h, "zookeeper", address=f"127.0.0.1:{client_port(h)}")
                 for h in started["zookeeper"]
@@ -222,6 +239,25 @@ class LocalCluster:
         )
         self.state.save()
         return self.state
+
+    def _start_redis(self) -> list[ProcessHandle]:
+        local = self._settings.local
+        if self._redis_cluster_masters is None:
+            return [
+                start_redis(
+                    self.run_dir,
+                    maxmemory_mb=local.redis_maxmemory_mb,
+                    timeout_s=local.start_timeout_s,
+                    credentials=self._credentials,
+                )
+            ]
+        return start_redis_cluster(
+            self.run_dir,
+            masters=self._redis_cluster_masters,
+            maxmemory_mb=local.redis_maxmemory_mb,
+            timeout_s=local.start_timeout_s,
+            credentials=self._credentials,
+        )
 
     def _start_zookeeper(self) -> list[ProcessHandle]:
         local = self._settings.local
@@ -392,6 +428,8 @@ def _healthy(record: ProcessRecord, state: ClusterState) -> bool:
         if record.role == "spark-master":
             return master_status(_port(record.address)).get("status") == "ALIVE"
         if record.role == "redis":
+            if state.redis_url != record.address:  # a node of a Redis Cluster
+                return probe_redis_cluster_node(record.address)
             return probe_redis(record.address)
         if record.role == "zookeeper":
             return probe_zookeeper(_port(record.address))

@@ -37,6 +37,10 @@ class LocalCredentials:
             f'username="{user}" password="{password}" user_{user}="{password}";'
         )
 
+    def redis_login(self) -> str:
+        """The URL part `:<password>@` of Redis's default user (`requirepass`)."""
+        return f":{quote(self.password, safe='')}@"
+
     def redis_url(self, port: int) -> str:
         """Redis's default user with this password (`requirepass`)."""
-        return f"redis://:{quote(self.password, safe='')}@127.0.0.1:{port}/0"
+        return f"redis://{self.redis_login()}127.0.0.1:{port}/0"

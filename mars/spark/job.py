@@ -25,10 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import redis
 from confluent_kafka import Consumer, TopicPartition
 
-from mars.clients import admin_client, client_config, connect_redis
+from mars.clients import REDIS_ERRORS, admin_client, client_config, connect_redis
 from mars.config import KafkaSettings, Settings
 from mars.spark.arrow_executor import SUMMARY_SCHEMA, run_arrow_partition, summaries_from_rows
 from mars.spark.offsets import OffsetRange, parse_offsets_spec, resolve_ranges
@@ -281,7 +280,7 @@ class _ProgressReporter:
         assert self._on_progress is not None
         try:
             states = self._store.read_source_states(self._task, self._sources.values())
-        except redis.RedisError:
+        except REDIS_ERRORS:
             return
         done = 0
         for partition, source in self._sources.items():

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import redis
-
+from mars.clients.redis_connection import RedisClient
 from mars.store.keys import TaskKeys
 from mars.store.scripts import lua_source
 from mars.store.state import NO_OFFSET, SourceState, pack_source, text_of
@@ -35,7 +34,7 @@ class HandoverError(Exception):
 class BackfillCoordination:
     """Hand-over points and watermark holds of backfill jobs, in Redis."""
 
-    def __init__(self, client: redis.Redis[bytes]) -> None:
+    def __init__(self, client: RedisClient) -> None:
         self._redis = client
         self._claim = client.register_script(lua_source("claim_handover"))
 

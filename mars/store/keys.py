@@ -84,11 +84,10 @@ class TaskKeys:
         """Hash: checkpoint field `<number>:<token>` -> a reducer unit's encoded open windows."""
         return f"{self.prefix}u:{unit}:ck"
 
-    def dataset_prefix(self, bucket: int) -> str:
-        return self.bucket_prefix(bucket) + "d:"
-
-    def dataset(self, bucket: int, seq: int) -> str:
-        return f"{self.dataset_prefix(bucket)}{seq}"
+    def datasets(self, bucket: int) -> str:
+        """Hash: data set number -> encoded partials. One key per bucket (not one per data
+        set) so that every Lua script declares every key it touches (Redis Cluster)."""
+        return self.bucket_prefix(bucket) + "d"
 
     @property
     def scan_pattern(self) -> str:

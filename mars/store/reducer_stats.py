@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
-import redis
-
+from mars.clients.redis_connection import RedisClient
 from mars.store.keys import TaskKeys, process_stats_key
 from mars.store.scripts import lua_source
 from mars.store.state import text_of
@@ -38,7 +37,7 @@ def figure_float(figures: Mapping[str, str], name: str) -> float | None:
 class ReducerStats:
     """Writes and reads the reducers' figures on the store's connection."""
 
-    def __init__(self, client: redis.Redis[bytes]) -> None:
+    def __init__(self, client: RedisClient) -> None:
         self._redis = client
         self._advance_late = client.register_script(lua_source("advance_late"))
 

@@ -11,15 +11,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import redis
-
+from mars.clients.redis_connection import RedisClient
 from mars.store.keys import TaskKeys
 
 
 class ResultsCache:
     """Pushes and reads the capped list of a task's latest result rows."""
 
-    def __init__(self, client: redis.Redis[bytes]) -> None:
+    def __init__(self, client: RedisClient) -> None:
         self._redis = client
 
     def push(self, task: str, rows: Sequence[Mapping[str, Any]], *, keep: int) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib.resources import files
 
-import redis
 from redis.commands.core import Script
+
+from mars.clients.redis_connection import RedisClient
 
 
 def lua_source(name: str) -> str:
@@ -25,7 +26,7 @@ class StoreScripts:
     change_layout: Script
 
     @classmethod
-    def register(cls, client: redis.Redis[bytes]) -> StoreScripts:
+    def register(cls, client: RedisClient) -> StoreScripts:
         return cls(
             apply_batch=client.register_script(lua_source("apply_batch")),
             snapshot=client.register_script(lua_source("snapshot")),

@@ -8,10 +8,12 @@ offsets, numbers the batch's data sets and bumps the counters in one Lua script.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
 
+from mars.clients.redis_connection import RedisClient
 from mars.store.backfill import BackfillCoordination
 from mars.store.errors import (
     BucketLayoutChangedError,
@@ -49,13 +51,23 @@ STORE_COUNTERS = frozenset({"batches", "datasets"})  # counted by apply_batch it
 _LAYOUT_CHANGED = 2  # apply_batch.lua's answer to a writer on a stale bucket layout
 
 
-def _bytes_client(client: redis.Redis[Any]) -> redis.Redis[bytes]:
+def _bytes_client(client: RedisClient) -> RedisClient:
     """The same server, but replies as bytes: data sets are binary."""
+    if isinstance(client, RedisCluster):
+        if client.nodes_manager.connection_kwargs.get("decode_responses"):
+            raise ValueError("SeqStore needs a Redis Cluster client with byte replies")
+        return client
     pool = client.connection_pool
     if not pool.connection_kwargs.get("decode_responses"):
-        return cast("redis.Redis[bytes]", client)
+        return client
     kwargs = {**pool.connection_kwargs, "decode_responses": False}
     return redis.Redis(connection_pool=redis.ConnectionPool(pool.connection_class, **kwargs))
+
+
+def _binary(value: bytes | str) -> bytes:
+    if not isinstance(value, bytes):  # `_bytes_client` rules it out
+        raise TypeError(f"expected bytes from Redis, got {type(value).__name__}")
+    return value
 
 
 def _pairs(flat: Sequence[Any]) -> Iterable[tuple[str, bytes | str]]:
@@ -65,7 +77,8 @@ def _pairs(flat: Sequence[Any]) -> Iterable[tuple[str, bytes | str]]:
 class SeqStore:
     """Per-task SEQ counters, data sets, source offsets and liveness in Redis.
 
-    `client` is a `redis.Redis`; a client configured with `decode_responses=True` is
+    `client` is a `redis.Redis` or a `RedisCluster` (`mars.clients.connect_redis`); a
+    single-server client configured with `decode_responses=True` is
     re-created over the same connection settings with byte replies. Three small neighbours share
     the connection: `counters` (`TaskCounters`, the task's stats), `results` (`ResultsCache`,
     the latest rows for the REST API) and `reducer_stats` (`ReducerStats`, the reducers'
@@ -73,7 +86,7 @@ class SeqStore:
     """
 
     def __init__(
-        self, client: redis.Redis[Any], *, read_chunk: int = 256, delete_batch: int = 500
+        self, client: RedisClient, *, read_chunk: int = 256, delete_batch: int = 500
     ) -> None:
         if read_chunk < 1 or delete_batch < 1:
             raise ValueError("read_chunk and delete_batch must be positive")
@@ -142,13 +155,14 @@ class SeqStore:
         for source, state in sources.items():
             stream_time = "" if state.stream_time_ms is None else str(state.stream_time_ms)
             args += [source_field(source), str(state.applied_offset), stream_time]
-        for bucket in buckets:
-            args += [keys.dataset_prefix(bucket), datasets[bucket]]
+        args += [datasets[bucket] for bucket in buckets]
         nonzero = {name: delta for name, delta in counters.items() if delta}
         args.append(str(len(nonzero)))
         for name, delta in nonzero.items():
             args += [name, str(delta)]
-        script_keys = [keys.sources, keys.stats, keys.layout, *(keys.seq(b) for b in buckets)]
+        script_keys = [keys.sources, keys.stats, keys.layout]
+        for bucket in buckets:
+            script_keys += [keys.seq(bucket), keys.datasets(bucket)]
         reply = self._scripts.apply_batch(keys=script_keys, args=args)
         if int(reply[0]) == _LAYOUT_CHANGED:
             raise BucketLayoutChangedError(task=task, writer=generation, current=int(reply[1]))
@@ -248,7 +262,7 @@ class SeqStore:
     def read_datasets(
         self, task: str, bucket: int, first: int, last: int
     ) -> list[tuple[int, bytes]]:
-        """Data sets `first..last` (inclusive) in seq order, fetched with MGET in chunks.
+        """Data sets `first..last` (inclusive) in seq order, fetched with HMGET in chunks.
 
         Raises `MissingDataSetError` if one is gone (released by another owner).
         """
@@ -256,11 +270,11 @@ class SeqStore:
         out: list[tuple[int, bytes]] = []
         for start in range(first, last + 1, self._read_chunk):
             seqs = range(start, min(start + self._read_chunk, last + 1))
-            values = self._redis.mget([keys.dataset(bucket, s) for s in seqs])
+            values = self._redis.hmget(keys.datasets(bucket), [str(s) for s in seqs])
             for seq, value in zip(seqs, values, strict=True):
                 if value is None:
                     raise MissingDataSetError(task=task, bucket=bucket, seq=seq)
-                out.append((seq, value))
+                out.append((seq, _binary(value)))
         return out
 
     def release(self, task: str, bucket: int, rseq: int) -> int:
@@ -271,8 +285,8 @@ class SeqStore:
         keys = TaskKeys(task)
         try:
             result = self._scripts.release(
-                keys=[keys.seq(bucket), keys.rseq(bucket)],
-                args=[str(rseq), keys.dataset_prefix(bucket)],
+                keys=[keys.seq(bucket), keys.rseq(bucket), keys.datasets(bucket)],
+                args=[str(rseq)],
             )
         except redis.ResponseError as exc:
             if "mars:" in str(exc):
@@ -289,7 +303,7 @@ class SeqStore:
 
     def read_checkpoint(self, task: str, unit: int, field: str) -> bytes | None:
         value = self._redis.hget(TaskKeys(task).checkpoints(unit), field)
-        return None if value is None else bytes(value)
+        return None if value is None else _binary(value)
 
     def drop_checkpoints_before(self, task: str, unit: int, number: int) -> int:
         """Delete the unit's checkpoints numbered below `number`; returns how many."""
@@ -313,7 +327,10 @@ class SeqStore:
         return Backlog(unmerged=unmerged, unreleased=unreleased)
 
     def memory_used(self) -> int:
-        """Redis `used_memory` in bytes."""
+        """Redis `used_memory` in bytes (a cluster's: summed over its primaries)."""
+        if isinstance(self._redis, RedisCluster):
+            per_node = self._redis.info("memory", target_nodes=RedisCluster.PRIMARIES)
+            return sum(int(info["used_memory"]) for info in per_node.values())
         return int(self._redis.info("memory")["used_memory"])
 
     # -- cleanup --------------------------------------------------------------------------------

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import redis
-
+from mars.clients.redis_connection import RedisClient
 from mars.store.keys import TaskKeys
 from mars.store.state import text_of
 
@@ -18,7 +17,7 @@ from mars.store.state import text_of
 class TaskCounters:
     """Reads and adds to the counters of tasks."""
 
-    def __init__(self, client: redis.Redis[bytes]) -> None:
+    def __init__(self, client: RedisClient) -> None:
         self._redis = client
 
     def add(self, task: str, counters: Mapping[str, int]) -> None:

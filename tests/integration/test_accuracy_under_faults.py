@@ -403,7 +403,7 @@ def check_results(
 def check_redis_back_to_idle(client: redis.Redis, spec: TaskSpec, *, memory_before: int) -> int:
     """All windows emitted: the task's data sets are released and memory is back near idle."""
     keys = TaskKeys(spec.id)
-    pattern = keys.prefix + "b:*:d:*"
+    pattern = keys.prefix + "b:*:d"
 
     def no_datasets() -> bool:
         return next(iter(client.scan_iter(match=pattern, count=1000)), None) is None

@@ -21,9 +21,17 @@ from mars.gen import GeneratorConfig, generate
 from mars.local import LocalCluster
 from mars.local.process import free_port
 from mars.local.roles import start_role
-from tests.integration.pipeline import BackgroundProducer, PipelineProcesses
+from tests.integration.pipeline import (
+    BackgroundProducer,
+    OracleInBackground,
+    PipelineProcesses,
+    wait_for,
+)
+from tests.oracle import ExpectedResults
 
 Labels = frozenset[tuple[str, str]]
+PAPER_GROUPS = ("sip", "type")  # the paper's query: count per (window, sip, type)
+PAPER_AGGREGATES: Mapping[str, str] = {"count_star": "count(*)"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,3 +202,67 @@ def close_every_window(
     for partition in range(partitions):
         producer.produce(topic, json.dumps(record).encode(), partition=partition)
     assert producer.flush(30) == 0
+
+
+@dataclass
+class PaperStream:
+    """The paper's query's live stream (`live_producer`, `seconds` of traffic at `rate` records
+    per second from now) with its DuckDB oracle computed meanwhile; `finish` waits for the
+    stream, closes every window and returns what the task must emit."""
+
+    bootstrap: str
+    topic: str
+    rate: int
+    seconds: int
+    partitions: int
+    start_s: int
+    producer: BackgroundProducer
+    oracle: OracleInBackground
+
+    @classmethod
+    @contextmanager
+    def running(
+        cls,
+        bootstrap: str,
+        topic: str,
+        *,
+        rate: int,
+        seconds: int,
+        partitions: int,
+        seed: int,
+        window_ms: int = 10_000,
+        aggregates: Mapping[str, str] = PAPER_AGGREGATES,
+    ) -> Iterator[PaperStream]:
+        start_s = int(time.time())
+        config = GeneratorConfig(count=rate * seconds, start_s=start_s, span_s=seconds, seed=seed)
+        oracle = OracleInBackground(
+            config, group_by=list(PAPER_GROUPS), window_ms=window_ms, aggregates=dict(aggregates)
+        )
+        producer = live_producer(
+            bootstrap, topic, start_s=start_s, rate=rate, seconds=seconds, seed=seed
+        )
+        try:
+            yield cls(bootstrap, topic, rate, seconds, partitions, start_s, producer, oracle)
+        finally:
+            producer.stop()
+            oracle.close()
+
+    def wait_produced(self, seconds: float) -> None:
+        """Until `seconds` of traffic are out; the stream must still be running then."""
+        wait_for(
+            lambda: self.producer.produced >= self.rate * seconds or self.producer.done(),
+            timeout_s=seconds * 3,
+            what=f"{seconds} s of traffic produced",
+        )
+        assert not self.producer.done(), f"the stream ended before {seconds} s were produced"
+
+    def finish(self, *, timeout_s: float = 120) -> ExpectedResults:
+        """Wait for the stream's end, close every window; the oracle's expected results."""
+        self.producer.join(timeout_s=self.seconds * 3)
+        close_every_window(
+            self.bootstrap,
+            self.topic,
+            after_s=self.start_s + self.seconds,
+            partitions=self.partitions,
+        )
+        return self.oracle.result(timeout_s=timeout_s)[0]

@@ -4,11 +4,13 @@ Redis URL shown to people, and the setting set from the environment or TOML."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from mars.clients import client_config, redacted_url, spark_kafka_options
+from mars.clients.redis_connection import ClusterUrl, RedisUrlError
 from mars.config import KafkaSettings, load_settings
 
 SASL = {
@@ -59,6 +61,31 @@ def test_the_redis_url_is_shown_without_its_password() -> None:
     assert redacted_url("redis://:s3cret@h:6379/0") == "redis://:***@h:6379/0"
     assert redacted_url("redis://bob:s3cret@h/1") == "redis://bob:***@h/1"
     assert redacted_url("redis://h:6379/0") == "redis://h:6379/0"
+    assert redacted_url("redis+cluster://:pw@a:1,b:2") == "redis+cluster://:***@a:1,b:2"
+    assert redacted_url("redis+cluster://a:1,b:2") == "redis+cluster://a:1,b:2"
+
+
+def test_a_cluster_url_names_every_node_and_the_login() -> None:
+    parsed = ClusterUrl.parse("redis+cluster://bob:p%40ss@10.0.0.1:7000,node-b:7001/")
+    assert parsed == ClusterUrl(
+        nodes=(("10.0.0.1", 7000), ("node-b", 7001)), username="bob", password="p@ss"
+    )
+    assert ClusterUrl.parse("redis+cluster://:pw@h:1").username is None
+    assert ClusterUrl.parse("redis+cluster://h:1").password is None
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis+cluster://", "names no host:port"),
+        ("redis+cluster://:secret@h", "'h' is not host:port"),
+        ("redis://h:1", "starts with redis+cluster://"),
+    ],
+)
+def test_a_bad_cluster_url_says_what_is_wrong_without_the_password(url: str, says: str) -> None:
+    with pytest.raises(RedisUrlError, match=re.escape(says)) as error:
+        ClusterUrl.parse(url)
+    assert "secret" not in str(error.value)
 
 
 def test_client_properties_come_from_json_in_the_environment(

@@ -1,15 +1,16 @@
 -- Apply one batch of one writer atomically (see docs/protocol.md).
 --
 -- KEYS[1] sources hash, KEYS[2] stats hash, KEYS[3] layout hash,
--- KEYS[4..] the seq counter of each written bucket.
+-- KEYS[4..] per written bucket, its seq counter then its data sets hash (every key the script
+-- touches is declared: Redis Cluster).
 -- ARGV: now_ms,
 --       the writer's layout generation, its current epoch's first window start,
 --       the latest window start of its data sets ('' when there are none),
 --       n_expected, then n_expected x (source field, expected applied offset),
 --       n_sources,  then n_sources  x (source field, new applied offset, stream time or ''),
---       then for each KEYS[3..]: (data set key prefix, data set bytes),
+--       then per written bucket: its data set bytes,
 --       n_counters, then n_counters x (counter name, delta).
--- Returns {1, seq...} (APPLIED, one seq per KEYS[4..]),
+-- Returns {1, seq...} (APPLIED, one seq per written bucket),
 --         {0, field, packed state or '', ...} (REJECTED: nothing written), or
 --         {2, generation} (LAYOUT CHANGED: the writer's bucket layout is stale for a window
 --         of this batch; nothing written).
@@ -81,10 +82,10 @@ end
 
 -- 4. Number and store the data sets: INCR gives each one the next seq, no hole, no reuse.
 local reply = {1}
-for k = 4, #KEYS do
-  local prefix, data = ARGV[i], ARGV[i + 1]; i = i + 2
+local n_buckets = (#KEYS - 3) / 2
+for k = 4, #KEYS, 2 do
   local seq = redis.call('INCR', KEYS[k])
-  redis.call('SET', prefix .. seq, data)
+  redis.call('HSET', KEYS[k + 1], seq, ARGV[i]); i = i + 1
   reply[#reply + 1] = seq
 end
 
@@ -94,5 +95,5 @@ for _ = 1, n_counters do
   redis.call('HINCRBY', stats, ARGV[i], ARGV[i + 1]); i = i + 2
 end
 redis.call('HINCRBY', stats, 'batches', 1)
-if #KEYS > 3 then redis.call('HINCRBY', stats, 'datasets', #KEYS - 3) end
+if n_buckets > 0 then redis.call('HINCRBY', stats, 'datasets', n_buckets) end
 return reply

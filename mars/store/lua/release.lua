@@ -1,5 +1,5 @@
 -- Move a bucket's rseq forward (never back) and delete the data sets below it.
--- KEYS[1] seq, KEYS[2] rseq. ARGV[1] new rseq, ARGV[2] data set key prefix.
+-- KEYS[1] seq, KEYS[2] rseq, KEYS[3] data sets hash. ARGV[1] new rseq.
 -- Returns the effective rseq, or an error when asked to release data sets never written.
 local seq = tonumber(redis.call('GET', KEYS[1]) or '0')
 local old = tonumber(redis.call('GET', KEYS[2]) or '1')
@@ -11,8 +11,8 @@ if new <= old then return old end
 redis.call('SET', KEYS[2], new)
 local batch = {}
 for s = old, new - 1 do
-  batch[#batch + 1] = ARGV[2] .. s
-  if #batch == 500 then redis.call('UNLINK', unpack(batch)); batch = {} end
+  batch[#batch + 1] = s
+  if #batch == 500 then redis.call('HDEL', KEYS[3], unpack(batch)); batch = {} end
 end
-if #batch > 0 then redis.call('UNLINK', unpack(batch)) end
+if #batch > 0 then redis.call('HDEL', KEYS[3], unpack(batch)) end
 return new

@@ -54,7 +54,7 @@ def test_redis_runs_lua_with_aof_on(redis_client: redis.Redis, unique_name: str)
     script = redis_client.register_script(
         "local n = redis.call('INCR', KEYS[1]); redis.call('SET', KEYS[2], ARGV[1]); return n"
     )
-    keys = [f"mars:{{{unique_name}}}:seq", f"mars:{{{unique_name}}}:d:1"]
+    keys = [f"mars:{{{unique_name}}}:seq", f"mars:{{{unique_name}}}:d"]
     assert script(keys=keys, args=[b"payload"]) == 1
     assert script(keys=keys, args=[b"payload"]) == 2
     assert redis_client.get(keys[1]) == b"payload"

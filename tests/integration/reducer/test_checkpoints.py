@@ -63,7 +63,8 @@ def emitted(output: MemoryOutput, spec: TaskSpec) -> Expected:
 
 
 def stored_datasets(client: redis.Redis, task_id: str) -> int:
-    return sum(1 for _ in client.scan_iter(match=TaskKeys(task_id).prefix + "b:*:d:*"))
+    keys = TaskKeys(task_id)
+    return sum(client.hlen(key) for key in client.scan_iter(match=keys.prefix + "b:*:d"))
 
 
 def checkpoint_fields(client: redis.Redis, task_id: str, unit: int) -> list[bytes]:

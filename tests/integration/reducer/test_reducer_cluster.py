@@ -142,11 +142,7 @@ def assert_garbage_collected(client: redis.Redis, spec: TaskSpec) -> None:
     deadline = time.monotonic() + 20
     left: list[bytes] = []
     while time.monotonic() < deadline:
-        left = [
-            k
-            for b in range(spec.options.buckets)
-            for k in client.scan_iter(match=keys.dataset_prefix(b) + "*")
-        ]
+        left = [k for b in range(spec.options.buckets) if client.exists(k := keys.datasets(b))]
         if not left:
             return
         time.sleep(0.5)

@@ -27,20 +27,14 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from mars.gen import GeneratorConfig
 from mars.local import ClusterState
 from reducer.progress import PROGRESS_TOPIC
-from tests.integration.pipeline import (
-    ExpectedTopic,
-    OracleInBackground,
-    TopicReader,
-    wait_exact,
-    wait_for,
-)
+from tests.integration.pipeline import ExpectedTopic, TopicReader, wait_exact, wait_for
 from tests.integration.watched import (
+    PAPER_AGGREGATES,
+    PAPER_GROUPS,
+    PaperStream,
     WatchedPipeline,
-    close_every_window,
-    live_producer,
     make_topic,
     windowed_sql,
 )
@@ -99,7 +93,7 @@ def test_a_cut_off_leader_is_replaced_and_its_zombie_output_never_lands(
     unique_name: str,
 ) -> None:
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
-    sql = windowed_sql(topic, ("sip", "type"), {"count_star": "count(*)"}, "10 s")
+    sql = windowed_sql(topic, PAPER_GROUPS, PAPER_AGGREGATES, "10 s")
     body = pipeline.register(sql, task_id=unique_name, options={"buckets": 6})
     output = body["topics"]["output"]
     zombie = pipeline.procs.start("reducer", group=CUT_OFF_GROUP)  # first: it leads
@@ -118,43 +112,32 @@ def test_a_cut_off_leader_is_replaced_and_its_zombie_output_never_lands(
         what="units on all three reducers",
         logs=pipeline.logs,
     )
-    start_s = int(time.time())
-    config = GeneratorConfig(count=RATE * PRODUCE_S, start_s=start_s, span_s=PRODUCE_S, seed=SEED)
-    oracle = OracleInBackground(
-        config, group_by=["sip", "type"], window_ms=10_000, aggregates={"count_star": "count(*)"}
-    )
-    producer = live_producer(
-        cluster.kafka_bootstrap, topic, start_s=start_s, rate=RATE, seconds=PRODUCE_S, seed=SEED
-    )
-    try:
-        wait_for(
-            lambda: producer.produced >= RATE * CUT_AFTER_S,
-            timeout_s=CUT_AFTER_S * 3,
-            what=f"{CUT_AFTER_S} s of traffic produced",
-        )
-        firewall.cut_off()
-        cut_at, cut_ms = time.monotonic(), int(time.time() * 1000)
-        took_over = wait_for(
-            lambda: _new_leader_without(pipeline, zombie_id),
-            timeout_s=CUT_S,
-            what="a new leader and the zombie's units owned by the others",
-            logs=pipeline.logs,
-        )
-        time.sleep(max(0.0, CUT_S - (time.monotonic() - cut_at)))
-        assert not producer.done(), "the stream ended while the leader was cut off"
-        firewall.heal()
+    with PaperStream.running(
+        cluster.kafka_bootstrap,
+        topic,
+        rate=RATE,
+        seconds=PRODUCE_S,
+        partitions=PARTITIONS,
+        seed=SEED,
+    ) as stream:
+        try:
+            stream.wait_produced(CUT_AFTER_S)
+            firewall.cut_off()
+            cut_at, cut_ms = time.monotonic(), int(time.time() * 1000)
+            took_over = wait_for(
+                lambda: _new_leader_without(pipeline, zombie_id),
+                timeout_s=CUT_S,
+                what="a new leader and the zombie's units owned by the others",
+                logs=pipeline.logs,
+            )
+            time.sleep(max(0.0, CUT_S - (time.monotonic() - cut_at)))
+            assert not stream.producer.done(), "the stream ended while the leader was cut off"
+        finally:
+            firewall.heal()
         heal_ms = int(time.time() * 1000)
         print(f"\nnew leader and units handed over {took_over:.1f} s into a {CUT_S} s cut")
-        producer.join(timeout_s=PRODUCE_S * 2)
-        close_every_window(
-            cluster.kafka_bootstrap, topic, after_s=start_s + PRODUCE_S, partitions=PARTITIONS
-        )
-        expected = oracle.result(timeout_s=120)[0]
-    finally:
-        firewall.heal()
-        producer.stop()
-        oracle.close()
-    expectation = ExpectedTopic(output, expected, ("sip", "type"), ("count_star",))
+        expected = stream.finish()
+    expectation = ExpectedTopic(output, expected, PAPER_GROUPS, tuple(PAPER_AGGREGATES))
     wait_exact(cluster.kafka_bootstrap, [expectation], logs=pipeline.logs)
     _check_no_zombie_commit_after_takeover(
         cluster, unique_name, zombie_id, cut_ms=cut_ms, heal_ms=heal_ms

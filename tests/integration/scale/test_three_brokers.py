@@ -17,25 +17,22 @@ DuckDB oracle's count.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mars.clients import admin_client
 from mars.config import load_settings
-from mars.gen import GeneratorConfig
 from mars.local import LocalCluster
-from tests.integration.pipeline import ExpectedTopic, OracleInBackground, wait_exact, wait_for
+from tests.integration.pipeline import ExpectedTopic, wait_exact
 from tests.integration.watched import (
+    PAPER_AGGREGATES,
+    PAPER_GROUPS,
+    PaperStream,
     WatchedPipeline,
-    close_every_window,
-    live_producer,
     make_topic,
     windowed_sql,
 )
-
-pytestmark = pytest.mark.integration
 
 BROKERS = 3
 RATE = 1_500
@@ -45,75 +42,39 @@ DOWN_S = 4
 PARTITIONS = 2
 SEED = 23
 
-
-@pytest.fixture(scope="module")
-def three_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(
-        settings=load_settings(),
-        run_dir=tmp_path_factory.mktemp("three-brokers"),
-        kafka_brokers=BROKERS,
-    )
-    started = time.monotonic()
-    cluster.up()
-    print(f"\n{BROKERS} Kafka nodes, ZooKeeper and Redis up in {time.monotonic() - started:.1f} s")
-    try:
-        yield cluster
-    finally:
-        assert cluster.state is not None
-        for process in cluster.state.processes:  # throwaway data: no controlled shutdown
-            if process.role == "kafka":
-                process.handle().kill()
-        cluster.down()
+pytestmark = [pytest.mark.integration, pytest.mark.own_cluster(kafka_brokers=BROKERS)]
 
 
 @pytest.mark.timeout(300)
 def test_a_broker_killed_mid_stream_loses_and_doubles_nothing(
-    three_brokers: LocalCluster, unique_name: str
+    own_cluster: LocalCluster, unique_name: str
 ) -> None:
-    state = three_brokers.state
+    state = own_cluster.state
     assert state is not None
     assert len(state.kafka_bootstrap.split(",")) == BROKERS
     assert (state.kafka_replication_factor, state.kafka_min_insync_replicas) == (3, 2)
     admin = admin_client(state.kafka())
     topic = make_topic(admin, f"{unique_name}_src", partitions=PARTITIONS)
-    sql = windowed_sql(topic, ("sip", "type"), {"count_star": "count(*)"}, "10 s")
+    sql = windowed_sql(topic, PAPER_GROUPS, PAPER_AGGREGATES, "10 s")
     token = load_settings().api.token
     with WatchedPipeline.running(
-        three_brokers, name=unique_name, token=token, env={}, mappers=1, reducers=2
+        own_cluster, name=unique_name, token=token, env={}, mappers=1, reducers=2
     ) as pipeline:
         output = pipeline.register(sql, task_id=unique_name, options={})["topics"]["output"]
         _check_replicated(admin, output)
-        start_s = int(time.time())
-        config = GeneratorConfig(
-            count=RATE * PRODUCE_S, start_s=start_s, span_s=PRODUCE_S, seed=SEED
-        )
-        oracle = OracleInBackground(
-            config,
-            group_by=["sip", "type"],
-            window_ms=10_000,
-            aggregates={"count_star": "count(*)"},
-        )
-        producer = live_producer(
-            state.kafka_bootstrap, topic, start_s=start_s, rate=RATE, seconds=PRODUCE_S, seed=SEED
-        )
-        try:
-            wait_for(
-                lambda: producer.produced >= RATE * KILL_AFTER_S or producer.done(),
-                timeout_s=KILL_AFTER_S * 3,
-                what=f"{KILL_AFTER_S} s of traffic produced",
-            )
-            assert not producer.done(), "the stream ended before the broker was killed"
-            _kill_the_controller_and_restart_it(three_brokers, admin)
-            assert not producer.done(), "the stream ended while the broker was down"
-            producer.join(timeout_s=PRODUCE_S * 3)
-            close_every_window(
-                state.kafka_bootstrap, topic, after_s=start_s + PRODUCE_S, partitions=PARTITIONS
-            )
-            expected = oracle.result(timeout_s=120)[0]
-        finally:
-            producer.stop()
-            oracle.close()
-        expectation = ExpectedTopic(output, expected, ("sip", "type"), ("count_star",))
+        with PaperStream.running(
+            state.kafka_bootstrap,
+            topic,
+            rate=RATE,
+            seconds=PRODUCE_S,
+            partitions=PARTITIONS,
+            seed=SEED,
+        ) as stream:
+            stream.wait_produced(KILL_AFTER_S)
+            _kill_the_controller_and_restart_it(own_cluster, admin)
+            assert not stream.producer.done(), "the stream ended while the broker was down"
+            expected = stream.finish()
+        expectation = ExpectedTopic(output, expected, PAPER_GROUPS, tuple(PAPER_AGGREGATES))
         wait_exact(state.kafka_bootstrap, [expectation], logs=pipeline.logs)
 
 

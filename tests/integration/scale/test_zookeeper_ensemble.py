@@ -28,7 +28,6 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from mars.config import Settings, load_settings
-from mars.gen import GeneratorConfig
 from mars.local import ClusterState, LocalCluster
 from mars.local.process import ProcessHandle
 from mars.local.zookeeper_server import (
@@ -39,17 +38,12 @@ from mars.local.zookeeper_server import (
     zookeeper_mode,
 )
 from mars.registry.paths import ZkPaths
-from tests.integration.pipeline import (
-    BackgroundProducer,
-    ExpectedTopic,
-    OracleInBackground,
-    wait_exact,
-    wait_for,
-)
+from tests.integration.pipeline import BackgroundProducer, ExpectedTopic, wait_exact, wait_for
 from tests.integration.watched import (
+    PAPER_AGGREGATES,
+    PAPER_GROUPS,
+    PaperStream,
     WatchedPipeline,
-    close_every_window,
-    live_producer,
     make_topic,
 )
 
@@ -156,46 +150,25 @@ def test_killing_the_quorum_leader_mid_stream_keeps_every_window_exact(
     ) as pipeline:
         body = pipeline.register(SQL.format(topic=topic), task_id=unique_name, options={})
         output = body["topics"]["output"]
-        start_s = int(time.time())
-        config = GeneratorConfig(
-            count=RATE * PRODUCE_S, start_s=start_s, span_s=PRODUCE_S, seed=SEED
-        )
-        oracle = OracleInBackground(
-            config,
-            group_by=["sip", "type"],
-            window_ms=WINDOW_MS,
-            aggregates={"count_star": "count(*)"},
-        )
-        producer = live_producer(
+        with PaperStream.running(
             cluster.kafka_bootstrap,
             topic,
-            start_s=start_s,
             rate=RATE,
             seconds=PRODUCE_S,
+            partitions=PARTITIONS,
             seed=SEED,
-        )
-        try:
+            window_ms=WINDOW_MS,
+        ) as stream:
             wait_for(
                 lambda: _reducers_settled(pipeline),
                 timeout_s=30,
                 what="two reducers, one of them the leader",
                 logs=pipeline.logs,
             )
-            wait_for(
-                lambda: producer.produced >= RATE * KILL_AFTER_S or producer.done(),
-                timeout_s=KILL_AFTER_S * 3,
-                what=f"{KILL_AFTER_S} s of traffic produced",
-            )
-            _kill_the_quorum_leader_and_restart_it(ensemble, pipeline, unique_name, producer)
-            producer.join(timeout_s=PRODUCE_S * 2)
-            close_every_window(
-                cluster.kafka_bootstrap, topic, after_s=start_s + PRODUCE_S, partitions=PARTITIONS
-            )
-            expected = oracle.result(timeout_s=120)[0]
-        finally:
-            producer.stop()
-            oracle.close()
-        expectation = ExpectedTopic(output, expected, ("sip", "type"), ("count_star",))
+            stream.wait_produced(KILL_AFTER_S)
+            _kill_the_quorum_leader_and_restart_it(ensemble, pipeline, unique_name, stream.producer)
+            expected = stream.finish()
+        expectation = ExpectedTopic(output, expected, PAPER_GROUPS, tuple(PAPER_AGGREGATES))
         waited = wait_exact(cluster.kafka_bootstrap, [expectation], logs=pipeline.logs)
         windows = len({key[0] for key in expected})
         print(

@@ -46,7 +46,7 @@ def test_delete_task_removes_every_key_and_only_its_own(
 
 def test_delete_task_in_small_batches(redis_client: redis.Redis, task: str) -> None:
     store = SeqStore(redis_client, delete_batch=3)
-    redis_client.mset({TaskKeys(task).dataset(0, s): b"x" for s in range(1, 101)})
+    redis_client.mset({TaskKeys(task).seq(b): 1 for b in range(100)})
     assert store.delete_task(task) == 100
 
 

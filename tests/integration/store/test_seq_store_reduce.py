@@ -67,7 +67,8 @@ def test_release_deletes_below_and_never_moves_back(
     keys = TaskKeys(task)
 
     assert store.release(task, 0, 6) == 6
-    assert [redis_client.exists(keys.dataset(0, s)) for s in range(1, 11)] == [0] * 5 + [1] * 5
+    stored = [redis_client.hexists(keys.datasets(0), s) for s in range(1, 11)]
+    assert stored == [False] * 5 + [True] * 5
     assert store.snapshot(task, 0).rseq == 6
     with pytest.raises(MissingDataSetError) as missing:
         store.read_datasets(task, 0, 5, 10)
@@ -80,16 +81,16 @@ def test_release_deletes_below_and_never_moves_back(
     with pytest.raises(ProtocolViolationError):
         store.release(task, 0, 12)  # data set 11 was never written
     assert store.release(task, 0, 11) == 11  # everything reduced
-    assert not any(redis_client.exists(keys.dataset(0, s)) for s in range(1, 11))
+    assert redis_client.exists(keys.datasets(0)) == 0
     assert store.snapshot(task, 0).seq == 10  # the counter stays: no seq is ever reused
 
 
 def test_release_of_a_large_range(store: SeqStore, task: str, redis_client: redis.Redis) -> None:
     keys = TaskKeys(task)
     redis_client.set(keys.seq(1), 1_200)
-    redis_client.mset({keys.dataset(1, s): b"x" for s in range(1, 1_201)})
+    redis_client.hset(keys.datasets(1), mapping={s: b"x" for s in range(1, 1_201)})
     assert store.release(task, 1, 1_201) == 1_201
-    assert redis_client.exists(*(keys.dataset(1, s) for s in range(1, 1_201))) == 0
+    assert redis_client.exists(keys.datasets(1)) == 0
 
 
 def test_backlog_counts_unreleased_datasets_over_buckets(store: SeqStore, task: str) -> None:

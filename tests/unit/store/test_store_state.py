@@ -49,10 +49,10 @@ def test_task_keys_share_one_hash_tag() -> None:
         keys.results,
         keys.seq(3),
         keys.rseq(3),
-        keys.dataset(3, 17),
+        keys.datasets(3),
     ]
     assert all(name.startswith("mars:{clicks}:") for name in names)
-    assert keys.dataset(3, 17) == "mars:{clicks}:b:3:d:17"
+    assert keys.datasets(3) == "mars:{clicks}:b:3:d"
     assert TaskKeys("a*[b]").scan_pattern == "mars:{a\\*\\[b\\]}:*"
     with pytest.raises(ValueError):
         TaskKeys("bad{id}")

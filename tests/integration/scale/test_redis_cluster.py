@@ -1,0 +1,116 @@
+"""Redis Cluster loses a master mid-run (issue 17, "Beyond one machine").
+
+The module starts a cluster of its own as `mars local up --redis-cluster` does: three Redis
+Cluster masters (`redis-1..3`, the 16,384 slots split between them, AOF on), beside a Kafka
+and a ZooKeeper; every Mars process gets `redis.url = redis+cluster://...` naming all three.
+Each task's keys share the hash tag `{task}`, so each Lua script runs on the one master that
+serves the task's slot.
+
+The paper's query, with 10 s windows, runs over 500,000 live records (two partitions, two
+mappers, two reducers). A third of the way in, the master serving the task's slot is killed
+with SIGKILL and started again a few seconds later from its AOF: while it is down every
+script of the task fails, mappers and reducers retry. Every (window, sip, type) must then come
+exactly once with the DuckDB oracle's count.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from redis.cluster import RedisCluster
+
+from mars.clients import admin_client, connect_redis
+from mars.config import RedisSettings, load_settings
+from mars.local import LocalCluster
+from mars.store import TaskKeys
+from tests.integration.pipeline import ExpectedTopic, wait_exact
+from tests.integration.watched import (
+    PAPER_AGGREGATES,
+    PAPER_GROUPS,
+    PaperStream,
+    WatchedPipeline,
+    make_topic,
+    windowed_sql,
+)
+
+MASTERS = 3
+RATE = 10_000
+PRODUCE_S = 50  # 500,000 records
+KILL_AFTER_S = 15  # of produced traffic
+DOWN_S = 3
+PARTITIONS = 2
+SEED = 31
+
+pytestmark = [pytest.mark.integration, pytest.mark.own_cluster(redis_cluster_masters=MASTERS)]
+
+
+@pytest.mark.timeout(300)
+def test_a_master_killed_mid_stream_loses_and_doubles_nothing(
+    own_cluster: LocalCluster, unique_name: str
+) -> None:
+    state = own_cluster.state
+    assert state is not None
+    assert state.redis_url.startswith("redis+cluster://")
+    status = own_cluster.status()
+    redis_nodes = [p for p in status["processes"] if p["role"] == "redis"]
+    assert len(redis_nodes) == MASTERS and all(p["healthy"] for p in redis_nodes)
+    admin = admin_client(state.kafka())
+    topic = make_topic(admin, f"{unique_name}_src", partitions=PARTITIONS)
+    sql = windowed_sql(topic, PAPER_GROUPS, PAPER_AGGREGATES, "10 s")
+    with WatchedPipeline.running(
+        own_cluster,
+        name=unique_name,
+        token=load_settings().api.token,
+        env={},
+        mappers=2,
+        reducers=2,
+    ) as pipeline:
+        output = pipeline.register(sql, task_id=unique_name, options={})["topics"]["output"]
+        victim = _master_of(state.redis_url, own_cluster, unique_name)
+        with PaperStream.running(
+            state.kafka_bootstrap,
+            topic,
+            rate=RATE,
+            seconds=PRODUCE_S,
+            partitions=PARTITIONS,
+            seed=SEED,
+        ) as stream:
+            stream.wait_produced(KILL_AFTER_S)
+            killed_at = time.monotonic()
+            own_cluster.restart("redis", name=victim, kill=True, down_s=DOWN_S)
+            print(
+                f"killed {victim} (the task's master), back in {time.monotonic() - killed_at:.1f} s"
+            )
+            assert not stream.producer.done(), "the stream ended while the master was down"
+            expected = stream.finish()
+        counted = sum(row["count_star"] for row in expected.values())
+        assert counted >= 500_000, counted  # the windows hold every valid record produced
+        expectation = ExpectedTopic(output, expected, PAPER_GROUPS, tuple(PAPER_AGGREGATES))
+        wait_exact(state.kafka_bootstrap, [expectation], logs=pipeline.logs, timeout_s=180)
+        mapper_logs = [
+            Path(handle.log).read_text(errors="replace")
+            for name, handle in pipeline.procs.handles.items()
+            if "-mapper-" in name
+        ]
+        # The kill was felt: the mappers' writes to the task's master failed, then went on.
+        assert any("write failed" in log for log in mapper_logs)
+
+
+def _master_of(cluster_url: str, cluster: LocalCluster, task: str) -> str:
+    """The name of the Redis process serving `task`'s slot (where its scripts run)."""
+    client = connect_redis(RedisSettings(url=cluster_url))
+    assert isinstance(client, RedisCluster)
+    try:
+        node = client.get_node_from_key(TaskKeys(task).sources)
+        port = int(node.port)
+    finally:
+        client.close()
+    assert cluster.state is not None
+    [name] = [
+        p.name
+        for p in cluster.state.processes
+        if p.role == "redis" and p.address is not None and f":{port}/" in p.address
+    ]
+    return name
