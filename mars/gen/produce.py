@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, Message, Producer
 
 from mars.clients.kafka_config import admin_client, client_config
 from mars.config import KafkaSettings
@@ -22,7 +22,7 @@ from mars.gen.config import GeneratorConfig
 from mars.gen.pacing import Clock, RatePacer, Sleep
 from mars.gen.partitioning import PartitionChooser, PartitionStrategy
 from mars.gen.tuples import BLOCK_SIZE, iter_chunks
-from mars.tasks.topics import Replication, TopicPlan, ensure_topics
+from mars.tasks.topics import Replication, TopicPlan, ensure_topics, partition_count
 
 ProgressCallback = Callable[[int, int], None]  # (records handed to the producer, total)
 
@@ -87,23 +87,6 @@ class _DeliveryErrors:
             self.first.append(f"partition {message.partition()}: {error.str()}")
 
 
-def topic_partitions(
-    producer: Producer, topic: str, *, timeout_s: float = _METADATA_TIMEOUT_S
-) -> int:
-    """The topic's partition count, waiting up to `timeout_s` for a just-created topic's
-    metadata to reach the broker; raises `KafkaException` when it never becomes usable."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        metadata = producer.list_topics(topic, timeout=timeout_s)
-        described = metadata.topics.get(topic)
-        if described is not None and described.error is None and described.partitions:
-            return len(described.partitions)
-        if time.monotonic() >= deadline:
-            reason = described.error if described is not None else "not in metadata"
-            raise KafkaException(f"topic {topic!r} is not available: {reason}")
-        time.sleep(0.2)
-
-
 def ensure_source_topic(kafka: KafkaSettings, topic: str, partitions: int) -> None:
     """Create the topic to produce into unless it exists, replicated as Mars's own topics."""
     admin = admin_client(kafka)
@@ -133,7 +116,10 @@ def produce(
     errors = _DeliveryErrors()
     own = {**THROUGHPUT_CONFIG, **(producer_config or {}), "on_delivery": errors}
     producer = Producer(client_config(kafka, own))
-    chooser = PartitionChooser(strategy=strategy, partitions=topic_partitions(producer, topic))
+    chooser = PartitionChooser(
+        strategy=strategy,
+        partitions=partition_count(producer, topic, timeout_s=_METADATA_TIMEOUT_S),
+    )
     pacer = RatePacer(rate=rate, clock=clock, sleep=sleep)
     step = max(1, int(rate / _PACE_STEPS_PER_SECOND)) if rate else chunk_size
     started = clock()

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mars.config import KafkaSettings
@@ -132,13 +132,14 @@ def ensure_topics(
     return sorted(created)
 
 
-def partition_count(admin: AdminClient, topic: str, *, timeout_s: float = 30.0) -> int:
-    """The topic's partition count once the metadata shows them: a topic just created may be
-    listed with none for a moment (on several brokers it often is)."""
+def partition_count(client: AdminClient | Producer, topic: str, *, timeout_s: float = 30.0) -> int:
+    """The topic's partition count once the metadata (from an admin client or a producer)
+    shows them: a topic just created may be listed with none for a moment (on several brokers
+    it often is). Raises `TopicError` when it never does."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            described = admin.list_topics(topic, timeout=timeout_s).topics.get(topic)
+            described = client.list_topics(topic, timeout=timeout_s).topics.get(topic)
         except KafkaException as exc:
             raise TopicError(f"cannot describe topic {topic}: {exc}") from exc
         if described is not None and described.error is None and described.partitions:
