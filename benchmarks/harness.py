@@ -62,6 +62,7 @@ class Run:
     reducers: list[ProcessHandle] = field(default_factory=list)
     apis: list[ProcessHandle] = field(default_factory=list)
     spec: TaskSpec | None = None
+    tasks: list[TaskSpec] = field(default_factory=list)  # registered by `register_many`
     cpu_at_register: dict[int, float] = field(default_factory=dict)
 
     def start_mappers(self, count: int) -> list[ProcessHandle]:
@@ -101,6 +102,17 @@ class Run:
         TaskRegistry(self.bench.zk, root=self.root).create(spec)
         self.spec = spec
         return spec
+
+    def register_many(self, specs: Sequence[TaskSpec]) -> None:
+        """Register every task (RUNNING) under this run's root, one after the other at once;
+        their topics must exist. CPU seconds (`figures`) count from the first."""
+        self.cpu_at_register = {
+            h.pid: cpu_seconds(h.pid) or 0.0 for h in self.mappers + self.reducers
+        }
+        registry = TaskRegistry(self.bench.zk, root=self.root)
+        for spec in specs:
+            registry.create(spec)
+            self.tasks.append(spec)
 
     def stats(self) -> dict[str, int]:
         assert self.spec is not None
@@ -152,8 +164,9 @@ class Run:
     def stop(self) -> None:
         for handle in self.apis + self.mappers + self.reducers:
             handle.stop(timeout_s=10)
-        if self.spec is not None:
-            self.bench.store.delete_task(self.spec.id)
+        for spec in [self.spec, *self.tasks]:
+            if spec is not None:
+                self.bench.store.delete_task(spec.id)
 
 
 def _running(handles: list[ProcessHandle]) -> int:

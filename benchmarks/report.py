@@ -10,6 +10,7 @@ from benchmarks.report_e2e import E2E_HEADING, e2e_section
 from benchmarks.report_format import fmt, image, med
 from benchmarks.report_pull import PULL_HEADING, pull_section
 from benchmarks.report_spark_stream import SPARK_STREAM_HEADING, spark_stream_section
+from benchmarks.report_tasks import TASKS_HEADING, tasks_section
 from benchmarks.state_figures import growth, window_label
 from benchmarks.targets import STATE_GROWTH_TARGET, check_targets
 
@@ -31,6 +32,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "state": (STATE_HEADING,),
     "pull": (PULL_HEADING,),
     "balance": (BALANCE_HEADING,),
+    "tasks": (TASKS_HEADING,),
     "profile": (PROFILE_HEADING,),
     "spark_stream": (SPARK_STREAM_HEADING,),
 }
@@ -91,6 +93,7 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
     lines += pull_section(results.get("pull"))
     lines += balance_section(results.get("balance"))
     lines += spark_stream_section(results.get("spark_stream"))
+    lines += tasks_section(results.get("tasks"))
     lines += _profile_section(results.get("profile"))
     lines += _method_section()
     return "\n".join(lines).rstrip() + "\n"

@@ -1,8 +1,9 @@
 """Reads a result topic live (read_committed) and notes when each window's rows became readable.
 
-One thread per reader; it assigns every partition from the beginning and keeps, per window
-start, the sum of the count column, the number of rows, the wall time (time.time()) the last
-row arrived and the largest Kafka message timestamp. The topic must exist before `start`.
+One thread per reader (`TopicsReader`: one thread for several topics); it assigns every
+partition from the beginning and keeps, per window start, the sum of the count column, the
+number of rows, the wall time (time.time()) the last row arrived and the largest Kafka message
+timestamp. The topic must exist before `start`.
 """
 
 from __future__ import annotations
@@ -41,46 +42,19 @@ class ResultReader:
     key_fields: tuple[str, ...] = ("sip", "type")
     windows: dict[int, WindowSeen] = field(default_factory=dict)
     keys_seen: Counter[tuple[object, ...]] = field(default_factory=Counter)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _consumer: TopicsReader | None = None
 
     def start(self) -> ResultReader:
-        consumer = Consumer(
-            client_config(
-                self.kafka,
-                {
-                    "group.id": f"bench-reader-{uuid.uuid4().hex[:8]}",
-                    "enable.auto.commit": False,
-                    "isolation.level": "read_committed",
-                    "fetch.wait.max.ms": 10,
-                },
-            )
-        )
-        partitions = _ready_partitions(consumer, self.topic)
-        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
-        self._thread = threading.Thread(target=self._loop, args=(consumer,), daemon=True)
-        self._thread.start()
+        """Read `topic` on a thread of its own (a `TopicsReader` of this one topic)."""
+        self._consumer = TopicsReader(kafka=self.kafka, readers={self.topic: self}).start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._consumer is not None:
+            self._consumer.stop()
 
-    def _loop(self, consumer: Consumer) -> None:
-        try:
-            while not self._stop.is_set():
-                messages = consumer.consume(num_messages=1000, timeout=0.05)
-                arrival = time.time()
-                for message in messages:
-                    if message.error() is not None or message.value() is None:
-                        continue
-                    self._add(json.loads(message.value() or b"{}"), arrival, message.timestamp()[1])
-        finally:
-            consumer.close()
-
-    def _add(self, row: dict[str, object], arrival: float, kafka_ts_ms: int) -> None:
+    def add(self, row: dict[str, object], arrival: float, kafka_ts_ms: int) -> None:
         start = row.get(self.window_field)
         count = row.get(self.count_field)
         if not isinstance(start, int) or not isinstance(count, int):
@@ -131,6 +105,66 @@ class ResultReader:
                 ),
                 default=float("nan"),
             )
+
+
+@dataclass(slots=True)
+class TopicsReader:
+    """One read_committed consumer (one thread) over several result topics, each topic's rows
+    collected by its own `ResultReader` (`readers`, never started themselves): dozens of tasks
+    read without dozens of consumers competing with the pipeline for the CPU. The topics must
+    exist before `start`."""
+
+    kafka: KafkaSettings
+    readers: dict[str, ResultReader]
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> TopicsReader:
+        consumer = _committed_reader(self.kafka)
+        consumer.assign(
+            [
+                TopicPartition(topic, p, OFFSET_BEGINNING)
+                for topic in self.readers
+                for p in _ready_partitions(consumer, topic)
+            ]
+        )
+        self._thread = threading.Thread(target=self._loop, args=(consumer,), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self, consumer: Consumer) -> None:
+        try:
+            while not self._stop.is_set():
+                messages = consumer.consume(num_messages=1000, timeout=0.05)
+                arrival = time.time()
+                for message in messages:
+                    reader = self.readers.get(message.topic() or "")
+                    if reader is None or message.error() is not None or message.value() is None:
+                        continue
+                    row = json.loads(message.value() or b"{}")
+                    reader.add(row, arrival, message.timestamp()[1])
+        finally:
+            consumer.close()
+
+
+def _committed_reader(kafka: KafkaSettings) -> Consumer:
+    """A consumer of its own group that reads only committed results, with little delay."""
+    return Consumer(
+        client_config(
+            kafka,
+            {
+                "group.id": f"bench-reader-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "fetch.wait.max.ms": 10,
+            },
+        )
+    )
 
 
 def _ready_partitions(consumer: Consumer, topic: str, *, timeout_s: float = 30.0) -> list[int]:

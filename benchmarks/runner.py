@@ -26,6 +26,7 @@ from benchmarks.exp_mapper import batch_size_experiment, process_count_experimen
 from benchmarks.exp_pull_query import PullPlan, pull_experiment
 from benchmarks.exp_spark_stream import StreamPlan, spark_stream_experiment
 from benchmarks.exp_state import state_experiment
+from benchmarks.exp_tasks import tasks_experiment
 from benchmarks.harness import BenchCluster
 from benchmarks.machine import code_version, load_average, machine_info
 from benchmarks.plots import plot_all
@@ -45,10 +46,12 @@ EXPERIMENTS = (
     "state",
     "pull",
     "balance",
+    "tasks",
     "profile",
     "spark_stream",  # last: the Spark master and workers it starts stay up until the end
 )
-DATASET_EXPERIMENTS = ("batch", "processes", "e2e", "profile")  # read the preloaded topic S
+# The experiments that read the preloaded topic S.
+DATASET_EXPERIMENTS = ("batch", "processes", "e2e", "tasks", "profile")
 Log = Callable[[str], None]
 TITLES = {
     "batch": "experiment 1, mapper throughput vs batch size",
@@ -60,6 +63,7 @@ TITLES = {
     "state": "experiment 7, Redis and reducer memory vs window length (bounded state)",
     "pull": "experiment 8, pull-query latency and cost under live traffic",
     "balance": "experiment 9, skewed tasks with and without load moves",
+    "tasks": "experiment 11, many tasks over one topic",
     "profile": "one mapper sampled by py-spy",
     "spark_stream": "experiment 10, live pre-aggregation: mapper processes vs the Spark stream",
 }
@@ -101,6 +105,7 @@ class BenchConfig:
     balance_mappers: int = 2
     balance_reducers: int = 3
     stream_records: int = 1_000_000
+    task_counts: tuple[int, ...] = (1, 10, 50)  # tasks registered at once over topic S
     timeout_s: float = 900.0
     run_dir: Path = PROJECT_ROOT / ".mars" / "bench"
     results_dir: Path = PROJECT_ROOT / "benchmarks" / "results"
@@ -133,6 +138,7 @@ class BenchConfig:
                 balance_settle_s=15,
                 balance_measure_s=15,
                 stream_records=100_000,
+                task_counts=(1, 3),
                 command=command,
             )
         return cls(
@@ -262,6 +268,16 @@ def _run_experiments(
                 settle_s=config.balance_settle_s,
                 measure_s=config.balance_measure_s,
             ),
+            log=log,
+        ),
+        "tasks": lambda: tasks_experiment(
+            bench,
+            data(),
+            counts=config.task_counts,
+            runs=config.runs,
+            mappers=config.e2e_mappers,
+            reducers=config.e2e_reducers,
+            timeout_s=config.timeout_s,
             log=log,
         ),
         "profile": lambda: profile_mapper(bench, data(), config.run_dir / "mapper-profile.txt"),

@@ -14,6 +14,8 @@ MAPPER_VS_CEILING_TARGET = 0.70
 MAPPER_MB_PER_CORE_TARGET = 100.0
 LATENCY_P99_TARGET_S = 1.0
 STATE_GROWTH_TARGET = 1.5  # longest window's memory / shortest's, same rate and groups
+TASKS_TARGET_COUNT = 10  # tasks over one topic ...
+TASKS_TIME_RATIO_TARGET = 4.0  # ... in at most this many times the time of one task
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,8 +116,22 @@ def check_targets(results: dict[str, Any]) -> list[TargetRow]:
             p99 <= LATENCY_P99_TARGET_S,
             of_goal=ratio(LATENCY_P99_TARGET_S, p99),
         ),
+        _tasks_row(results),
         *_state_rows(results.get("state") or {}),
     ]
+
+
+def _tasks_row(results: dict[str, Any]) -> TargetRow:
+    """Many tasks over one topic: 10 tasks in at most 4x the time of one (medians)."""
+    value = _median(results, "tasks", "by_count", str(TASKS_TARGET_COUNT), "time_ratio")
+    return _row(
+        f"{TASKS_TARGET_COUNT} tasks over one topic, time vs one task",
+        f"<= {TASKS_TIME_RATIO_TARGET:g}x",
+        value,
+        f"{value:.2f}x",
+        value <= TASKS_TIME_RATIO_TARGET,
+        of_goal=ratio(TASKS_TIME_RATIO_TARGET, value),
+    )
 
 
 def _state_rows(state: dict[str, Any]) -> list[TargetRow]:

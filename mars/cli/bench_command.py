@@ -19,6 +19,7 @@ EXPERIMENT_NAMES = (
     "state",
     "pull",
     "balance",
+    "tasks",
     "profile",
     "spark_stream",
 )

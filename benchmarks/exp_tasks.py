@@ -1,0 +1,179 @@
+"""Experiment 11: many tasks over one topic, the usual deployment (dozens of statistics over
+one stream).
+
+Per task count N: N tasks drawn round-robin from five shapes (`benchmarks.task_shapes`), all
+over the preloaded topic S, registered one after the other at once with the processes of the
+Mars end-to-end run (mappers and reducers started and idle before). Time from registering the
+first task until every task's every data window is readable (read_committed) in its own result
+topic, read by one consumer for all of them; CPU seconds of the mappers + reducers from the
+registration. Each run has its own ZooKeeper root, consumer group and fresh task ids; its
+tasks' Redis keys and Kafka topics are deleted after it. Runs are interleaved over the counts.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.results_reader import ResultReader, TopicsReader
+from benchmarks.task_figures import count_summary, with_time_ratios
+from benchmarks.task_shapes import COUNT_FIELD, SHAPES, Completion, TaskShape, shapes_for
+from benchmarks.workload import Dataset
+from mars.sql import parse_task
+from mars.tasks.spec import TaskSpec
+from mars.tasks.topics import (
+    Replication,
+    TopicError,
+    delete_task_topics,
+    ensure_topics,
+    task_topic_plans,
+)
+
+Log = Callable[[str], None]
+
+
+def tasks_experiment(
+    bench: BenchCluster,
+    data: Dataset,
+    *,
+    counts: Sequence[int],
+    runs: int,
+    mappers: int,
+    reducers: int,
+    timeout_s: float,
+    log: Log = print,
+) -> dict[str, Any]:
+    found: dict[str, list[dict[str, Any]]] = {str(count): [] for count in counts}
+    notes: list[str] = []
+    for index in range(runs):
+        for count in counts:
+            run = tasks_run(
+                bench, data, count=count, mappers=mappers, reducers=reducers, timeout_s=timeout_s
+            )
+            notes += run.pop("notes")
+            found[str(count)].append(run)
+            log(
+                f"  {count} task(s) run {index + 1}: {run['seconds']:.1f} s, "
+                f"{run['completed']}/{count} complete, {run['cpu_s']:.1f} CPU s"
+            )
+    return {
+        "mappers": mappers,
+        "reducers": reducers,
+        "records": data.records,
+        "counts": list(counts),
+        "shapes": [{"name": s.name, "what": s.what, "sql": s.sql(data.topic)} for s in SHAPES],
+        "by_count": with_time_ratios({c: count_summary(r) for c, r in found.items()}),
+        "notes": notes,
+    }
+
+
+def tasks_run(
+    bench: BenchCluster,
+    data: Dataset,
+    *,
+    count: int,
+    mappers: int,
+    reducers: int,
+    timeout_s: float,
+) -> dict[str, Any]:
+    """One run of `count` tasks; their topics are deleted after it."""
+    shapes = shapes_for(count)
+    specs = [
+        parse_task(shape.sql(data.topic), task_id=fresh_id(f"tasks{count}-{i}-{shape.name}-"))
+        for i, shape in enumerate(shapes)
+    ]
+    ensure_topics(
+        bench.admin,
+        [plan for spec in specs for plan in task_topic_plans(spec, bench.kafka)],
+        Replication.of(bench.kafka),
+    )
+    try:
+        return _measure(
+            bench, data, specs, shapes, mappers=mappers, reducers=reducers, timeout_s=timeout_s
+        )
+    finally:
+        _delete_topics(bench, specs)
+
+
+def _measure(
+    bench: BenchCluster,
+    data: Dataset,
+    specs: list[TaskSpec],
+    shapes: list[TaskShape],
+    *,
+    mappers: int,
+    reducers: int,
+    timeout_s: float,
+) -> dict[str, Any]:
+    readers = {
+        spec.output_topic: ResultReader(
+            kafka=bench.kafka,
+            topic=spec.output_topic,
+            count_field=COUNT_FIELD,
+            key_fields=tuple(key.name for key in spec.group_keys),
+        )
+        for spec in specs
+    }
+    completions = [Completion.of(spec, data) for spec in specs]
+    with bench.run() as run:
+        run.start_mappers(mappers)
+        run.start_reducers(reducers)
+        topics = TopicsReader(kafka=bench.kafka, readers=readers).start()
+        started = time.time()
+        run.register_many(specs)
+        done = _wait_complete(specs, readers, completions, timeout_s=timeout_s)
+        figures = run.figures()
+        topics.stop()
+    finished = [
+        readers[spec.output_topic].completion_time_s(before_ms=completion.end_ms) - started
+        for spec, completion in zip(specs, completions, strict=True)
+    ]
+    complete = all(done)
+    seconds = max(finished) if complete else math.nan
+    by_shape: dict[str, float] = {}
+    for shape, elapsed in zip(shapes, finished, strict=True):
+        by_shape[shape.name] = max(by_shape.get(shape.name, 0.0), elapsed)
+    missing = [spec.id for spec, ok in zip(specs, done, strict=True) if not ok]
+    return {
+        "tasks": len(specs),
+        "seconds": seconds,
+        "records_per_s": len(specs) * data.records / seconds if complete else math.nan,
+        "complete": complete,
+        "completed": sum(done),
+        "slowest_by_shape_s": by_shape,
+        "duplicates": sum(r.duplicates() for r in readers.values()),
+        "cpu_s": sum(f.cpu_s or 0.0 for fs in figures.values() for f in fs),
+        "notes": [f"{len(missing)} of {len(specs)} tasks incomplete: {missing[:5]}"]
+        if missing
+        else [],
+    }
+
+
+def _wait_complete(
+    specs: list[TaskSpec],
+    readers: dict[str, ResultReader],
+    completions: list[Completion],
+    *,
+    timeout_s: float,
+) -> list[bool]:
+    """Until every task's results are all readable or `timeout_s`; which ones are."""
+    done = [False] * len(specs)
+    deadline = time.monotonic() + timeout_s
+    while not all(done) and time.monotonic() < deadline:
+        for index, (spec, completion) in enumerate(zip(specs, completions, strict=True)):
+            if not done[index]:
+                done[index] = completion.met(readers[spec.output_topic].snapshot())
+        time.sleep(0.05)
+    return done
+
+
+def _delete_topics(bench: BenchCluster, specs: list[TaskSpec]) -> None:
+    """The run's result, late and dead-letter topics, so later runs find the broker as before."""
+    for spec in specs:
+        try:
+            delete_task_topics(bench.admin, spec, bench.kafka)
+        except TopicError:  # left behind: costs the broker a little, not the measurement
+            continue
