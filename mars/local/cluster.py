@@ -23,7 +23,6 @@ from mars.local.redis_server import (
     probe_redis,
     probe_redis_cluster_node,
     redis_cluster_url,
-    redis_port,
     redis_url,
     start_redis,
     start_redis_cluster,
@@ -203,7 +202,7 @@ class LocalCluster:
                 for handle in handles:
                     handle.stop()
             raise ServiceError("\n\n".join(errors))
-        redis_ports = [redis_port(h) for h in started["redis"]]
+        redis_ports = [h.port("--port") for h in started["redis"]]
         redis_address = (
             redis_url(redis_ports[0], self._credentials)
             if self._redis_cluster_masters is None
@@ -301,7 +300,7 @@ class LocalCluster:
         with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:  # JVMs start slowly
             handles = list(pool.map(start, range(index, index + workers)))
         for handle in handles:
-            ui_port = _port_of(handle, "--webui-port")
+            ui_port = handle.port("--webui-port")
             self.add_process(_record(handle, "spark-worker", address=f"127.0.0.1:{ui_port}"))
         return master
 
@@ -439,10 +438,6 @@ def _healthy(record: ProcessRecord, state: ClusterState) -> bool:
         return port_is_open(_port(record.address))
     except Exception:
         return False
-
-
-def _port_of(handle: ProcessHandle, flag: str) -> int:
-    return int(handle.argv[handle.argv.index(flag) + 1])
 
 
 def _kafka_listener(handle: ProcessHandle) -> str:

@@ -68,6 +68,10 @@ class ProcessHandle:
     def is_running(self) -> bool:
         return start_time_of(self.pid) == self.started
 
+    def port(self, flag: str) -> int:
+        """The port its command line gives after `flag` (e.g. `--port`)."""
+        return int(self.argv[self.argv.index(flag) + 1])
+
     def stop(self, *, timeout_s: float = 15.0) -> None:
         """SIGTERM, then SIGKILL after `timeout_s`; only if it is still our process."""
         if not self.is_running():

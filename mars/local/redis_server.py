@@ -123,7 +123,7 @@ def start_redis_cluster(
                     cluster_node_timeout_ms=node_timeout_ms,
                 )
             )
-        ports = [redis_port(handle) for handle in handles]
+        ports = [handle.port("--port") for handle in handles]
         auth = ["-a", credentials.password, "--no-auth-warning"] if credentials else []
         created = subprocess.run(
             [
@@ -154,10 +154,6 @@ def start_redis_cluster(
             handle.stop()
         raise
     return handles
-
-
-def redis_port(handle: ProcessHandle) -> int:
-    return int(handle.argv[handle.argv.index("--port") + 1])
 
 
 def redis_cluster_url(ports: list[int], credentials: LocalCredentials | None = None) -> str:
