@@ -7,6 +7,11 @@ A Redis Cluster is named by `redis+cluster://[user:password@]host:port[,host:por
 reachable node will do, the client discovers the rest. Every key of a task carries the task's
 hash tag (`mars:{task}:`) and every script declares the keys it touches, so each script, and
 each multi-key command Mars sends, lands on the one node serving that task's slot.
+
+Connections come from a blocking pool of `POOL_CONNECTIONS` per server: a reducer runs one
+owner thread per unit (hundreds with dozens of tasks), and a thread that finds every connection
+busy waits for one instead of failing (redis-py's default pool raises `MaxConnectionsError` at
+100, which kept busy units recovering for good).
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ CLUSTER_SCHEME = "redis+cluster"
 REDIS_ERRORS: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterException)
 # What redis-py's RedisClusterException says when the startup nodes refused the login.
 _LOGIN_REFUSED = ("username-password", "NOAUTH", "HELLO must be called", "WRONGPASS")
+# Connections per Redis server and process: commands are short, so threads beyond this wait.
+POOL_CONNECTIONS = 64
+POOL_WAIT_S = 30.0  # then redis.ConnectionError, retried like any lost connection
 
 
 class RedisUrlError(ValueError):
@@ -69,7 +77,10 @@ def connect_redis(settings: RedisSettings, **options: Any) -> RedisClient:
     cluster client reads the cluster's slots when it is made, and raises
     `redis.AuthenticationError` or `redis.ConnectionError` when it cannot)."""
     if not is_cluster_url(settings.url):
-        return redis.Redis.from_url(settings.url, **options)
+        pool = redis.BlockingConnectionPool.from_url(
+            settings.url, max_connections=POOL_CONNECTIONS, timeout=POOL_WAIT_S, **options
+        )
+        return redis.Redis(connection_pool=pool)
     parsed = ClusterUrl.parse(settings.url)
     nodes = [
         ClusterNode(host, port)  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
@@ -77,7 +88,12 @@ def connect_redis(settings: RedisSettings, **options: Any) -> RedisClient:
     ]
     try:
         return RedisCluster(
-            startup_nodes=nodes, username=parsed.username, password=parsed.password, **options
+            startup_nodes=nodes,
+            username=parsed.username,
+            password=parsed.password,
+            connection_pool_class=redis.BlockingConnectionPool,
+            max_connections=POOL_CONNECTIONS,
+            **options,
         )
     except RedisClusterException as exc:  # not a RedisError: say which kind it is
         where = f"Redis Cluster at {redacted_url(settings.url)}"

@@ -61,7 +61,10 @@ def _bytes_client(client: RedisClient) -> RedisClient:
     if not pool.connection_kwargs.get("decode_responses"):
         return client
     kwargs = {**pool.connection_kwargs, "decode_responses": False}
-    return redis.Redis(connection_pool=redis.ConnectionPool(pool.connection_class, **kwargs))
+    same_kind = type(pool)(
+        connection_class=pool.connection_class, max_connections=pool.max_connections, **kwargs
+    )
+    return redis.Redis(connection_pool=same_kind)
 
 
 def _binary(value: bytes | str) -> bytes:
