@@ -33,8 +33,9 @@ CLUSTER_SCHEME = "redis+cluster"
 REDIS_ERRORS: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterException)
 # What redis-py's RedisClusterException says when the startup nodes refused the login.
 _LOGIN_REFUSED = ("username-password", "NOAUTH", "HELLO must be called", "WRONGPASS")
-# Connections per Redis server and process: commands are short, so threads beyond this wait.
-POOL_CONNECTIONS = 64
+# Connections per Redis server and process: a reducer thread per unit, up to this many at once
+# without waiting (32 tasks of 8 buckets); threads beyond it wait their turn.
+POOL_CONNECTIONS = 256
 POOL_WAIT_S = 30.0  # then redis.ConnectionError, retried like any lost connection
 
 
