@@ -23,6 +23,7 @@ from mapper.progress import TaskView
 from mapper.task_router import ActiveTask
 from mars.chunk_writer import apply_chunk
 from mars.engine.records import PartitionBatch, SourceBatch, SourceRecord
+from mars.engine.shared_decode import BatchDecoding
 from mars.side_topics import SideRecordSink
 from mars.store import BucketLayoutChangedError, SeqStore
 
@@ -30,6 +31,17 @@ from mars.store import BucketLayoutChangedError, SeqStore
 PartitionRecords = Mapping[int, Sequence[SourceRecord]]
 
 _MAX_ATTEMPTS = 50
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicBatch:
+    """One Kafka batch of a topic, as the engine takes it, with its decoding shared by the
+    topic's tasks. A task whose share is the whole batch uses both; one that must skip records
+    (already applied) builds its own."""
+
+    records: PartitionRecords
+    batch: SourceBatch
+    decoding: BatchDecoding | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,10 +85,12 @@ class TaskBatchWriter:
         view: TaskView,
         *,
         extra_counters: Mapping[str, int] | None = None,
+        shared: TopicBatch | None = None,
     ) -> WriteOutcome:
         """Apply `records` for `task` on top of `view` (advanced in place when applied).
 
-        `extra_counters` (e.g. paused time) ride along in the same script when it applies.
+        `extra_counters` (e.g. paused time) ride along in the same script when it applies;
+        `shared` is `records` as one batch decoded for all tasks over the topic.
         """
         rewind: dict[int, int] = {}
         rejected = 0
@@ -84,13 +98,18 @@ class TaskBatchWriter:
         for _attempt in range(_MAX_ATTEMPTS):
             if not pending:
                 return WriteOutcome(rejected=rejected, rewind=rewind)
+            if shared is not None and _same_records(pending, shared.records):
+                batch, decoding = shared.batch, shared.decoding
+            else:
+                batch, decoding = SourceBatch.of_partitions(pending), None
             try:
                 chunk = apply_chunk(
                     self._store,
                     self._side,
                     spec=task.spec,
                     preaggregator=task.preaggregator,
-                    records=SourceBatch.of_partitions(pending),
+                    records=batch,
+                    decoding=decoding,
                     views={p: view[p] for p in pending},
                     side_source=task.topic,
                     now_ms=self._clock_ms(),
@@ -136,3 +155,11 @@ class TaskBatchWriter:
             if remaining:
                 trimmed[partition] = remaining
         return trimmed
+
+
+def _same_records(pending: PartitionRecords, records: PartitionRecords) -> bool:
+    """Whether `pending` is all of `records`, partition for partition (trimming returns a
+    partition's very records when it skips none of them)."""
+    return len(pending) == len(records) and all(
+        part is records.get(partition) for partition, part in pending.items()
+    )

@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from mapper.assignment import RETRY_BACKOFF_S, Assignment
 from mapper.backpressure import BackpressureGate, PressureMarks
-from mapper.batch_writer import TaskBatchWriter, WriteOutcome
+from mapper.batch_writer import TaskBatchWriter, TopicBatch, WriteOutcome
 from mapper.caught_up import CaughtUpTracker
 from mapper.errors import SideTopicError, StopRequested
 from mapper.liveness import LivenessReporter
@@ -37,7 +37,7 @@ from mars.clients import REDIS_ERRORS, admin_client
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
 from mars.end_offsets import EndOffsetQuery, PartitionKey
-from mars.engine.records import PartitionBatch
+from mars.engine.records import PartitionBatch, SourceBatch
 from mars.registry.mapper_status import MapperStatus, PartitionStatus
 from mars.side_topics import SideRecordSink
 from mars.store import SeqStore
@@ -167,8 +167,14 @@ class MapperLoop:
                 for p, records in partitions.items()
                 if not self._assignment.seeking(topic, p)
             }
-            for task in self._router.tasks_for(topic):
-                outcome = self._write_with_retry(task, live)
+            tasks = self._router.tasks_for(topic)
+            shared = None
+            if tasks and live:  # one batch and one decode for all of the topic's tasks
+                batch = SourceBatch.of_partitions(live)
+                decoding = self._router.decoders_for(topic).decoding(batch.values)
+                shared = TopicBatch(records=live, batch=batch, decoding=decoding)
+            for task in tasks:
+                outcome = self._write_with_retry(task, live, shared)
                 for partition, offset in outcome.rewind.items():
                     self._assignment.rewind(topic, partition, offset)
             for partition, records in live.items():
@@ -181,7 +187,7 @@ class MapperLoop:
         self._sync_pauses()
 
     def _write_with_retry(
-        self, task: ActiveTask, records: dict[int, PartitionBatch]
+        self, task: ActiveTask, records: dict[int, PartitionBatch], shared: TopicBatch | None
     ) -> WriteOutcome:
         extra = self.metrics.take_unflushed_paused(task.id)
         started = time.monotonic()
@@ -194,7 +200,9 @@ class MapperLoop:
                     if reread
                     else self._progress.view(task.id, records)
                 )
-                outcome = self._writer.write(task, records, view, extra_counters=extra)
+                outcome = self._writer.write(
+                    task, records, view, extra_counters=extra, shared=shared
+                )
                 break
             except _WRITE_ERRORS as exc:
                 # Nothing is committed to Kafka until this succeeds; Redis decides what applied.

@@ -3,7 +3,8 @@
 The registry's watch calls `TaskRouter.on_tasks` on a kazoo thread with the full task set; the
 mapper loop calls `refresh()` on its own thread between batches and sees the change there, so
 all Kafka and Redis work stays on one thread. A task whose spec does not compile is logged and
-left out: a bad task cannot hurt the others.
+left out: a bad task cannot hurt the others. Per topic it keeps the tasks' shared decoders, so
+each batch is decoded once for all of them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from mars.engine.preaggregate import Preaggregator
+from mars.engine.shared_decode import TopicDecoders
 from mars.registry import TaskRecord, TaskStatus
 from mars.tasks.spec import Preaggregation, TaskSpec
 
@@ -57,6 +59,7 @@ class TaskRouter:
         self._pending: dict[str, TaskRecord] | None = None
         self._tasks: dict[str, ActiveTask] = {}
         self._by_topic: dict[str, tuple[ActiveTask, ...]] = {}
+        self._decoders: dict[str, TopicDecoders] = {}
         self._failed: dict[str, TaskSpec] = {}  # specs that did not compile (logged once)
 
     def on_tasks(self, records: Mapping[str, TaskRecord]) -> None:
@@ -97,6 +100,10 @@ class TaskRouter:
         for task in tasks.values():
             by_topic.setdefault(task.topic, []).append(task)
         self._by_topic = {topic: tuple(group) for topic, group in by_topic.items()}
+        self._decoders = {
+            topic: TopicDecoders(task.preaggregator.decoder for task in group)
+            for topic, group in by_topic.items()
+        }
         if not added and not removed:
             return None
         return TaskSetChange(
@@ -124,3 +131,7 @@ class TaskRouter:
 
     def tasks_for(self, topic: str) -> tuple[ActiveTask, ...]:
         return self._by_topic.get(topic, ())
+
+    def decoders_for(self, topic: str) -> TopicDecoders:
+        """One decode per batch for the topic's tasks (`mars.engine.shared_decode`)."""
+        return self._decoders.get(topic) or TopicDecoders(())

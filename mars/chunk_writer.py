@@ -15,6 +15,7 @@ from typing import Any
 
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import BatchPartials, SourceBatch, SourceRecord
+from mars.engine.shared_decode import BatchDecoding
 from mars.side_topics import SideRecordSink
 from mars.store import SeqStore, SourceState
 from mars.store.state import ApplyResult, SourceId
@@ -58,15 +59,17 @@ def apply_chunk(
     now_ms: int,
     source_id: Callable[[int], SourceId] | None = None,
     extra_counters: Mapping[str, int] | None = None,
+    decoding: BatchDecoding | None = None,
 ) -> AppliedChunk:
     """Pre-aggregate `records` (partitions of `views`) on top of `views` (partition -> the
     state the writer believes applied), publish the side records, apply. `source_id` names
     each partition's source in Redis (default: the partition itself, as for live mappers).
+    `decoding`: `records` decoded once for every task over the topic (the mapper's).
     Raises `BucketLayoutChangedError` when the task's bucket count changed, for a window of
     the chunk, since `spec` was read: the side records may be out, nothing else is."""
     name: Callable[[int], SourceId] = source_id or _partition_itself
     stream_times = {p: view.stream_time_ms for p, view in views.items()}
-    partials = preaggregator.run(records, stream_times, now_ms=now_ms)
+    partials = preaggregator.run(records, stream_times, now_ms=now_ms, decoding=decoding)
     side.publish(spec, source=side_source, bad=partials.bad, late=partials.late)
     states = {
         p: SourceState(

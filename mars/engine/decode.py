@@ -54,11 +54,21 @@ class FieldPlan:
     numeric_fields: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JsonColumns:
+    """A JSON batch decoded to Python values: `rows` are the decodable records, `columns` their
+    fields' values (one list per field, in `rows` order), `bad` the undecodable ones."""
+
+    rows: Sequence[int]
+    columns: dict[str, list[Any]]
+    bad: dict[int, str]
+
+
 class JsonRecordDecoder:
     """Decodes JSON objects, reading only `plan.fields` (missing fields are NULL)."""
 
     def __init__(self, plan: FieldPlan) -> None:
-        self._plan = plan
+        self.plan = plan
         attrs = [f"f{i}" for i in range(len(plan.fields))]
         record_type = msgspec.defstruct(
             "MarsRecord",
@@ -72,6 +82,12 @@ class JsonRecordDecoder:
         self._many = msgspec.json.Decoder(list[record_type])  # type: ignore[valid-type]
 
     def decode(self, values: Sequence[bytes]) -> DecodedBatch:
+        return self.from_columns(self.columns(values))
+
+    def columns(self, values: Sequence[bytes]) -> JsonColumns:
+        """Every field of the plan, as Python values. A record that decodes with more fields
+        read decodes with fewer (unread fields are only skipped), so when none is bad a
+        decoder of more fields can serve this one's `from_columns`."""
         bad: dict[int, str] = {}
         rows: Sequence[int]
         try:
@@ -90,9 +106,22 @@ class JsonRecordDecoder:
             rows = good
         columns = {
             name: list(map(getter, decoded))
-            for name, getter in zip(self._plan.fields, self._getters, strict=True)
+            for name, getter in zip(self.plan.fields, self._getters, strict=True)
         }
-        return _frame_from_columns(rows, columns, self._plan, bad)
+        return JsonColumns(rows=rows, columns=columns, bad=bad)
+
+    def from_columns(self, decoded: JsonColumns) -> DecodedBatch:
+        """This plan's frame from `columns` of a plan holding at least its fields."""
+        columns = {name: decoded.columns[name] for name in self.plan.fields}
+        return _frame_from_columns(decoded.rows, columns, self.plan, dict(decoded.bad))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CsvStrings:
+    """A batch of plain CSV lines (`CsvRecordDecoder.strings`), each read column as text."""
+
+    lines: int
+    by_index: dict[int, pl.Series]
 
 
 class CsvRecordDecoder:
@@ -102,17 +131,19 @@ class CsvRecordDecoder:
         missing = [name for name in plan.fields if name not in csv_format.columns]
         if missing:
             raise EngineError(f"fields {missing} are not in the CSV header {csv_format.columns}")
-        self._plan = plan
+        self.plan = plan
+        self.csv_format = csv_format
         self._delimiter = csv_format.delimiter
         self._width = len(csv_format.columns)
         self._indexes = [csv_format.columns.index(name) for name in plan.fields]
 
     def decode(self, values: Sequence[bytes]) -> DecodedBatch:
         bad: dict[int, str] = {}
-        joined = self._plain_lines(values)
+        joined = self.plain_lines(values)
         if joined is None:
             return self._frame(self._read_one_by_one(values, bad), bad)
-        frame = self._polars_frame(joined)
+        strings = self.strings(joined)
+        frame = None if strings is None else self.from_strings(strings)
         if frame is not None:
             return DecodedBatch(frame=frame, bad=bad)  # the usual case
         split = map(methodcaller("split", self._delimiter), joined.decode().split("\n"))
@@ -129,7 +160,7 @@ class CsvRecordDecoder:
             except (UnicodeDecodeError, csv.Error, StopIteration) as exc:
                 bad[row] = f"not a decodable CSV line: {exc or 'empty record'}"
 
-    def _plain_lines(self, values: Sequence[bytes]) -> bytes | None:
+    def plain_lines(self, values: Sequence[bytes]) -> bytes | None:
         """The records joined by newlines, or None when one might need the csv module's rules.
 
         Plain means: valid UTF-8, no quote character, no NUL, no CR or LF inside a line, no
@@ -158,10 +189,12 @@ class CsvRecordDecoder:
                 return None
         return joined
 
-    def _polars_frame(self, joined: bytes) -> pl.DataFrame | None:
-        """Plain lines parsed by Polars's CSV reader (Rust, the whole batch in one call), or
-        None when a line has the wrong width or a SUM/AVG field is not all 64-bit integers:
-        the split path then gives those records their exact reasons and types."""
+    def strings(self, joined: bytes) -> CsvStrings | None:
+        """Plain lines parsed by Polars's CSV reader (Rust, the whole batch in one call), the
+        plan's columns as text; None when a line has the wrong width (Polars would pad short
+        lines and cut long ones without a word): the split path then gives the reasons. It
+        depends on the header, not on the plan's types, so a decoder of the same header and
+        more fields can serve this one's `from_strings`."""
         delimiter = self._delimiter.encode()
         if len(delimiter) != 1:
             return None  # Polars takes a one-byte separator
@@ -170,7 +203,7 @@ class CsvRecordDecoder:
         delimiters = np.flatnonzero(data == delimiter[0])
         widths = np.diff(np.searchsorted(delimiters, line_ends), prepend=0) + 1
         if widths.min() != self._width or widths.max() != self._width:
-            return None  # Polars would pad short lines and cut long ones without a word
+            return None
         wanted = sorted(set(self._indexes))
         try:
             read = pl.read_csv(
@@ -183,11 +216,17 @@ class CsvRecordDecoder:
             )
         except pl.exceptions.PolarsError:
             return None
-        by_index = dict(zip(wanted, read.get_columns(), strict=True))
-        series = [pl.Series(ROW, range(len(line_ends)), dtype=pl.Int64)]
-        for name, index in zip(self._plan.fields, self._indexes, strict=True):
-            column = by_index[index].rename(name)
-            if name in self._plan.numeric_fields:
+        return CsvStrings(
+            lines=len(line_ends), by_index=dict(zip(wanted, read.get_columns(), strict=True))
+        )
+
+    def from_strings(self, strings: CsvStrings) -> pl.DataFrame | None:
+        """This plan's typed frame, or None when a SUM/AVG field is not all 64-bit integers
+        (the split path then gives those records their exact reasons and types)."""
+        series = [pl.Series(ROW, range(strings.lines), dtype=pl.Int64)]
+        for name, index in zip(self.plan.fields, self._indexes, strict=True):
+            column = strings.by_index[index].rename(name)
+            if name in self.plan.numeric_fields:
                 numbers = column.cast(pl.Int64, strict=False)
                 if numbers.null_count() != column.null_count():
                     return None
@@ -209,11 +248,11 @@ class CsvRecordDecoder:
             parsed.append(fields)
         columns: dict[str, list[Any]] = {
             name: [fields[index] or None for fields in parsed]
-            for name, index in zip(self._plan.fields, self._indexes, strict=True)
+            for name, index in zip(self.plan.fields, self._indexes, strict=True)
         }
-        for name in self._plan.numeric_fields:
+        for name in self.plan.numeric_fields:
             columns[name] = [_parse_number(text) for text in columns[name]]
-        return _frame_from_columns(rows, columns, self._plan, bad)
+        return _frame_from_columns(rows, columns, self.plan, bad)
 
 
 def _parse_number(text: str | None) -> int | float | str | None:

@@ -31,10 +31,11 @@ from mars.aggregates import Max
 from mars.engine.bucketed_datasets import encode_bucketed_datasets
 from mars.engine.compiled import CompiledTask, argument_column, key_column
 from mars.engine.dataset import encode_key
-from mars.engine.decode import ROW
+from mars.engine.decode import ROW, RecordDecoder
 from mars.engine.event_time import event_time_ms
 from mars.engine.isolate import with_columns_isolating_failures
 from mars.engine.records import BatchPartials, RejectedRecord, SourceBatch, SourceRecord
+from mars.engine.shared_decode import BatchDecoding
 from mars.tasks.spec import TaskSpec, TimeFormat
 
 _PARTITION = "__p"
@@ -71,17 +72,27 @@ class Preaggregator:
     def for_spec(cls, spec: TaskSpec) -> Preaggregator:
         return cls(CompiledTask.build(spec))
 
+    @property
+    def decoder(self) -> RecordDecoder:
+        return self._task.decoder
+
     def run(
         self,
         records: Sequence[SourceRecord] | SourceBatch,
         stream_times: Mapping[int, int | None],
         *,
         now_ms: int,
+        decoding: BatchDecoding | None = None,
     ) -> BatchPartials:
-        """Pre-aggregate one batch, given as records or (faster) as a `SourceBatch`."""
+        """Pre-aggregate one batch, given as records or (faster) as a `SourceBatch`;
+        `decoding`, the batch decoded once for all tasks over its topic, is used when it is of
+        this very batch's values."""
         task = self._task
         batch = records if isinstance(records, SourceBatch) else SourceBatch.of(records)
-        decoded = task.decoder.decode(batch.values)
+        if decoding is not None and decoding.values is batch.values:
+            decoded = decoding.for_decoder(task.decoder)
+        else:
+            decoded = task.decoder.decode(batch.values)
         bad = dict(decoded.bad)
         partitions = pl.Series(_PARTITION, batch.partitions, dtype=pl.Int64)
         if decoded.frame.height < len(batch):  # bad records are not in the frame

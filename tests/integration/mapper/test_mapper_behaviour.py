@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, Message
+from confluent_kafka import Consumer, Message, Producer
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
@@ -274,3 +274,72 @@ def test_task_changes_are_followed_without_restart(
     assert store.counters.read(early.id)["records_in"] == 3000
     assert store.counters.read(late_comer.id)["records_in"] == 4000
     assert store.counters.read(third.id)["records_in"] == 3000
+
+
+NOT_A_NUMBER = '"n/a"'
+
+
+def test_tasks_over_one_topic_share_a_decode_but_not_their_bad_records(
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    mapper_group: MapperGroupFactory,
+    zk_client: KazooClient,
+    store: SeqStore,
+    unique_name: str,
+) -> None:
+    """Each batch is decoded once for both tasks (mars.engine.shared_decode); a record whose
+    `bytes` is text is bad for the task that sums it and counted by the one that does not."""
+    topic = f"{unique_name}_shared"
+    create_topic(kafka_admin, topic, partitions=2)
+    values = [
+        (
+            f'{{"timestamp": {1_700_000_000 + i // 20}, "sip": "10.0.0.{i % 7}", '
+            f'"type": {i % 3}, "bytes": {NOT_A_NUMBER if i % 50 == 0 else i % 997}}}'
+        ).encode()
+        for i in range(6000)
+    ]
+    producer = Producer({"bootstrap.servers": cluster.kafka_bootstrap})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value, partition=i % 2)
+    producer.flush(30)
+    ends = {0: 3000, 1: 3000}
+    group = mapper_group()
+    registry = group.registry(zk_client)
+    summing = register_task(
+        registry,
+        task_id=f"{group.name}sum",
+        topic=topic,
+        sql="SELECT sip, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
+        "GROUP BY sip WINDOWING 60 s",
+    )
+    counting = register_task(
+        registry,
+        task_id=f"{group.name}count",
+        topic=topic,
+        sql="SELECT type, count(*) AS cnt FROM {topic} GROUP BY type WINDOWING 60 s",
+    )
+    group.start()
+    for spec in (summing, counting):
+        wait_until(
+            lambda spec=spec: all_applied(store, spec.id, ends),  # type: ignore[misc]
+            timeout_s=60,
+            what=spec.id,
+            logs=group.logs,
+        )
+
+    not_numbers = [value for value in values if NOT_A_NUMBER.encode() in value]
+    assert len(not_numbers) == 120
+    assert store.counters.read(summing.id)["bad"] == 120
+    assert store.counters.read(counting.id).get("bad", 0) == 0
+    numbers = [value for value in values if NOT_A_NUMBER.encode() not in value]
+    expected_sums = expected_results(
+        numbers,
+        group_by=["sip"],
+        window_ms=60_000,
+        aggregates={"cnt": "count(*)", "total": "sum(bytes)"},
+    )
+    assert results_of(summing, merge_all(store, summing)) == expected_sums.results
+    expected_counts = expected_results(
+        values, group_by=["type"], window_ms=60_000, aggregates={"cnt": "count(*)"}
+    )
+    assert results_of(counting, merge_all(store, counting)) == expected_counts.results

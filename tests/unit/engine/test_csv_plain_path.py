@@ -17,14 +17,14 @@ FORMAT = CsvFormat(columns=("ts", "k", "v"), delimiter=";")
 class PerRecordOnly(CsvRecordDecoder):
     """The reference: never takes a whole-batch path."""
 
-    def _plain_lines(self, values: object) -> None:
+    def plain_lines(self, values: object) -> None:
         return None
 
 
 class SplitOnly(CsvRecordDecoder):
     """Whole-batch split, never the Polars reader."""
 
-    def _polars_frame(self, joined: bytes) -> None:
+    def strings(self, joined: bytes) -> None:
         return None
 
 
@@ -65,16 +65,20 @@ def test_whole_batch_paths_equal_the_per_record_path_on_plain_lines(values: list
 
 def test_plain_batch_takes_the_polars_path() -> None:
     decoder = CsvRecordDecoder(PLAN, FORMAT)
-    joined = decoder._plain_lines([b"1;a;2\n", b"2;b;3"])
+    joined = decoder.plain_lines([b"1;a;2\n", b"2;b;3"])
     assert joined == b"1;a;2\n2;b;3"
-    frame = decoder._polars_frame(joined)
+    strings = decoder.strings(joined)
+    assert strings is not None
+    frame = decoder.from_strings(strings)
     assert frame is not None
     assert frame.to_dicts() == [
         {"__row": 0, "ts": "1", "k": "a", "v": 2},
         {"__row": 1, "ts": "2", "k": "b", "v": 3},
     ]
     assert frame.schema["v"] == pl.Int64
-    assert decoder._plain_lines([b'1;"a";2']) is None
-    assert decoder._plain_lines([b"1;a;2", b""]) is None
-    assert decoder._polars_frame(b"1;a;2\n1;a") is None  # a short line: the split path
-    assert decoder._polars_frame(b"1;a;2.5") is None  # a non-integer SUM field: the split path
+    assert decoder.plain_lines([b'1;"a";2']) is None
+    assert decoder.plain_lines([b"1;a;2", b""]) is None
+    assert decoder.strings(b"1;a;2\n1;a") is None  # a short line: the split path
+    not_integer = decoder.strings(b"1;a;2.5")
+    assert not_integer is not None
+    assert decoder.from_strings(not_integer) is None  # a non-integer SUM field: the split path
