@@ -83,7 +83,12 @@ class MapperSettings(_Section):
 
 
 class ReducerSettings(_Section):
+    # How often an idle owner looks for new data sets when no wake-up can reach it (the
+    # process's pub/sub subscription is down); with it, every `idle_poll_interval_ms`.
     poll_interval_ms: int = Field(default=100, ge=1)
+    # An idle owner woken when a mapper writes its task (reducer/wakeups.py) still steps this
+    # often: closing on idle partitions, checkpoints and EMIT CHANGES intervals are time-driven.
+    idle_poll_interval_ms: int = Field(default=500, ge=1)
     max_datasets_per_read: int = Field(default=500, ge=1)
     transaction_timeout_ms: int = Field(default=60_000, ge=1000)
     results_kept: int = Field(default=200, ge=0)

@@ -51,6 +51,7 @@ from reducer.output import FencedError, OutputError, OutRecord
 from reducer.progress import COUNTER_NAMES, CheckpointRef, Progress, progress_key
 from reducer.results import late_record, result_record, rows_of, update_record, update_tombstone
 from reducer.topics import partition_for
+from reducer.wakeups import WriteWakeups
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class OwnerWiring:
     progress_partitions: int
     clock: Clock
     may_emit: Callable[[], bool] = field(default=lambda: True)
+    wakeups: WriteWakeups | None = None  # wake on mapper writes instead of a short poll
 
 
 class StopReason(Enum):
@@ -157,6 +159,7 @@ class UnitOwner:
         self._merge_rate = 0.0
         self._load: float | None = None
         self._backlog: int | None = None
+        self._woken = threading.Event()  # a mapper wrote the task, or the owner must stop
         self._commit_latency_ms: float | None = None
         self._result_latency_ms: int | None = None
         self._last_publish = 0.0
@@ -248,16 +251,20 @@ class UnitOwner:
             self._wiring.metrics.unit_stopped(self.spec.id, self.unit_bucket)
 
     def run(self, stop: threading.Event) -> StopReason:
-        """Step until `stop`; returns why it ended."""
-        poll_s = self._settings.poll_interval_ms / 1000
+        """Step until `stop` (then call `wake()` too, so an idle owner notices at once);
+        returns why it ended."""
+        wakeups = self._wiring.wakeups
+        if wakeups is not None:
+            wakeups.watch(self.spec.id, self._woken)
         backoff_s = 0.5
         try:
             while not stop.is_set():
                 try:
+                    self._woken.clear()  # before the step: a write during it wakes the next
                     outcome = self.step(stop=stop)
                     backoff_s = 0.5
                     if outcome.merged == 0 and not outcome.committed:
-                        stop.wait(poll_s)
+                        self._woken.wait(self._idle_wait_s())
                 except FencedError as exc:
                     log.warning("unit %s: fenced by a newer owner (%s)", self._key, exc)
                     return StopReason.FENCED
@@ -271,7 +278,19 @@ class UnitOwner:
                     backoff_s = min(backoff_s * 2, 10.0)
             return StopReason.STOPPED
         finally:
+            if wakeups is not None:
+                wakeups.unwatch(self.spec.id, self._woken)
             self.close()
+
+    def wake(self) -> None:
+        """End an idle wait now (a stop request, or a test)."""
+        self._woken.set()
+
+    def _idle_wait_s(self) -> float:
+        wakeups = self._wiring.wakeups
+        if wakeups is not None and wakeups.subscribed:
+            return self._settings.idle_poll_interval_ms / 1000
+        return self._settings.poll_interval_ms / 1000
 
     # -- one poll -------------------------------------------------------------------------
 

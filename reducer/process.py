@@ -43,6 +43,7 @@ from reducer.output import TransactionalOutput, transactional_id
 from reducer.progress import PROGRESS_TOPIC, progress_key
 from reducer.progress_reader import read_progress
 from reducer.topics import PROGRESS_TOPIC_PLAN
+from reducer.wakeups import WriteWakeups
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,11 @@ class _Running:
     stop: threading.Event
     outcome: StopReason | None = None
 
+    def halt(self) -> None:
+        """Ask the owner to stop, waking it if it is idle."""
+        self.stop.set()
+        self.owner.wake()
+
 
 class ReducerProcess:
     """All owners of one reducer process. `run(stop)` blocks until `stop` is set."""
@@ -82,6 +88,7 @@ class ReducerProcess:
         self._coordinator: ReducerCoordinator | None = None
         self._progress_partitions = PROGRESS_TOPIC_PLAN.partitions
         self._cpu = CpuMeter()
+        self._wakeups: WriteWakeups | None = None
 
     # -- coordinator callbacks (quick: flags only) --------------------------------------------
 
@@ -94,7 +101,7 @@ class ReducerProcess:
         with self._lock:
             self._wanted = frozenset()
             for running in self._running.values():
-                running.stop.set()
+                running.halt()
         log.warning("member %s: ZooKeeper connection suspended; owners stop", self.member_id)
 
     def _on_tasks(self, tasks: Mapping[str, TaskRecord]) -> None:
@@ -110,6 +117,7 @@ class ReducerProcess:
         zk.start(timeout=30)
         redis_client = connect_redis(cfg.redis)
         store = SeqStore(redis_client)
+        self._wakeups = WriteWakeups(redis_client).start()
         metrics = ReducerMetrics(store.reducer_stats)
         metrics_server = serve_metrics(
             metrics.registry, cfg.metrics, role="reducer", member_id=self.member_id
@@ -141,6 +149,7 @@ class ReducerProcess:
                 stop.wait(0.1)
         finally:
             self._stop_all()
+            self._wakeups.stop()
             task_watch.stop()
             coordinator.stop()
             zk.stop()
@@ -180,7 +189,7 @@ class ReducerProcess:
                 elif entry.outcome is StopReason.DATA_LOST:
                     self._retry_after[unit] = now + DATA_LOST_RETRY_S
             elif target is None or target[0] != entry.owner.spec:
-                entry.stop.set()  # the thread ends soon; restarted on a later pass if wanted
+                entry.halt()  # the thread ends soon; restarted on a later pass if wanted
         for unit, (spec, buckets) in owned.items():
             with self._lock:
                 if unit in self._running:
@@ -225,6 +234,7 @@ class ReducerProcess:
             progress_partitions=self._progress_partitions,
             clock=wall_clock_ms,
             may_emit=lambda: coordinator.owns(unit),
+            wakeups=self._wakeups,
         )
         owner = UnitOwner(
             spec=spec,
@@ -251,7 +261,7 @@ class ReducerProcess:
             entries = list(self._running.values())
             self._running.clear()
         for entry in entries:
-            entry.stop.set()
+            entry.halt()
         for entry in entries:
             entry.thread.join(timeout=30)
 

@@ -80,9 +80,13 @@ class BatchDecoding:
         if staged is _NOT_YET:
             staged = self._stage(group.union)
             self._staged[id(group)] = staged
-        if isinstance(decoder, JsonRecordDecoder) and isinstance(staged, JsonColumns):
-            if not staged.bad:
-                return decoder.from_columns(staged)
+        # (A record the union finds bad may be fine for this task: it then decodes alone.)
+        if (
+            isinstance(decoder, JsonRecordDecoder)
+            and isinstance(staged, JsonColumns)
+            and not staged.bad
+        ):
+            return decoder.from_columns(staged)
         if isinstance(decoder, CsvRecordDecoder) and isinstance(staged, CsvStrings):
             frame = decoder.from_strings(staged)
             if frame is not None:

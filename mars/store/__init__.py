@@ -6,7 +6,7 @@ from mars.store.errors import (
     ProtocolViolationError,
     StoreError,
 )
-from mars.store.keys import TaskKeys
+from mars.store.keys import WRITTEN_CHANNEL, TaskKeys
 from mars.store.seq_store import SeqStore
 from mars.store.state import (
     NO_OFFSET,
@@ -24,6 +24,7 @@ from mars.store.watermark import watermark_of
 
 __all__ = [
     "NO_OFFSET",
+    "WRITTEN_CHANNEL",
     "ApplyResult",
     "ApplyStatus",
     "Backlog",

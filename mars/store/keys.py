@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _GLOB_SPECIALS = "\\*?[]"
+# Pub/sub channel: `apply_batch` publishes the task id on it after every applied batch, so the
+# task's reducer owners wake at once instead of polling (reducer/wakeups.py).
+WRITTEN_CHANNEL = "mars:written"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from mars.store.errors import (
     MissingDataSetError,
     ProtocolViolationError,
 )
-from mars.store.keys import TaskKeys
+from mars.store.keys import WRITTEN_CHANNEL, TaskKeys
 from mars.store.reducer_stats import ReducerStats
 from mars.store.results_cache import ResultsCache
 from mars.store.scripts import StoreScripts
@@ -163,6 +163,7 @@ class SeqStore:
         args.append(str(len(nonzero)))
         for name, delta in nonzero.items():
             args += [name, str(delta)]
+        args += [WRITTEN_CHANNEL, task]
         script_keys = [keys.sources, keys.stats, keys.layout]
         for bucket in buckets:
             script_keys += [keys.seq(bucket), keys.datasets(bucket)]

@@ -9,7 +9,8 @@
 --       n_expected, then n_expected x (source field, expected applied offset),
 --       n_sources,  then n_sources  x (source field, new applied offset, stream time or ''),
 --       then per written bucket: its data set bytes,
---       n_counters, then n_counters x (counter name, delta).
+--       n_counters, then n_counters x (counter name, delta),
+--       then the written channel and the task id: published once the batch is applied.
 -- Returns {1, seq...} (APPLIED, one seq per written bucket),
 --         {0, field, packed state or '', ...} (REJECTED: nothing written), or
 --         {2, generation} (LAYOUT CHANGED: the writer's bucket layout is stale for a window
@@ -96,4 +97,7 @@ for _ = 1, n_counters do
 end
 redis.call('HINCRBY', stats, 'batches', 1)
 if n_buckets > 0 then redis.call('HINCRBY', stats, 'datasets', n_buckets) end
+
+-- 6. Wake the task's reducer owners (a hint: owners also poll, so a lost message costs time only).
+redis.call('PUBLISH', ARGV[i], ARGV[i + 1])
 return reply

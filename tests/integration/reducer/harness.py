@@ -15,6 +15,7 @@ from mars.tasks.spec import TaskSpec
 from reducer.bucket_owner import OwnerWiring, UnitOwner
 from reducer.output import OutRecord
 from reducer.progress import PROGRESS_TOPIC, Progress
+from reducer.wakeups import WriteWakeups
 
 
 @dataclass
@@ -121,6 +122,9 @@ def make_owner(
     max_datasets_per_read: int = 500,
     idle_heartbeat_timeout_ms: int = 3000,
     checkpoint_interval_ms: int = 2000,
+    wakeups: WriteWakeups | None = None,
+    poll_interval_ms: int = 100,
+    idle_poll_interval_ms: int = 500,
 ) -> UnitOwner:
     covered = list(range(spec.options.buckets)) if buckets is None else list(buckets)
     return UnitOwner(
@@ -135,8 +139,11 @@ def make_owner(
             progress_topic=PROGRESS_TOPIC,
             progress_partitions=8,
             clock=clock,
+            wakeups=wakeups,
         ),
         settings=ReducerSettings(
+            poll_interval_ms=poll_interval_ms,
+            idle_poll_interval_ms=idle_poll_interval_ms,
             max_datasets_per_read=max_datasets_per_read,
             idle_heartbeat_timeout_ms=idle_heartbeat_timeout_ms,
             checkpoint_interval_ms=checkpoint_interval_ms,
