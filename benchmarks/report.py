@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from benchmarks.report_balance import BALANCE_HEADING, balance_section
-from benchmarks.report_e2e import E2E_HEADING, e2e_section
+from benchmarks.report_e2e import E2E_HEADING, STEADY_HEADING, e2e_section, steady_section
 from benchmarks.report_format import fmt, image, med
 from benchmarks.report_pull import PULL_HEADING, pull_section
 from benchmarks.report_spark_stream import SPARK_STREAM_HEADING, spark_stream_section
@@ -27,6 +27,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "batch": (BATCH_HEADING,),
     "processes": (PROCESSES_HEADING,),
     "e2e": (E2E_HEADING, MEMORY_HEADING),
+    "steady": (STEADY_HEADING,),
     "latency": (LATENCY_HEADING,),
     "faults": (FAULTS_HEADING,),
     "state": (STATE_HEADING,),
@@ -86,6 +87,7 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
     lines += _batch_section(results.get("batch"), images)
     lines += _process_section(results.get("processes"), images)
     lines += e2e_section(results.get("e2e"), images)
+    lines += steady_section(results.get("steady"))
     lines += _latency_section(results.get("latency"), images)
     lines += _memory_section(results.get("e2e"))
     lines += _faults_section(results.get("faults"))

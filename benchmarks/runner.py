@@ -41,6 +41,7 @@ EXPERIMENTS = (
     "batch",
     "processes",
     "e2e",
+    "steady",
     "latency",
     "faults",
     "state",
@@ -58,6 +59,7 @@ TITLES = {
     "processes": "experiment 2, throughput vs mapper processes",
     "e2e": "experiments 3 and 5, end to end Mars vs Spark vs Quix Streams vs Flink SQL vs "
     "ceiling; memory",
+    "steady": "experiment 3 again over steady_records records (steady state)",
     "latency": "experiment 4, latency at half the measured maximum rate",
     "faults": "experiment 6, accuracy under faults",
     "state": "experiment 7, Redis and reducer memory vs window length (bounded state)",
@@ -106,6 +108,7 @@ class BenchConfig:
     balance_reducers: int = 3
     stream_records: int = 1_000_000
     task_counts: tuple[int, ...] = (1, 10, 50)  # tasks registered at once over topic S
+    steady_records: int = 3_000_000  # experiment 3 again, where start-up stops dominating
     timeout_s: float = 900.0
     run_dir: Path = PROJECT_ROOT / ".mars" / "bench"
     results_dir: Path = PROJECT_ROOT / "benchmarks" / "results"
@@ -139,6 +142,7 @@ class BenchConfig:
                 balance_measure_s=15,
                 stream_records=100_000,
                 task_counts=(1, 3),
+                steady_records=600_000,
                 command=command,
             )
         return cls(
@@ -231,6 +235,7 @@ def _run_experiments(
             timeout_s=config.timeout_s,
             log=log,
         ),
+        "steady": lambda: _steady_state(bench, config, log),
         "latency": lambda: _latency_at_two_rates(bench, config, _latency_rate(results), log),
         "faults": lambda: faults_experiment(
             bench, records=config.fault_records, timeout_s=config.timeout_s, log=log
@@ -306,6 +311,32 @@ def _run_experiments(
 
 def _spark_dir(config: BenchConfig) -> Path:
     return _work_dir(config, "spark")
+
+
+def _steady_state(bench: BenchCluster, config: BenchConfig, log: Log) -> dict[str, Any]:
+    """Experiment 3 again over `steady_records` records, preloaded into a topic of its own."""
+    log(f"  preloading {config.steady_records:,} records into topic S_steady ...")
+    data = preload(
+        bench.kafka,
+        topic="S_steady",
+        records=config.steady_records,
+        partitions=config.partitions,
+        span_s=config.span_s,
+    )
+    log(f"  {data.mbytes:.1f} MB at {data.produce_rate:,.0f} records/s")
+    found = end_to_end_experiment(
+        bench,
+        data,
+        runs=config.runs,
+        mappers=config.e2e_mappers,
+        reducers=config.e2e_reducers,
+        quix_processes=config.e2e_quix_processes,
+        flink_parallelism=config.e2e_flink_parallelism,
+        log_dir=_work_dir(config, "steady"),
+        timeout_s=config.timeout_s,
+        log=log,
+    )
+    return {**found, "dataset": {**asdict(data), "mbytes": data.mbytes}}
 
 
 def _work_dir(config: BenchConfig, name: str) -> Path:

@@ -10,9 +10,13 @@ from benchmarks.state_figures import growth, window_label
 from benchmarks.stats import ratio
 
 E2E_VS_SPARK_TARGET = 3.0
+# Experiment 3 at steady state (3,000,000 records), marginal rates: Mars over each peer.
+STEADY_VS_SPARK_TARGET = 3.0
+STEADY_VS_QUIX_TARGET = 8.0
+STEADY_VS_FLINK_TARGET = 1.0  # ahead: more than this
 MAPPER_VS_CEILING_TARGET = 0.70
 MAPPER_MB_PER_CORE_TARGET = 100.0
-LATENCY_P99_TARGET_S = 1.0
+LATENCY_P99_TARGET_S = 0.5  # issue 15 (it was 1 s)
 STATE_GROWTH_TARGET = 1.5  # longest window's memory / shortest's, same rate and groups
 TASKS_TARGET_COUNT = 10  # tasks over one topic ...
 TASKS_TIME_RATIO_TARGET = 4.0  # ... in at most this many times the time of one task
@@ -110,7 +114,7 @@ def check_targets(results: dict[str, Any]) -> list[TargetRow]:
         ),
         _row(
             "window results readable after watermark passes end + grace (p99)",
-            f"<= {LATENCY_P99_TARGET_S:.0f} s",
+            f"<= {LATENCY_P99_TARGET_S:g} s",
             p99,
             f"{p99:.3f} s",
             p99 <= LATENCY_P99_TARGET_S,

@@ -14,6 +14,7 @@ EXPERIMENT_NAMES = (
     "batch",
     "processes",
     "e2e",
+    "steady",
     "latency",
     "faults",
     "state",

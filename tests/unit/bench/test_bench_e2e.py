@@ -150,3 +150,19 @@ def test_read_markers_stops_at_started_or_at_exit() -> None:
     died.communicate(timeout=10)
     with pytest.raises(PeerUnavailable):
         peer_python(Path("/nonexistent/venv"))
+
+
+def test_the_steady_state_section_checks_the_issue_targets() -> None:
+    quix = {**system(200.0, 12_000, 180.0, 3.0), "processes": 1, "settings": QUIX_SETTINGS}
+    steady = {
+        **e2e(quix=quix, notes=[]),
+        "dataset": {"records": 3_000_000, "mbytes": 432.0, "topic": "S_steady", "partitions": 4},
+    }
+    steady["flink"] = {**system(8.0, 60_000, 16.0, 3.5), "settings": {}}
+    text = render_report({"machine": {}, "steady": steady}, images={})
+    section = text.split("## 3b. Steady state")[1].split("\n## ")[0]
+    assert "over 3,000,000 records (432 MB, topic `S_steady`, 4 partitions" in section
+    assert "| Mars | 1.5 | 2.0 | 50,000 |" in section
+    assert "- vs PySpark Structured Streaming: 5.00x, target 3x: met" in section
+    assert "- vs Quix Streams: 4.17x, target 8x: **missed** by 3.83x" in section
+    assert "- vs Flink SQL (ahead: more than 1x): 0.83x, target 1x: **missed** by 0.17x" in section
