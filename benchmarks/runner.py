@@ -182,12 +182,16 @@ def run_benchmarks(config: BenchConfig, *, log: Log = print) -> dict[str, Any]:
     return results
 
 
-def _dataset(bench: BenchCluster, config: BenchConfig, log: Log) -> Dataset:
-    log(f"preloading {config.records:,} records into topic S ...")
+def _dataset(
+    bench: BenchCluster, config: BenchConfig, log: Log, *, topic: str = "S", records: int = 0
+) -> Dataset:
+    """`records` (default `config.records`) of the paper's records preloaded into `topic`."""
+    records = records or config.records
+    log(f"preloading {records:,} records into topic {topic} ...")
     data = preload(
         bench.kafka,
-        topic="S",
-        records=config.records,
+        topic=topic,
+        records=records,
         partitions=config.partitions,
         span_s=config.span_s,
     )
@@ -315,15 +319,7 @@ def _spark_dir(config: BenchConfig) -> Path:
 
 def _steady_state(bench: BenchCluster, config: BenchConfig, log: Log) -> dict[str, Any]:
     """Experiment 3 again over `steady_records` records, preloaded into a topic of its own."""
-    log(f"  preloading {config.steady_records:,} records into topic S_steady ...")
-    data = preload(
-        bench.kafka,
-        topic="S_steady",
-        records=config.steady_records,
-        partitions=config.partitions,
-        span_s=config.span_s,
-    )
-    log(f"  {data.mbytes:.1f} MB at {data.produce_rate:,.0f} records/s")
+    data = _dataset(bench, config, log, topic="S_steady", records=config.steady_records)
     found = end_to_end_experiment(
         bench,
         data,
