@@ -227,18 +227,7 @@ def _run_experiments(
             runs=config.runs,
             log=log,
         ),
-        "e2e": lambda: end_to_end_experiment(
-            bench,
-            data(),
-            runs=config.runs,
-            mappers=config.e2e_mappers,
-            reducers=config.e2e_reducers,
-            quix_processes=config.e2e_quix_processes,
-            flink_parallelism=config.e2e_flink_parallelism,
-            log_dir=_work_dir(config, "e2e"),
-            timeout_s=config.timeout_s,
-            log=log,
-        ),
+        "e2e": lambda: _end_to_end(bench, data(), config, log, name="e2e"),
         "steady": lambda: _steady_state(bench, config, log),
         "latency": lambda: _latency_at_two_rates(bench, config, _latency_rate(results), log),
         "faults": lambda: faults_experiment(
@@ -320,7 +309,15 @@ def _spark_dir(config: BenchConfig) -> Path:
 def _steady_state(bench: BenchCluster, config: BenchConfig, log: Log) -> dict[str, Any]:
     """Experiment 3 again over `steady_records` records, preloaded into a topic of its own."""
     data = _dataset(bench, config, log, topic="S_steady", records=config.steady_records)
-    found = end_to_end_experiment(
+    found = _end_to_end(bench, data, config, log, name="steady")
+    return {**found, "dataset": {**asdict(data), "mbytes": data.mbytes}}
+
+
+def _end_to_end(
+    bench: BenchCluster, data: Dataset, config: BenchConfig, log: Log, *, name: str
+) -> dict[str, Any]:
+    """Experiment 3 over `data`, its child processes' files under the experiment `name`."""
+    return end_to_end_experiment(
         bench,
         data,
         runs=config.runs,
@@ -328,11 +325,10 @@ def _steady_state(bench: BenchCluster, config: BenchConfig, log: Log) -> dict[st
         reducers=config.e2e_reducers,
         quix_processes=config.e2e_quix_processes,
         flink_parallelism=config.e2e_flink_parallelism,
-        log_dir=_work_dir(config, "steady"),
+        log_dir=_work_dir(config, name),
         timeout_s=config.timeout_s,
         log=log,
     )
-    return {**found, "dataset": {**asdict(data), "mbytes": data.mbytes}}
 
 
 def _work_dir(config: BenchConfig, name: str) -> Path:
