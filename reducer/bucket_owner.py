@@ -49,7 +49,13 @@ from reducer.open_sessions import OpenSessionState
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, WindowGroups
 from reducer.output import FencedError, OutputError, OutRecord
 from reducer.progress import COUNTER_NAMES, CheckpointRef, Progress, progress_key
-from reducer.results import late_record, result_record, rows_of, update_record, update_tombstone
+from reducer.results import (
+    late_record,
+    result_records,
+    rows_of,
+    update_records,
+    update_tombstone,
+)
 from reducer.topics import partition_for
 from reducer.wakeups import WriteWakeups
 
@@ -429,8 +435,8 @@ class UnitOwner:
             owner=self._member_id,
             committed_ms=now,
         )
-        results = [result_record(self._result_spec, row) for row in rows]
-        update_records = self._update_records(state, rows, changes=updates)
+        results = result_records(self._result_spec, rows)
+        updated = self._update_records(state, rows, changes=updates)
         progress_record = OutRecord(
             topic=self._wiring.progress_topic,
             key=self._key.encode(),
@@ -439,7 +445,7 @@ class UnitOwner:
         )
         late = [late_record(self.spec, late) for late in outcome.late]
         started = time.monotonic()
-        session.output.commit([*results, *update_records, *late, progress_record])
+        session.output.commit([*results, *updated, *late, progress_record])
         seconds = time.monotonic() - started
         self._commit_latency_ms = seconds * 1000
         session.committed = progress
@@ -476,8 +482,8 @@ class UnitOwner:
             changed = [WindowGroups(start=w.start, groups=state.windows[w.start]) for w in changed]
         spec = self._result_spec
         deleted = [update_tombstone(spec, start, key) for start, key in gone]
-        current = [update_record(spec, row, final=False) for row in rows_of(spec, changed)]
-        return deleted + current + [update_record(spec, row, final=True) for row in final_rows]
+        current = update_records(spec, rows_of(spec, changed), final=False)
+        return deleted + current + update_records(spec, final_rows, final=True)
 
     # -- metrics --------------------------------------------------------------------------
 

@@ -36,9 +36,10 @@ LATE_SESSION_REASON = (
 _dumps = msgspec.json.Encoder(enc_hook=str).encode
 
 
-def row_key(spec: TaskSpec, row: dict[str, Any]) -> bytes:
-    """`[task, window_start, [group values...]]`: one per window and group."""
-    return _dumps([spec.id, row["window_start"], [row.get(g.name) for g in spec.group_keys]])
+def row_keys(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[bytes]:
+    """`[task, window_start, [group values...]]` of each row: one per window and group."""
+    task, names = spec.id, [g.name for g in spec.group_keys]
+    return [_dumps([task, row["window_start"], [row.get(name) for name in names]]) for row in rows]
 
 
 def update_tombstone(spec: TaskSpec, start: int, key: tuple[Any, ...]) -> OutRecord:
@@ -47,8 +48,13 @@ def update_tombstone(spec: TaskSpec, start: int, key: tuple[Any, ...]) -> OutRec
     return OutRecord(topic=spec.updates_topic, key=_dumps([spec.id, start, list(key)]), value=None)
 
 
-def result_record(spec: TaskSpec, row: dict[str, Any]) -> OutRecord:
-    return OutRecord(topic=spec.output_topic, key=row_key(spec, row), value=_dumps(row))
+def result_records(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[OutRecord]:
+    """The result topic's records of `rows` (a closed window's thousands: one pass each)."""
+    topic = spec.output_topic
+    return [
+        OutRecord(topic=topic, key=key, value=_dumps(row))
+        for key, row in zip(row_keys(spec, rows), rows, strict=True)
+    ]
 
 
 def late_record(spec: TaskSpec, late: LateContribution) -> OutRecord:
@@ -77,8 +83,13 @@ def rows_of(spec: TaskSpec, windows: Sequence[WindowGroups]) -> list[dict[str, A
     return [row for window in windows for row in window_rows(spec, window.start, window.groups)]
 
 
-def update_record(spec: TaskSpec, row: dict[str, Any], *, final: bool) -> OutRecord:
-    """A row for the EMIT CHANGES updates topic: keyed like the result, marked final or not."""
+def update_records(
+    spec: TaskSpec, rows: Sequence[dict[str, Any]], *, final: bool
+) -> list[OutRecord]:
+    """Rows for the EMIT CHANGES updates topic: keyed like the results, marked final or not."""
     assert spec.updates_topic is not None
-    value = _dumps({**row, "final": final})
-    return OutRecord(topic=spec.updates_topic, key=row_key(spec, row), value=value)
+    topic = spec.updates_topic
+    return [
+        OutRecord(topic=topic, key=key, value=_dumps({**row, "final": final}))
+        for key, row in zip(row_keys(spec, rows), rows, strict=True)
+    ]

@@ -34,7 +34,7 @@ class ResultsCache:
             return
         key = TaskKeys(task).results
         with self._redis.pipeline(transaction=True) as pipe:
-            pipe.lpush(key, *rows)
+            pipe.lpush(key, *rows[-keep:])  # the rest would be trimmed at once
             pipe.ltrim(key, 0, keep - 1)
             pipe.execute()
 
