@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mars.aggregates import aggregates_for
+from mars.aggregates import aggregates_for, wire_name
 from mars.engine.dataset import (
     DataSet,
     OpenWindows,
@@ -100,6 +100,11 @@ def test_decode_dataset_rejects_bad_bytes_and_versions() -> None:
         decode_dataset(b"\x00\x01")
     with pytest.raises(DataSetFormatError):
         decode_dataset(msgspec.msgpack.encode([1, ["no_such_aggregate"], []]))
+    # A group with more states than aggregates: identity wire forms (decoded natively) or not.
+    for names in (["count_all"], [wire_name(agg) for agg in AGGS]):
+        states = [0] * (len(names) + 1)
+        with pytest.raises(DataSetFormatError, match="malformed"):
+            decode_dataset(msgspec.msgpack.encode([1, names, [[0, [[["a"], states]]]]]))
 
 
 def paper_spec(extra: str = "") -> Any:
