@@ -67,7 +67,11 @@ def mars_run(
     }
 
 
-def ceiling_run(bench: BenchCluster, data: Dataset, *, workers: int, batch: int) -> dict[str, Any]:
+def ceiling_run(
+    bench: BenchCluster, data: Dataset, *, workers: int, batch: int, consumer: str = "confluent"
+) -> dict[str, Any]:
+    """The consume+decode ceiling with confluent-kafka's consumer (the Python path) or the
+    native one (`benchmarks.ceiling --consumer`)."""
     processes = [
         spawn_module(
             "benchmarks.ceiling",
@@ -80,6 +84,8 @@ def ceiling_run(bench: BenchCluster, data: Dataset, *, workers: int, batch: int)
                 ",".join(str(p) for p in range(w, data.partitions, workers)),
                 "--batch",
                 str(batch),
+                "--consumer",
+                consumer,
             ],
         )
         for w in range(workers)
@@ -96,6 +102,15 @@ def ceiling_run(bench: BenchCluster, data: Dataset, *, workers: int, batch: int)
         "mb_per_s": rate * data.mean_bytes / 1e6,
         "records_per_cpu_s": records / cpu if cpu > 0 else math.nan,
         "records": records,
+    }
+
+
+def _ceiling(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "runs": runs,
+        "records_per_s": summarize([r["records_per_s"] for r in runs]),
+        "mb_per_s": summarize([r["mb_per_s"] for r in runs]),
+        "records_per_cpu_s": summarize([r["records_per_cpu_s"] for r in runs]),
     }
 
 
@@ -118,7 +133,7 @@ def end_to_end_experiment(
     all the same."""
     mars: list[dict[str, Any]] = []
     peers: dict[str, list[dict[str, Any]]] = {name: [] for name in PEER_NAMES}
-    ceiling: list[dict[str, Any]] = []
+    ceilings: dict[str, list[dict[str, Any]]] = {"confluent": [], "native": []}
     notes: list[str] = []
     peer_runs: dict[str, Callable[[], dict[str, Any]]] = {
         "spark": lambda: spark_run(bench, data, timeout_s=timeout_s, log_dir=log_dir),
@@ -137,8 +152,11 @@ def end_to_end_experiment(
             if found is not None:
                 peers[name].append(found)
                 log(f"  {name} run {index + 1}: {found['seconds']:.1f} s")
-        ceiling.append(ceiling_run(bench, data, workers=mappers, batch=5000))
-        log(f"  ceiling run {index + 1}: {ceiling[-1]['records_per_s']:,.0f} rec/s")
+        for consumer, measured in ceilings.items():
+            measured.append(
+                ceiling_run(bench, data, workers=mappers, batch=5000, consumer=consumer)
+            )
+            log(f"  {consumer} ceiling run {index + 1}: {measured[-1]['records_per_s']:,.0f} rec/s")
     quix = peers["quix"]
     flink = peers["flink"]
     return {
@@ -156,12 +174,8 @@ def end_to_end_experiment(
             "parallelism": flink_parallelism,
             "settings": flink[0]["settings"] if flink else {},
         },
-        "ceiling": {
-            "runs": ceiling,
-            "records_per_s": summarize([r["records_per_s"] for r in ceiling]),
-            "mb_per_s": summarize([r["mb_per_s"] for r in ceiling]),
-            "records_per_cpu_s": summarize([r["records_per_cpu_s"] for r in ceiling]),
-        },
+        "ceiling": _ceiling(ceilings["confluent"]),
+        "ceiling_native": _ceiling(ceilings["native"]),
         "memory": {
             "redis_peak_mb": summarize([r["redis_peak_mb"] for r in mars]),
             "mapper_peak_rss_mb": summarize(

@@ -12,12 +12,13 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping
 
-from confluent_kafka import OFFSET_STORED, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_STORED, KafkaException, TopicPartition
 
 from mapper.errors import StopRequested
 from mapper.progress import ProgressBook
 from mapper.task_router import TaskRouter
 from mars.clients import REDIS_ERRORS
+from mars.clients.native_consumer import SourceConsumer
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ class Assignment:
     def __init__(
         self,
         *,
-        consumer: Consumer,
+        consumer: SourceConsumer,
         router: TaskRouter,
         progress: ProgressBook,
         stop: threading.Event | None = None,
@@ -47,7 +48,7 @@ class Assignment:
 
     # -- rebalance callbacks (run inside consumer.consume) -------------------------------------
 
-    def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def on_assign(self, consumer: SourceConsumer, partitions: list[TopicPartition]) -> None:
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -63,12 +64,12 @@ class Assignment:
         consumer.assign(partitions)
         log.info("assigned %s", _describe(partitions))
 
-    def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def on_revoke(self, consumer: SourceConsumer, partitions: list[TopicPartition]) -> None:
         self._drop(partitions)
         consumer.unassign()
         log.info("revoked %s", _describe(partitions))
 
-    def on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def on_lost(self, consumer: SourceConsumer, partitions: list[TopicPartition]) -> None:
         self._drop(partitions)
         consumer.unassign()
         log.warning("lost %s", _describe(partitions))

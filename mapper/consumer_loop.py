@@ -5,8 +5,9 @@ inside `consume`, between batches), so no batch is ever half processed when part
 Per iteration: apply task changes from the registry, keep the subscription equal to the
 existing source topics of the RUNNING tasks, check backpressure (every 0.5 s), heartbeat (with
 a fresh broker answer per owned partition: `mapper.caught_up`, which also gives the consumer
-lag for the metrics and the status in ZooKeeper), then `consume` up to
-`batch_size` records and hand each task its share
+lag for the metrics and the status in ZooKeeper), then consume up to
+`batch_size` records (by topic and partition: `mars.clients.native_consumer` builds them in
+Rust, `mapper.partition_batches` from confluent-kafka's messages) and hand each task its share
 (`TaskBatchWriter.write`: one Redis round trip per task). Kafka offsets are committed after
 Redis answered for every task of the batch.
 """
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
 
@@ -34,10 +35,11 @@ from mapper.partition_batches import group_by_partition
 from mapper.progress import ProgressBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.clients import REDIS_ERRORS, admin_client
+from mars.clients.native_consumer import NativeConsumer, SourceConsumer
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
 from mars.end_offsets import EndOffsetQuery, PartitionKey
-from mars.engine.records import PartitionBatch, SourceBatch
+from mars.engine.records import PartitionBatch, SourceBatch, TopicBatches
 from mars.registry.mapper_status import MapperStatus, PartitionStatus
 from mars.side_topics import SideRecordSink
 from mars.store import SeqStore
@@ -56,7 +58,7 @@ _WRITE_ERRORS: tuple[type[Exception], ...] = (SideTopicError, *_BACKEND_ERRORS)
 class LoopParts:
     """The collaborators of a `MapperLoop` (built by `mapper.process`, or by tests)."""
 
-    consumer: Consumer
+    consumer: SourceConsumer
     admin: AdminClient
     store: SeqStore
     router: TaskRouter
@@ -135,12 +137,16 @@ class MapperLoop:
         if self._liveness.due(now):
             self._heartbeat(now)
         self.metrics.log_if_due(now)
-        messages = self._consumer.consume(
-            num_messages=self._mapper.batch_size, timeout=self._mapper.batch_timeout_ms / 1000
-        )
+        batches = self._consume()
         self._sync_pauses()  # a rebalance inside consume un-pauses what it assigned
-        if messages:
-            self._process(messages)
+        if batches:
+            self._process(batches)
+
+    def _consume(self) -> TopicBatches:
+        size, timeout = self._mapper.batch_size, self._mapper.batch_timeout_ms / 1000
+        if isinstance(self._consumer, NativeConsumer):
+            return self._consumer.consume_grouped(size, timeout)
+        return group_by_partition(self._consumer.consume(num_messages=size, timeout=timeout))
 
     def close(self) -> None:
         """Commit what was written, hand paused time to Redis, leave the group."""
@@ -158,8 +164,7 @@ class MapperLoop:
 
     # -- one batch -----------------------------------------------------------------------------
 
-    def _process(self, messages: list[Message]) -> None:
-        by_topic = group_by_partition(messages)
+    def _process(self, by_topic: TopicBatches) -> None:
         for topic, partitions in by_topic.items():
             # Records behind a pending seek were fetched before it: the seek re-reads them.
             live = {

@@ -11,18 +11,16 @@ import logging
 
 from confluent_kafka import KafkaError, Message
 
-from mars.engine.records import PartitionBatch
+from mars.engine.records import PartitionBatch, TopicBatches
 
 log = logging.getLogger(__name__)
 
-Grouped = dict[str, dict[int, PartitionBatch]]
 
-
-def group_by_partition(messages: list[Message]) -> Grouped:
+def group_by_partition(messages: list[Message]) -> TopicBatches:
     """topic -> partition -> its records in offset order (errors logged and skipped, a
     tombstone's value read as b""). A consume batch comes in runs of one partition, so the
     lookup of the partition's lists happens once per run."""
-    by_topic: Grouped = {}
+    by_topic: TopicBatches = {}
     current: PartitionBatch | None = None
     current_topic: str | None = None
     for message in messages:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
@@ -75,6 +75,9 @@ class ZooKeeperSettings(_Section):
 
 class MapperSettings(_Section):
     group_id: str = "mars-mappers"
+    # The source consumer: "native" (mars_native, Rust: a batch by partition without a Python
+    # object per message; confluent-kafka's when the extension is not built) or "confluent".
+    consumer: Literal["native", "confluent"] = "native"
     batch_size: int = Field(default=5000, ge=1)
     batch_timeout_ms: int = Field(default=100, ge=1)
     heartbeat_interval_ms: int = Field(default=500, ge=10)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent, cached set-up for a fresh machine: system packages (Redis, Java, Maven, Chromium,
-# docker-compose), the venv with the project, and the Maven Central jars of Kafka, ZooKeeper
-# and Spark's Kafka source.
+# docker-compose), the venv with the project, the native Kafka consumer (native/, Rust), and
+# the Maven Central jars of Kafka, ZooKeeper and Spark's Kafka source.
 # Each step is skipped when its stamp matches; a failure names the missing piece.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +42,20 @@ if [ ! -f "$venv_stamp" ] || [ "$(cat "$venv_stamp")" != "$want" ]; then
   .venv/bin/pip install -e '.[dev]' >.cache/pip.log 2>&1 \
     || { tail -20 .cache/pip.log >&2; fail "pip install -e .[dev] (log .cache/pip.log)"; }
   echo "$want" > "$venv_stamp"
+fi
+
+# The mapper's native Kafka consumer (native/: Rust, librdkafka built from the crate's source).
+# Cargo's build folder is shared by every clone on the machine, so a fresh clone rebuilds only
+# the crate itself, not librdkafka.
+command -v cargo >/dev/null || fail "cargo (Rust >= 1.85, e.g. from rustup) is needed to build native/"
+native_stamp=".venv/.mars-native"
+want=$(cat native/Cargo.toml native/Cargo.lock native/pyproject.toml native/src/*.rs | sha256sum | cut -c1-16)
+if [ ! -f "$native_stamp" ] || [ "$(cat "$native_stamp")" != "$want" ]; then
+  say "building the native Kafka consumer (native/; first time on a machine: about 2 minutes)"
+  CARGO_TARGET_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/mars/cargo-target" \
+    .venv/bin/pip install ./native >.cache/native.log 2>&1 \
+    || { tail -30 .cache/native.log >&2; fail "building native/ (log .cache/native.log)"; }
+  echo "$want" > "$native_stamp"
 fi
 
 for pom in scripts/jars/*/pom.xml; do

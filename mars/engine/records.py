@@ -56,6 +56,11 @@ class PartitionBatch(Sequence[SourceRecord]):
         return self[bisect.bisect_right(self.offsets, offset) :]
 
 
+TopicBatches = dict[
+    str, dict[int, PartitionBatch]
+]  # a consumed batch: topic -> partition -> records
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SourceBatch:
     """A batch as parallel columns (one entry per record, in partition order): the engine's

@@ -84,13 +84,16 @@ def test_two_mappers_map_a_million_records_exactly(
     assert stats.get("bad", 0) == 0 and stats.get("late", 0) == 0
 
 
+@pytest.mark.parametrize("consumer", ["native", "confluent"])
 def test_sigkill_and_rebalance_mid_stream_still_exact(
+    consumer: str,
     paper_stream: ProducedStream,
     mapper_group: MapperGroupFactory,
     zk_client: KazooClient,
     store: SeqStore,
 ) -> None:
-    group = mapper_group()
+    """Both source consumers (`mapper.consumer`) through a kill and two rebalances."""
+    group = mapper_group(MARS_MAPPER__CONSUMER=consumer)
     spec = register_task(group.registry(zk_client), task_id=group.name, topic=paper_stream.topic)
     victim = group.start()
     group.start()

@@ -47,6 +47,12 @@ def e2e(*, quix: dict[str, Any] | None, notes: list[str]) -> dict[str, Any]:
             "mb_per_s": summary(72.0),
             "records_per_cpu_s": summary(400_000),
         },
+        "ceiling_native": {
+            "runs": [],
+            "records_per_s": summary(800_000),
+            "mb_per_s": summary(115.2),
+            "records_per_cpu_s": summary(1_000_000),
+        },
         "memory": {
             "redis_peak_mb": summary(3),
             "mapper_peak_rss_mb": summary(170),
@@ -83,6 +89,10 @@ def test_the_quix_streams_row_settings_and_ratio() -> None:
         in text
     )
     assert "| ceiling (consume + decode) | — | — | 500,000 | 72.0 | — | — | 2.50 |" in text
+    assert (
+        "| ceiling, native consumer (consume + decode) | — | — | 800,000 | 115.2 | — | — | 1.00 |"
+        in text
+    )
     assert 'processing_guarantee="exactly-once"' in text
     assert 'tumbling_window(60 s, grace 600 s).count().final(closing_strategy="partition")' in text
     assert "Mars vs PySpark: 5.00x; Mars vs Quix Streams: 10.00x" in text

@@ -141,6 +141,12 @@ def _fake_results() -> dict[str, Any]:
                 "mb_per_s": summary(14.4),
                 "records_per_cpu_s": summary(500_000),
             },
+            "ceiling_native": {
+                "runs": [],
+                "records_per_s": summary(200_000),
+                "mb_per_s": summary(28.8),
+                "records_per_cpu_s": summary(1_000_000),
+            },
             "memory": {
                 "redis_peak_mb": summary(3),
                 "mapper_peak_rss_mb": summary(170),
@@ -177,6 +183,8 @@ def test_targets_compare_medians_of_the_same_invocation() -> None:
     assert ceiling.measured == "80%" and ceiling.met is True
     per_cpu_ceiling = rows["mapper vs ceiling, records per CPU-second"]
     assert per_cpu_ceiling.measured == "60%" and per_cpu_ceiling.met is False  # 300k / 500k
+    native = rows["mapper vs the native consumer's ceiling, records per CPU-second"]
+    assert native.measured == "30%" and native.met is False  # 300k / 1M
     per_core = rows["mapper MB/s per core"]
     assert per_core.measured == "7.2 MB/s" and per_core.met is False
     per_cpu = rows["mapper MB per CPU-second"]
