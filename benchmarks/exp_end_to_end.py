@@ -28,6 +28,7 @@ from benchmarks.results_reader import ResultReader
 from benchmarks.stats import merged_progress, steady_rate, summarize
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import Dataset, paper_sql
+from mars.config import MAPPER_BATCH_SIZE
 
 Log = Callable[[str], None]
 
@@ -154,7 +155,9 @@ def end_to_end_experiment(
                 log(f"  {name} run {index + 1}: {found['seconds']:.1f} s")
         for consumer, measured in ceilings.items():
             measured.append(
-                ceiling_run(bench, data, workers=mappers, batch=5000, consumer=consumer)
+                ceiling_run(
+                    bench, data, workers=mappers, batch=MAPPER_BATCH_SIZE, consumer=consumer
+                )
             )
             log(f"  {consumer} ceiling run {index + 1}: {measured[-1]['records_per_s']:,.0f} rec/s")
     quix = peers["quix"]

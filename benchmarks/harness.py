@@ -24,7 +24,7 @@ from kazoo.client import KazooClient
 from benchmarks.procstat import cpu_seconds, peak_rss_mb, rss_mb
 from benchmarks.stats import MemorySample, ProgressSample
 from mars.clients import RedisClient, admin_client, connect_redis
-from mars.config import Settings, load_settings
+from mars.config import MAPPER_BATCH_SIZE, Settings, load_settings
 from mars.local import LocalCluster
 from mars.local.process import ProcessHandle, free_port
 from mars.local.roles import start_role
@@ -243,7 +243,7 @@ class BenchCluster:
 
     @contextmanager
     def run(
-        self, *, batch_size: int = 5000, extra_env: dict[str, str] | None = None
+        self, *, batch_size: int = MAPPER_BATCH_SIZE, extra_env: dict[str, str] | None = None
     ) -> Iterator[Run]:
         """A run with its own ZooKeeper root and consumer group; its processes stop at exit."""
         root = "/" + fresh_id("bench-")

@@ -10,7 +10,8 @@ is. Idle threads are not sampled, so shares are shares of CPU time.
 from __future__ import annotations
 
 LOOP = "MapperLoop.run_once"  # one iteration of the mapper: consume, then handle the batch
-CONSUME = "Consumer.consume"  # native, invisible to py-spy: the loop's own samples
+CONSUME = "Consumer.consume"  # confluent-kafka's, invisible to py-spy: the loop's own samples
+NATIVE_CONSUME = "NativeConsumer.consume_grouped"  # mapper.consumer = native (the default)
 
 HOT_FRAMES = (
     ("MapperLoop._process", "handling consumed batches (all tasks)"),
@@ -20,7 +21,8 @@ HOT_FRAMES = (
     ("group_by_partition", "per-message loop: offsets and values per partition"),
     ("SeqStore.apply_batch", "Redis apply script"),
     ("SideTopicProducer.publish", "side topics"),
-    (CONSUME, "Kafka consume: librdkafka and one Message object per record"),
+    (NATIVE_CONSUME, "Kafka consume, native: librdkafka and the batch's columns built in Rust"),
+    (CONSUME, "Kafka consume, confluent-kafka: librdkafka and one Message object per record"),
 )
 
 

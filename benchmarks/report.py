@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from benchmarks.profile_reading import CONSUME, NATIVE_CONSUME
 from benchmarks.report_balance import BALANCE_HEADING, balance_section
 from benchmarks.report_e2e import E2E_HEADING, STEADY_HEADING, e2e_section, steady_section
 from benchmarks.report_format import fmt, image, med
@@ -13,6 +14,7 @@ from benchmarks.report_spark_stream import SPARK_STREAM_HEADING, spark_stream_se
 from benchmarks.report_tasks import TASKS_HEADING, tasks_section
 from benchmarks.state_figures import growth, window_label
 from benchmarks.targets import STATE_GROWTH_TARGET, check_targets
+from mars.config import MAPPER_BATCH_SIZE
 
 BATCH_HEADING = "## 1. Mapper throughput vs batch size"
 PROCESSES_HEADING = "## 2. Throughput vs number of mapper processes"
@@ -150,7 +152,8 @@ def _process_section(processes: dict[str, Any] | None, images: dict[str, str]) -
     if not processes:
         return [*lines, "Not run.", ""]
     lines += [
-        "Mappers in one consumer group over the same topic (batch 5,000, no reducer).",
+        f"Mappers in one consumer group over the same topic (batch {MAPPER_BATCH_SIZE:,}, no "
+        "reducer).",
         "",
         "| mappers | records/s | MB/s | records per CPU-second |",
         "|---:|---:|---:|---:|",
@@ -333,16 +336,17 @@ def limits(shares: dict[str, float]) -> list[str]:
         return f"{shares.get(name, 0.0):.0%}"
 
     return [
-        f"Kafka consume is {share('Consumer.consume')} of the loop: librdkafka hands every "
-        "record to Python as its own `Message` object, and the per-message loop that splits "
-        f"a batch by partition (`group_by_partition`) adds {share('group_by_partition')}; the "
-        "consume+decode ceiling pays both as well.",
+        f"Kafka consume is {share(NATIVE_CONSUME)} of the loop with the native consumer "
+        "(librdkafka's poll, each partition's offsets and values built in Rust) and "
+        f"{share(CONSUME)} with confluent-kafka's, whose `Message` per record the per-message "
+        f"loop `group_by_partition` ({share('group_by_partition')}) takes apart; the "
+        "consume+decode ceilings pay the same.",
         f"CSV decode is {share('CsvRecordDecoder.decode')}: Polars's CSV reader parses the "
         "whole batch in one call; joining the records and checking each line's width is the "
         "Python part.",
         f"Data sets are {share('Preaggregator._datasets')}: the paper's query has 8,000 "
-        "(sip, type) groups per window, so a 5,000-record batch has almost as many groups as "
-        "records, and each group is bucketed and encoded in Python.",
+        "(sip, type) groups per window, so a batch's data sets hold up to one partial group "
+        "per group and window it touches, each bucketed and encoded in Python.",
         f"Redis (the apply script) is {share('SeqStore.apply_batch')}: not the limit.",
     ]
 
@@ -354,9 +358,9 @@ def _profile_section(profile: dict[str, Any] | None) -> list[str]:
     top = profile.get("top", [])
     return [
         *lines,
-        f"One mapper reading the whole topic (batch 5,000, {profile.get('what', '')}), sampled "
-        "by py-spy from outside at 200 Hz; shares of the CPU samples of its loop "
-        "(`MapperLoop.run_once`):",
+        f"One mapper reading the whole topic (batch {MAPPER_BATCH_SIZE:,}, "
+        f"{profile.get('what', '')}), sampled by py-spy from outside at 200 Hz; shares of the "
+        "CPU samples of its loop (`MapperLoop.run_once`):",
         "",
         *[f"- {line}" for line in profile.get("reading", [])],
         "",

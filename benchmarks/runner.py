@@ -35,6 +35,7 @@ from benchmarks.report import SECTIONS, render_report, run_note
 from benchmarks.report_merge import merge_report
 from benchmarks.state_figures import STATE_WINDOWS_S
 from benchmarks.workload import Dataset, paper_sql, preload
+from mars.config import MAPPER_BATCH_SIZE
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = (
@@ -223,7 +224,7 @@ def _run_experiments(
             bench,
             data(),
             process_counts=list(config.process_counts),
-            batch_size=5000,
+            batch_size=MAPPER_BATCH_SIZE,
             runs=config.runs,
             log=log,
         ),
@@ -375,7 +376,7 @@ def _latency_rate(results: dict[str, Any]) -> float:
 def profile_mapper(bench: BenchCluster, data: Dataset, path: Path) -> dict[str, Any]:
     """One mapper over the whole topic, sampled from outside by py-spy; its loop's shares."""
     py_spy = Path(sys.executable).parent / "py-spy"
-    with bench.run(batch_size=5000) as run:
+    with bench.run() as run:
         (handle,) = run.start_mappers(1)
         argv = [str(py_spy), "record", "--pid", str(handle.pid), "--rate", "200"]
         spy = subprocess.Popen(

@@ -21,6 +21,7 @@ from benchmarks.stats import (
 )
 from benchmarks.targets import check_targets
 from benchmarks.watermark_times import crossing_times, watermark_passage
+from mars.config import MAPPER_BATCH_SIZE
 
 
 def test_median_and_summary_keep_every_run() -> None:
@@ -105,7 +106,7 @@ def _fake_results() -> dict[str, Any]:
         "config": {"runs": 1},
         "dataset": {"records": 1000, "mean_bytes": 144.0, "mbytes": 0.144, "partitions": 4},
         "batch": {
-            "5000": {
+            str(MAPPER_BATCH_SIZE): {
                 "records_per_s": summary(50_000),
                 "mb_per_s": summary(7.2),
                 "records_per_cpu_s": summary(400_000),
@@ -204,7 +205,7 @@ def test_report_shows_figures_targets_and_plots() -> None:
     text = render_report(_fake_results(), images={"batch": "img/bench_batch_size.png"})
     assert "Fake CPU" in text and "mars bench --quick" in text
     assert "| end-to-end throughput vs PySpark Structured Streaming | >= 3x | 4.00x | met |" in text
-    assert "| 5,000 | 50,000 | 7.2 | 400,000 | 1,000 |" in text
+    assert f"| {MAPPER_BATCH_SIZE:,} | 50,000 | 7.2 | 400,000 | 1,000 |" in text
     assert "![mapper throughput vs batch size](img/bench_batch_size.png)" in text
     assert "| half the maximum (target) | 30,000 | 10 | 0.300 s | 1.400 s | 1.500 s |" in text
     assert "| a quarter of the maximum | 15,000 | 10 | 0.200 s | 0.500 s | 0.600 s |" in text
