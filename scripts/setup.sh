@@ -49,7 +49,7 @@ fi
 # the crate itself, not librdkafka.
 command -v cargo >/dev/null || fail "cargo (Rust >= 1.85, e.g. from rustup) is needed to build native/"
 native_stamp=".venv/.mars-native"
-want=$(cat native/Cargo.toml native/Cargo.lock native/pyproject.toml native/src/*.rs | sha256sum | cut -c1-16)
+want=$(cat native/Cargo.toml native/Cargo.lock native/pyproject.toml native/*.pyi native/src/*.rs | sha256sum | cut -c1-16)
 if [ ! -f "$native_stamp" ] || [ "$(cat "$native_stamp")" != "$want" ]; then
   say "building the native Kafka consumer (native/; first time on a machine: about 2 minutes)"
   CARGO_TARGET_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/mars/cargo-target" \

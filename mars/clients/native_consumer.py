@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 try:
     import mars_native
 except ImportError:  # not built: `make setup` builds it (needs cargo)
-    mars_native = None
+    mars_native = None  # type: ignore[assignment]
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
 T = TypeVar("T")
