@@ -108,7 +108,7 @@ def test_bad_setting_stops_with_its_name(tmp_path: Path) -> None:
 
 def test_settings_defaults_come_from_configs_file() -> None:
     settings = load_settings()
-    assert settings.mapper.batch_size == 5000
+    assert settings.mapper.batch_size == 50_000
     assert settings.api.port == 8640
 
 
