@@ -46,7 +46,13 @@ type Partitions = Vec<(String, i32, i64)>;
 fn elements(tpl: &TopicPartitionList) -> Partitions {
     tpl.elements()
         .iter()
-        .map(|e| (e.topic().to_string(), e.partition(), e.offset().to_raw().unwrap_or(OFFSET_INVALID)))
+        .map(|e| {
+            (
+                e.topic().to_string(),
+                e.partition(),
+                e.offset().to_raw().unwrap_or(OFFSET_INVALID),
+            )
+        })
         .collect()
 }
 
@@ -63,6 +69,7 @@ fn partition_list(partitions: &[(String, i32, i64)]) -> PyResult<TopicPartitionL
 struct RebalanceContext {
     callback: Mutex<Option<Py<PyAny>>>,
     raised: Mutex<Option<PyErr>>,
+    revoked: Mutex<Vec<(String, i32)>>, // since the batch being collected last looked
 }
 
 impl ClientContext for RebalanceContext {
@@ -93,9 +100,24 @@ impl ConsumerContext for RebalanceContext {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => "revoke",
             _ => "error",
         };
+        if kind != "assign" {
+            let mut revoked = self.revoked.lock().unwrap();
+            revoked.extend(
+                tpl.elements()
+                    .iter()
+                    .map(|e| (e.topic().to_string(), e.partition())),
+            );
+        }
         let handled = Python::attach(|py| {
-            let callback = self.callback.lock().unwrap().as_ref().map(|c| c.clone_ref(py));
-            let Some(callback) = callback else { return false };
+            let callback = self
+                .callback
+                .lock()
+                .unwrap()
+                .as_ref()
+                .map(|c| c.clone_ref(py));
+            let Some(callback) = callback else {
+                return false;
+            };
             match callback.call1(py, (kind, elements(tpl))) {
                 Ok(_) => true,
                 Err(err) => {
@@ -106,7 +128,11 @@ impl ConsumerContext for RebalanceContext {
         });
         if !handled {
             // No callback, or it raised: librdkafka's default, so the group is not stuck.
-            let result = if kind == "assign" { consumer.assign(tpl) } else { consumer.unassign() };
+            let result = if kind == "assign" {
+                consumer.assign(tpl)
+            } else {
+                consumer.unassign()
+            };
             if let Err(err) = result {
                 eprintln!("default {kind} failed: {err}");
             }
@@ -137,7 +163,11 @@ impl BatchConsumer {
         for (key, value) in &config {
             client.set(key, value);
         }
-        let context = RebalanceContext { callback: Mutex::new(None), raised: Mutex::new(None) };
+        let context = RebalanceContext {
+            callback: Mutex::new(None),
+            raised: Mutex::new(None),
+            revoked: Mutex::new(Vec::new()),
+        };
         let consumer = client.create_with_context(context).map_err(kafka_error)?;
         Ok(Self { consumer })
     }
@@ -164,7 +194,12 @@ impl BatchConsumer {
                 start = end;
                 value
             });
-            out.append((run.topic, run.partition, run.offsets, PyList::new(py, values)?))?;
+            out.append((
+                run.topic,
+                run.partition,
+                run.offsets,
+                PyList::new(py, values)?,
+            ))?;
         }
         Ok((out, errors))
     }
@@ -183,7 +218,9 @@ impl BatchConsumer {
     }
 
     fn assign(&self, partitions: Partitions) -> PyResult<()> {
-        self.consumer.assign(&partition_list(&partitions)?).map_err(kafka_error)
+        self.consumer
+            .assign(&partition_list(&partitions)?)
+            .map_err(kafka_error)
     }
 
     fn unassign(&self) -> PyResult<()> {
@@ -191,18 +228,27 @@ impl BatchConsumer {
     }
 
     fn pause(&self, partitions: Partitions) -> PyResult<()> {
-        self.consumer.pause(&partition_list(&partitions)?).map_err(kafka_error)
+        self.consumer
+            .pause(&partition_list(&partitions)?)
+            .map_err(kafka_error)
     }
 
     fn resume(&self, partitions: Partitions) -> PyResult<()> {
-        self.consumer.resume(&partition_list(&partitions)?).map_err(kafka_error)
+        self.consumer
+            .resume(&partition_list(&partitions)?)
+            .map_err(kafka_error)
     }
 
     /// Move the partition's fetch position; fails (like confluent-kafka's) while the
     /// partition's fetcher is not started.
     fn seek(&self, py: Python<'_>, topic: String, partition: i32, offset: i64) -> PyResult<()> {
         py.detach(|| {
-            self.consumer.seek(&topic, partition, Offset::from_raw(offset), Timeout::After(SEEK_TIMEOUT))
+            self.consumer.seek(
+                &topic,
+                partition,
+                Offset::from_raw(offset),
+                Timeout::After(SEEK_TIMEOUT),
+            )
         })
         .map_err(kafka_error)
     }
@@ -224,8 +270,13 @@ impl BatchConsumer {
     #[pyo3(signature = (partitions, asynchronous))]
     fn commit(&self, py: Python<'_>, partitions: Partitions, asynchronous: bool) -> PyResult<()> {
         let tpl = partition_list(&partitions)?;
-        let mode = if asynchronous { CommitMode::Async } else { CommitMode::Sync };
-        py.detach(|| self.consumer.commit(&tpl, mode)).map_err(kafka_error)
+        let mode = if asynchronous {
+            CommitMode::Async
+        } else {
+            CommitMode::Sync
+        };
+        py.detach(|| self.consumer.commit(&tpl, mode))
+            .map_err(kafka_error)
     }
 
     /// topic -> (partition count, error or None), for every topic the cluster has.
@@ -236,7 +287,9 @@ impl BatchConsumer {
             .map_err(kafka_error)?;
         let topics = PyDict::new(py);
         for topic in metadata.topics() {
-            let error = topic.error().map(|code| format!("{:?}", RDKafkaRespErr::from(code)));
+            let error = topic
+                .error()
+                .map(|code| format!("{:?}", RDKafkaRespErr::from(code)));
             topics.set_item(topic.name(), (topic.partitions().len(), error))?;
         }
         Ok(topics)
@@ -258,38 +311,96 @@ impl BatchConsumer {
 }
 
 impl BatchConsumer {
+    /// librdkafka's own batch consume (`rd_kafka_consume_batch_queue`) drops the messages it
+    /// collected for a partition when a version barrier (a seek, an assignment) makes them
+    /// outdated during the call; polling one message at a time, this loop must do the same:
+    /// a rebalance inside it forgets what was collected for the revoked partitions, and a
+    /// partition read again from an earlier offset keeps only the messages before it. So a
+    /// partition's offsets always ascend within a batch, each at most once.
     fn poll_batch(&self, max_messages: usize, timeout_s: f64) -> (Vec<Run>, Vec<String>) {
         let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
-        let mut runs: Vec<Run> = Vec::new();
+        let mut batch = Batch::default();
         let mut errors = Vec::new();
-        let mut count = 0;
-        while count < max_messages {
+        while batch.count < max_messages {
             let remaining = deadline.saturating_duration_since(Instant::now());
-            match self.consumer.poll(remaining) {
-                Some(Ok(message)) => {
-                    let (topic, partition) = (message.topic(), message.partition());
-                    let same = runs.last().is_some_and(|r| r.partition == partition && r.topic == topic);
-                    if !same {
-                        runs.push(Run {
-                            topic: topic.to_string(),
-                            partition,
-                            offsets: Vec::new(),
-                            payloads: Vec::new(),
-                            ends: Vec::new(),
-                        });
-                    }
-                    let run = runs.last_mut().expect("a run was just pushed");
-                    run.offsets.push(message.offset());
-                    run.payloads.extend_from_slice(message.payload().unwrap_or_default());
-                    run.ends.push(run.payloads.len());
-                    count += 1;
-                }
+            let polled = self.consumer.poll(remaining);
+            let revoked = std::mem::take(&mut *self.consumer.context().revoked.lock().unwrap());
+            batch.forget(&revoked);
+            match polled {
+                Some(Ok(message)) => batch.push(
+                    message.topic(),
+                    message.partition(),
+                    message.offset(),
+                    message.payload().unwrap_or_default(),
+                ),
                 Some(Err(err)) => errors.push(err.to_string()),
                 None if remaining.is_zero() => break,
                 None => {} // a rebalance or commit event was served; wait on
             }
         }
-        (runs, errors)
+        (batch.runs, errors)
+    }
+}
+
+/// The messages of one `consume`, as runs of consecutive messages of one partition.
+#[derive(Default)]
+struct Batch {
+    runs: Vec<Run>,
+    count: usize,
+}
+
+impl Batch {
+    fn push(&mut self, topic: &str, partition: i32, offset: i64, payload: &[u8]) {
+        self.drop_from(topic, partition, offset); // read again from `offset`: those are outdated
+        let same = self
+            .runs
+            .last()
+            .is_some_and(|r| r.partition == partition && r.topic == topic);
+        if !same {
+            self.runs.push(Run {
+                topic: topic.to_string(),
+                partition,
+                offsets: Vec::new(),
+                payloads: Vec::new(),
+                ends: Vec::new(),
+            });
+        }
+        let run = self.runs.last_mut().expect("a run was just pushed");
+        run.offsets.push(offset);
+        run.payloads.extend_from_slice(payload);
+        run.ends.push(run.payloads.len());
+        self.count += 1;
+    }
+
+    /// Drop the partition's messages at `offset` or later (none in the usual case).
+    fn drop_from(&mut self, topic: &str, partition: i32, offset: i64) {
+        for run in self
+            .runs
+            .iter_mut()
+            .filter(|r| r.partition == partition && r.topic == topic)
+        {
+            let keep = run.offsets.partition_point(|&o| o < offset);
+            if keep < run.offsets.len() {
+                self.count -= run.offsets.len() - keep;
+                run.offsets.truncate(keep);
+                run.ends.truncate(keep);
+                run.payloads.truncate(run.ends.last().copied().unwrap_or(0));
+            }
+        }
+        self.runs.retain(|r| !r.offsets.is_empty());
+    }
+
+    /// Drop every message of the given partitions (revoked while this batch was collected).
+    fn forget(&mut self, partitions: &[(String, i32)]) {
+        if partitions.is_empty() {
+            return;
+        }
+        self.runs.retain(|r| {
+            !partitions
+                .iter()
+                .any(|(t, p)| *p == r.partition && *t == r.topic)
+        });
+        self.count = self.runs.iter().map(|r| r.offsets.len()).sum();
     }
 }
 

@@ -5,6 +5,7 @@ errors."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -215,3 +216,45 @@ def test_an_error_in_a_callback_comes_out_of_consume(cluster: ClusterState, topi
         while time.monotonic() < deadline:
             consumer.consume_grouped(100, 0.2)
     consumer.close()
+
+
+def test_a_rebalance_inside_a_batch_never_repeats_or_reorders_offsets(
+    cluster: ClusterState, topic: str
+) -> None:
+    """A batch that spans a rebalance: librdkafka's own batch consume drops what it collected
+    for revoked partitions; so must the native one. Here the first member has read every
+    record, then a second member joins during the same (long) consume; the first is assigned
+    its share again from the earliest offset (nothing is committed), so keeping the records
+    read before the rebalance would give one partition the same offsets twice in the batch."""
+    group = f"native-{uuid.uuid4().hex[:8]}"
+
+    def member() -> NativeConsumer:
+        consumer = NativeConsumer({**config(cluster, group), "auto.offset.reset": "earliest"})
+        consumer.subscribe(
+            [topic],
+            on_assign=lambda c, partitions: c.assign(partitions),
+            on_revoke=lambda c, partitions: c.unassign(),
+            on_lost=lambda c, partitions: c.unassign(),
+        )
+        return consumer
+
+    first = member()
+    deadline = time.monotonic() + 30
+    everything = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    while all(tp.offset < 0 for tp in first.position(everything)):  # joined and reading
+        assert time.monotonic() < deadline
+        first.consume_grouped(10, 0.2)
+    batch: list[TopicBatches] = []
+    reader = threading.Thread(target=lambda: batch.append(first.consume_grouped(10**6, 8.0)))
+    reader.start()
+    time.sleep(1.0)  # the first member has read everything and waits inside consume
+    second = member()
+    while reader.is_alive():
+        second.consume_grouped(100, 0.1)  # joins the group: the rebalance hits the first
+    second.close()
+    first.close()
+
+    partitions = batch[0].get(topic, {})
+    assert partitions, "the first member kept no share after the rebalance"
+    for read in partitions.values():
+        assert read.offsets == sorted(set(read.offsets)), "offsets repeated or out of order"
