@@ -24,12 +24,11 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from benchmarks.workload import paper_sql
-from mapper.partition_batches import group_by_partition
+from mapper.partition_batches import consume_by_partition
 from mapper.process import consumer_config
 from mars.clients.native_consumer import NativeConsumer
 from mars.config import load_settings
 from mars.engine.compiled import CompiledTask
-from mars.engine.records import TopicBatches
 from mars.sql import parse_task
 
 
@@ -61,11 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     progress: list[tuple[float, int]] = []
     cpu_start = time.process_time()
     while pending:
-        batches: TopicBatches = (
-            consumer.consume_grouped(args.batch, 1.0)
-            if isinstance(consumer, NativeConsumer)
-            else group_by_partition(consumer.consume(num_messages=args.batch, timeout=1.0))
-        )
+        batches = consume_by_partition(consumer, args.batch, 1.0)
         if not progress and batches:
             progress.append((time.time(), 0))
             cpu_start = time.process_time()

@@ -31,11 +31,11 @@ from mapper.caught_up import CaughtUpTracker
 from mapper.errors import SideTopicError, StopRequested
 from mapper.liveness import LivenessReporter
 from mapper.metrics import MapperMetrics
-from mapper.partition_batches import group_by_partition
+from mapper.partition_batches import consume_by_partition
 from mapper.progress import ProgressBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.clients import REDIS_ERRORS, admin_client
-from mars.clients.native_consumer import NativeConsumer, SourceConsumer
+from mars.clients.native_consumer import SourceConsumer
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
 from mars.end_offsets import EndOffsetQuery, PartitionKey
@@ -137,16 +137,12 @@ class MapperLoop:
         if self._liveness.due(now):
             self._heartbeat(now)
         self.metrics.log_if_due(now)
-        batches = self._consume()
+        batches = consume_by_partition(
+            self._consumer, self._mapper.batch_size, self._mapper.batch_timeout_ms / 1000
+        )
         self._sync_pauses()  # a rebalance inside consume un-pauses what it assigned
         if batches:
             self._process(batches)
-
-    def _consume(self) -> TopicBatches:
-        size, timeout = self._mapper.batch_size, self._mapper.batch_timeout_ms / 1000
-        if isinstance(self._consumer, NativeConsumer):
-            return self._consumer.consume_grouped(size, timeout)
-        return group_by_partition(self._consumer.consume(num_messages=size, timeout=timeout))
 
     def close(self) -> None:
         """Commit what was written, hand paused time to Redis, leave the group."""

@@ -4,7 +4,8 @@
 from collections.abc import Callable
 
 Partitions = list[tuple[str, int, int]]  # (topic, partition, offset)
-Run = tuple[str, int, list[int], list[bytes]]  # (topic, partition, offsets, values)
+# A partition's messages of one consume: (topic, partition, offsets, values); one per partition.
+Run = tuple[str, int, list[int], list[bytes]]
 
 class NativeKafkaError(Exception):
     """args: (librdkafka error code, message)."""

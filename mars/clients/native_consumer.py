@@ -66,14 +66,8 @@ class NativeConsumer:
         for error in errors:
             log.warning("consumer error: %s", error)
         grouped: TopicBatches = {}
-        for topic, partition, offsets, values in runs:
-            partitions = grouped.setdefault(topic, {})
-            batch = partitions.get(partition)
-            if batch is None:
-                partitions[partition] = PartitionBatch(partition, offsets, values)
-            else:  # the same partition again after another one's run
-                batch.offsets += offsets
-                batch.values += values
+        for topic, partition, offsets, values in runs:  # one run per partition
+            grouped.setdefault(topic, {})[partition] = PartitionBatch(partition, offsets, values)
         return grouped
 
     def subscribe(

@@ -56,9 +56,8 @@ class PartitionBatch(Sequence[SourceRecord]):
         return self[bisect.bisect_right(self.offsets, offset) :]
 
 
-TopicBatches = dict[
-    str, dict[int, PartitionBatch]
-]  # a consumed batch: topic -> partition -> records
+# A consumed batch: topic -> partition -> its records.
+TopicBatches = dict[str, dict[int, PartitionBatch]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

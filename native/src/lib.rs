@@ -140,7 +140,7 @@ impl ConsumerContext for RebalanceContext {
     }
 }
 
-/// One partition's run of consecutive messages within a batch.
+/// One partition's messages within a batch, in offset order.
 struct Run {
     topic: String,
     partition: i32,
@@ -174,8 +174,8 @@ impl BatchConsumer {
 
     /// Up to `max_messages` messages, waiting at most `timeout_s` for them (like
     /// confluent-kafka's `consume`). Returns `(runs, errors)`: runs are tuples
-    /// `(topic, partition, offsets, values)` in consume order (one partition may have several
-    /// runs), errors strings. A message without a payload (a tombstone) is `b""`.
+    /// `(topic, partition, offsets, values)`, one per partition in the order they were first
+    /// read, errors strings. A message without a payload (a tombstone) is `b""`.
     fn consume<'py>(
         &self,
         py: Python<'py>,
@@ -287,9 +287,7 @@ impl BatchConsumer {
             .map_err(kafka_error)?;
         let topics = PyDict::new(py);
         for topic in metadata.topics() {
-            let error = topic
-                .error()
-                .map(|code| format!("{:?}", RDKafkaRespErr::from(code)));
+            let error = topic.error().map(|code| format!("{code:?}"));
             topics.set_item(topic.name(), (topic.partitions().len(), error))?;
         }
         Ok(topics)
@@ -342,52 +340,53 @@ impl BatchConsumer {
     }
 }
 
-/// The messages of one `consume`, as runs of consecutive messages of one partition.
+/// The messages of one `consume`, one run per partition.
 #[derive(Default)]
 struct Batch {
     runs: Vec<Run>,
+    last: Option<usize>, // the run the previous message went to: the next one usually does too
     count: usize,
 }
 
 impl Batch {
     fn push(&mut self, topic: &str, partition: i32, offset: i64, payload: &[u8]) {
-        self.drop_from(topic, partition, offset); // read again from `offset`: those are outdated
-        let same = self
-            .runs
-            .last()
-            .is_some_and(|r| r.partition == partition && r.topic == topic);
-        if !same {
-            self.runs.push(Run {
-                topic: topic.to_string(),
-                partition,
-                offsets: Vec::new(),
-                payloads: Vec::new(),
-                ends: Vec::new(),
-            });
+        let index = match self.last {
+            Some(i) if self.runs[i].partition == partition && self.runs[i].topic == topic => i,
+            _ => self.run_of(topic, partition),
+        };
+        self.last = Some(index);
+        let run = &mut self.runs[index];
+        if run.offsets.last().is_some_and(|&last| last >= offset) {
+            // Read again from `offset` (a seek, a new assignment): what follows it is outdated.
+            let keep = run.offsets.partition_point(|&o| o < offset);
+            self.count -= run.offsets.len() - keep;
+            run.offsets.truncate(keep);
+            run.ends.truncate(keep);
+            run.payloads.truncate(run.ends.last().copied().unwrap_or(0));
         }
-        let run = self.runs.last_mut().expect("a run was just pushed");
         run.offsets.push(offset);
         run.payloads.extend_from_slice(payload);
         run.ends.push(run.payloads.len());
         self.count += 1;
     }
 
-    /// Drop the partition's messages at `offset` or later (none in the usual case).
-    fn drop_from(&mut self, topic: &str, partition: i32, offset: i64) {
-        for run in self
+    /// The index of the partition's run, added when it has none yet.
+    fn run_of(&mut self, topic: &str, partition: i32) -> usize {
+        if let Some(i) = self
             .runs
-            .iter_mut()
-            .filter(|r| r.partition == partition && r.topic == topic)
+            .iter()
+            .position(|r| r.partition == partition && r.topic == topic)
         {
-            let keep = run.offsets.partition_point(|&o| o < offset);
-            if keep < run.offsets.len() {
-                self.count -= run.offsets.len() - keep;
-                run.offsets.truncate(keep);
-                run.ends.truncate(keep);
-                run.payloads.truncate(run.ends.last().copied().unwrap_or(0));
-            }
+            return i;
         }
-        self.runs.retain(|r| !r.offsets.is_empty());
+        self.runs.push(Run {
+            topic: topic.to_string(),
+            partition,
+            offsets: Vec::new(),
+            payloads: Vec::new(),
+            ends: Vec::new(),
+        });
+        self.runs.len() - 1
     }
 
     /// Drop every message of the given partitions (revoked while this batch was collected).
@@ -400,6 +399,7 @@ impl Batch {
                 .iter()
                 .any(|(t, p)| *p == r.partition && *t == r.topic)
         });
+        self.last = None;
         self.count = self.runs.iter().map(|r| r.offsets.len()).sum();
     }
 }
