@@ -5,7 +5,9 @@ For each query, in batches of `--batch` records (one partition, offsets in order
 - `decode`: the decode-only ceiling, the task's decoder turning record bytes into its frame;
 - `pre-aggregate`: the whole `Preaggregator.run` (decode, event time, lateness, group by,
   buckets, encoded data sets) from the mapper's `SourceRecord`s;
-- `columns`: the same from parallel lists (a `SourceBatch`, the mapper's path).
+- `columns`: the same from parallel lists (a `SourceBatch`, the mapper's path);
+- `py-entries`: `columns` with the data sets' entries built in Python, not by `mars_native`
+  (mars.engine.bucketed_datasets: the fallback when the extension is not built).
 
 Figures are records and MB of record bytes per CPU-second of this process
 (`time.process_time()`), honest on a shared, loaded machine; the wall-clock rate is printed
@@ -20,7 +22,9 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from unittest import mock
 
+import mars.engine.bucketed_datasets as bucketed_datasets
 from mars.engine.compiled import CompiledTask
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceBatch, SourceRecord
@@ -52,6 +56,27 @@ def timed(run: Callable[[], None], *, repeat: int) -> tuple[float, float]:
         best = result if best is None or result[1] < best[1] else best
     assert best is not None
     return best
+
+
+def with_python_entries(run: Callable[[], None]) -> Callable[[], None]:
+    """`run` with the data sets' entries built in Python even when `mars_native` is built."""
+
+    def run_with_python_entries() -> None:
+        with mock.patch.object(bucketed_datasets, "mars_native", None):
+            run()
+
+    return run_with_python_entries
+
+
+def write_profile(path: str, run: Callable[[], None]) -> None:
+    """A pyinstrument report of `run`: HTML to `path`, text to stdout."""
+    from pyinstrument import Profiler
+
+    with Profiler(interval=0.001) as profiler:
+        run()
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(profiler.output_html())
+    print(profiler.output_text(color=False, show_all=False))
 
 
 def main() -> None:
@@ -102,6 +127,7 @@ def main() -> None:
             ("decode", decode_all),
             ("pre-aggregate", preaggregate_all),
             ("columns", columns_all),
+            ("py-entries", with_python_entries(columns_all)),
         )
         for step, run in steps:
             wall, cpu = timed(run, repeat=args.repeat)
@@ -110,13 +136,7 @@ def main() -> None:
                 f"{size / cpu / 1e6:>6.1f} MB/CPU-s  ({args.records / wall:>9,.0f} records/s wall)"
             )
         if args.profile and name == "paper":
-            from pyinstrument import Profiler
-
-            with Profiler(interval=0.001) as profiler:
-                columns_all()
-            with open(args.profile, "w", encoding="utf-8") as out:
-                out.write(profiler.output_html())
-            print(profiler.output_text(color=False, show_all=False))
+            write_profile(args.profile, columns_all)
 
 
 if __name__ == "__main__":

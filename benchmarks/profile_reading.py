@@ -17,7 +17,7 @@ HOT_FRAMES = (
     ("MapperLoop._process", "handling consumed batches (all tasks)"),
     ("Preaggregator.run", "pre-aggregation of a batch"),
     ("CsvRecordDecoder.decode", "CSV decode (Polars reader, whole batch)"),
-    ("Preaggregator._datasets", "data sets: group by, bucket, encode per group"),
+    ("Preaggregator._datasets", "data sets: group by, encode, bucket"),
     ("group_by_partition", "per-message loop: offsets and values per partition"),
     ("SeqStore.apply_batch", "Redis apply script"),
     ("SideTopicProducer.publish", "side topics"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent, cached set-up for a fresh machine: system packages (Redis, Java, Maven, Chromium,
-# docker-compose), the venv with the project, the native Kafka consumer (native/, Rust), and
+# docker-compose), the venv with the project, the native extension (native/, Rust), and
 # the Maven Central jars of Kafka, ZooKeeper and Spark's Kafka source.
 # Each step is skipped when its stamp matches; a failure names the missing piece.
 set -euo pipefail
@@ -44,14 +44,14 @@ if [ ! -f "$venv_stamp" ] || [ "$(cat "$venv_stamp")" != "$want" ]; then
   echo "$want" > "$venv_stamp"
 fi
 
-# The mapper's native Kafka consumer (native/: Rust, librdkafka built from the crate's source).
+# The mappers' native extension (native/: Rust; librdkafka built from the crate's source).
 # Cargo's build folder is shared by every clone on the machine, so a fresh clone rebuilds only
 # the crate itself, not librdkafka.
 command -v cargo >/dev/null || fail "cargo (Rust >= 1.85, e.g. from rustup) is needed to build native/"
 native_stamp=".venv/.mars-native"
 want=$(cat native/Cargo.toml native/Cargo.lock native/pyproject.toml native/*.pyi native/src/*.rs | sha256sum | cut -c1-16)
 if [ ! -f "$native_stamp" ] || [ "$(cat "$native_stamp")" != "$want" ]; then
-  say "building the native Kafka consumer (native/; first time on a machine: about 2 minutes)"
+  say "building the native extension (native/; first time on a machine: about 2 minutes)"
   CARGO_TARGET_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/mars/cargo-target" \
     .venv/bin/pip install ./native >.cache/native.log 2>&1 \
     || { tail -30 .cache/native.log >&2; fail "building native/ (log .cache/native.log)"; }

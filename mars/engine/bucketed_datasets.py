@@ -3,12 +3,16 @@
 The bytes are exactly those of `mars.engine.dataset.encode_dataset` over the same partials, and
 the bucket of a group is exactly `bucket_of(key, n)` (crc32 of the key's msgpack bytes modulo
 the count `n` of its window's epoch, mars.tasks.bucket_layout): only the way of getting there
-is faster. Per group, msgspec encodes the key and the entry
-`[key, [state, ...]]` straight from the grouped frame's columns (C loops over `zip`), crc32
-runs over the encoded keys, and numpy splits the rows into (bucket, window) cells. An entry's
-bytes are `0x92 + key + states`, so sorting the entries sorts the groups by encoded key:
-msgpack values are prefix-free, two distinct keys differ before either ends. A cell's sorted
-entries are joined as one raw msgpack array.
+is faster. Each group's entry `[key, [state, ...]]` is built from the grouped frame's columns,
+crc32 runs over the encoded keys, and numpy splits the rows into (bucket, window) cells. An
+entry's bytes are `0x92 + key + states`, so sorting the entries sorts the groups by encoded
+key: msgpack values are prefix-free, two distinct keys differ before either ends. A cell's
+sorted entries are joined as one raw msgpack array.
+
+Two ways to the entries, the same bytes: with `mars_native` (native/src/group_entries.rs),
+msgspec encodes each column once as one array and Rust cuts the columns into entries, hashes
+the keys and sorts and joins the cells; without it, msgspec encodes each group's key and states
+(C loops over `zip`) and Python sorts each cell's list.
 """
 
 from __future__ import annotations
@@ -17,15 +21,21 @@ import zlib
 from collections.abc import Sequence
 from itertools import repeat
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from mars.aggregates import Aggregate, wire_name
 from mars.engine.dataset import VERSION
 from mars.tasks.bucket_layout import BucketLayout
+
+try:
+    import mars_native
+except ImportError:  # not built (`make setup` builds it): the pure-Python entries
+    mars_native = None  # type: ignore[assignment]
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -37,10 +47,6 @@ def array_header(length: int) -> bytes:
     if length < 1 << 16:
         return b"\xdc" + length.to_bytes(2, "big")
     return b"\xdd" + length.to_bytes(4, "big")
-
-
-def _rows(columns: Sequence[Sequence[Any]], height: int) -> list[tuple[Any, ...]]:
-    return list(zip(*columns, strict=True)) if columns else [()] * height
 
 
 def encode_bucketed_datasets(
@@ -60,34 +66,80 @@ def encode_bucketed_datasets(
     height = grouped.height
     if height == 0:
         return {}
-    key_rows = _rows([grouped.get_column(name).to_list() for name in key_columns], height)
+    key_lists = [grouped.get_column(name).to_list() for name in key_columns]
     wires = [
         agg.wires_from_frame(grouped, prefix)
         for agg, prefix in zip(aggregates, state_prefixes, strict=True)
     ]
-    keys = list(map(_encoder.encode, key_rows))
-    # Each group's `[key, [state, ...]]`: 0x92 (an array of two), then the key's bytes, then
-    # the states' (joined, not encoded again: the key is encoded once).
-    states = map(_encoder.encode, _rows(wires, height))
-    entries = list(map(b"".join, zip(repeat(b"\x92"), keys, states)))
+    entries: _Entries = (
+        _NativeEntries(key_lists, wires, height)
+        if mars_native is not None
+        else _PythonEntries(key_lists, wires, height)
+    )
     window_starts = grouped.get_column(window_column).to_numpy()
-    hashes = np.fromiter(map(zlib.crc32, keys), dtype=np.int64, count=height)
-    bucket = layout.bucket_numbers(hashes, window_starts)
+    bucket = layout.bucket_numbers(entries.key_crc32(), window_starts)
     starts, window = np.unique(window_starts, return_inverse=True)
-    # Cells ordered by (bucket, window start); rows of one cell are contiguous in `order`.
+    # Cells ordered by (bucket, window start).
     cell = bucket * len(starts) + window.reshape(-1)
-    order = np.argsort(cell, kind="stable")
-    cells, firsts = np.unique(cell[order], return_index=True)
-    ends = [*firsts[1:].tolist(), height]
     names = [wire_name(agg) for agg in aggregates]
     bodies: dict[int, list[list[Any]]] = {}
-    for code, first, end in zip(cells.tolist(), firsts.tolist(), ends, strict=True):
-        rows = order[first:end].tolist()
-        picked = [entries[rows[0]]] if len(rows) == 1 else list(itemgetter(*rows)(entries))
-        picked.sort()
-        groups = array_header(len(picked)) + b"".join(picked)
+    for code, groups in entries.cells(cell):
         start = int(starts[code % len(starts)])
         bodies.setdefault(code // len(starts), []).append([start, msgspec.Raw(groups)])
     return {
         bucket: _encoder.encode([VERSION, names, body]) for bucket, body in sorted(bodies.items())
     }
+
+
+class _Entries(Protocol):
+    """Each row's `[key, [state, ...]]`: the keys' crc32, and the entries joined by cell."""
+
+    def key_crc32(self) -> npt.NDArray[np.int64]: ...
+
+    def cells(self, cell: npt.NDArray[np.int64]) -> list[tuple[int, bytes]]:
+        """(cell, msgpack array of its entries sorted by bytes) per distinct cell, ascending."""
+        ...
+
+
+class _NativeEntries:
+    def __init__(self, keys: list[list[Any]], wires: list[list[Any]], height: int) -> None:
+        encode = _encoder.encode
+        self._native = mars_native.GroupEntries(
+            list(map(encode, keys)), list(map(encode, wires)), height
+        )
+
+    def key_crc32(self) -> npt.NDArray[np.int64]:
+        return np.frombuffer(self._native.key_crc32(), dtype=np.uint32).astype(np.int64)
+
+    def cells(self, cell: npt.NDArray[np.int64]) -> list[tuple[int, bytes]]:
+        return self._native.cells(cell.astype(np.int64).tobytes())
+
+
+class _PythonEntries:
+    def __init__(self, keys: list[list[Any]], wires: list[list[Any]], height: int) -> None:
+        self._keys = list(map(_encoder.encode, _rows(keys, height)))
+        # 0x92 (an array of two), then the key's bytes, then the states' (joined, not encoded
+        # again: the key is encoded once).
+        states = map(_encoder.encode, _rows(wires, height))
+        self._entries = list(map(b"".join, zip(repeat(b"\x92"), self._keys, states)))
+
+    def key_crc32(self) -> npt.NDArray[np.int64]:
+        keys = self._keys
+        return np.fromiter(map(zlib.crc32, keys), dtype=np.int64, count=len(keys))
+
+    def cells(self, cell: npt.NDArray[np.int64]) -> list[tuple[int, bytes]]:
+        entries = self._entries
+        order = np.argsort(cell, kind="stable")  # rows of one cell contiguous in `order`
+        codes, firsts = np.unique(cell[order], return_index=True)
+        ends = [*firsts[1:].tolist(), len(entries)]
+        joined = []
+        for code, first, end in zip(codes.tolist(), firsts.tolist(), ends, strict=True):
+            rows = order[first:end].tolist()
+            picked = [entries[rows[0]]] if len(rows) == 1 else list(itemgetter(*rows)(entries))
+            picked.sort()
+            joined.append((code, array_header(len(picked)) + b"".join(picked)))
+        return joined
+
+
+def _rows(columns: Sequence[Sequence[Any]], height: int) -> list[tuple[Any, ...]]:
+    return list(zip(*columns, strict=True)) if columns else [()] * height

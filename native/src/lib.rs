@@ -1,4 +1,8 @@
-//! `mars_native.BatchConsumer`: a Kafka consumer (librdkafka, through the `rdkafka` crate) whose
+//! `mars_native`, the mapper's two hot paths without a Python object per record or group:
+//! `BatchConsumer` (this file) and `GroupEntries` (group_entries.rs: a batch's groups encoded
+//! and cut into data-set cells).
+//!
+//! `BatchConsumer` is a Kafka consumer (librdkafka, through the `rdkafka` crate) whose
 //! `consume` hands Python one batch cut by partition, with no Python object per message.
 //!
 //! confluent-kafka's `Consumer.consume` builds a `Message` object per record, and the mapper
@@ -12,6 +16,8 @@
 //! librdkafka's, exposed one-to-one, so the mapper's control flow is the same with either
 //! consumer. A rebalance calls the Python callback given to `subscribe` from inside `consume`
 //! or `close`, on the calling thread, as confluent-kafka does.
+
+mod group_entries;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -407,6 +413,7 @@ impl Batch {
 #[pymodule]
 fn mars_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchConsumer>()?;
+    m.add_class::<group_entries::GroupEntries>()?;
     m.add("NativeKafkaError", m.py().get_type::<NativeKafkaError>())?;
     Ok(())
 }
