@@ -153,7 +153,11 @@ class TopicsReader:
 
 
 def _committed_reader(kafka: KafkaSettings) -> Consumer:
-    """A consumer of its own group that reads only committed results, with little delay."""
+    """A consumer of its own group that reads only committed results, with little delay.
+
+    A fetch of a just-created topic can fail with "offset out of range" at offset 0; the
+    reset then goes back to the beginning, not to the end (librdkafka's default), which would
+    skip results already written and leave the run waiting for them until its timeout."""
     return Consumer(
         client_config(
             kafka,
@@ -162,6 +166,7 @@ def _committed_reader(kafka: KafkaSettings) -> Consumer:
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
                 "fetch.wait.max.ms": 10,
+                "auto.offset.reset": "earliest",
             },
         )
     )
