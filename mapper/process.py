@@ -26,9 +26,10 @@ from mapper.consumer_loop import LoopParts, MapperLoop, wall_clock_ms
 from mapper.status import ZkStatusPublisher
 from mapper.task_router import TaskRouter
 from mars.clients import admin_client, client_config, connect_redis
-from mars.clients.native_consumer import NativeConsumer, SourceConsumer, native_available
+from mars.clients.native_consumer import NativeConsumer, SourceConsumer
 from mars.config import Settings
 from mars.metrics_http import serve_metrics
+from mars.native import native_available
 from mars.registry import TaskRegistry
 from mars.registry.mapper_status import MapperStatus
 from mars.side_topics import SideTopicProducer

@@ -21,20 +21,12 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from mars.engine.records import PartitionBatch, TopicBatches
+from mars.native import mars_native
 
 log = logging.getLogger(__name__)
 
-try:
-    import mars_native
-except ImportError:  # not built: `make setup` builds it (needs cargo)
-    mars_native = None  # type: ignore[assignment]
-
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
 T = TypeVar("T")
-
-
-def native_available() -> bool:
-    return mars_native is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,12 +30,8 @@ import polars as pl
 
 from mars.aggregates import Aggregate, wire_name
 from mars.engine.dataset import VERSION
+from mars.native import mars_native
 from mars.tasks.bucket_layout import BucketLayout
-
-try:
-    import mars_native
-except ImportError:  # not built (`make setup` builds it): the pure-Python entries
-    mars_native = None  # type: ignore[assignment]
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -112,7 +108,7 @@ class _NativeEntries:
         return np.frombuffer(self._native.key_crc32(), dtype=np.uint32).astype(np.int64)
 
     def cells(self, cell: npt.NDArray[np.int64]) -> list[tuple[int, bytes]]:
-        return self._native.cells(cell.astype(np.int64).tobytes())
+        return self._native.cells(cell.tobytes())
 
 
 class _PythonEntries:

@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from mars.engine.errors import EngineError
+from mars.native import mars_native
 from mars.tasks.spec import CsvFormat
 
 ROW = "__row"  # index of the record in the batch, kept through every step
@@ -116,6 +117,47 @@ class JsonRecordDecoder:
         return _frame_from_columns(decoded.rows, columns, self.plan, dict(decoded.bad))
 
 
+@dataclass(frozen=True, slots=True)
+class LineShape:
+    """Text cut at newlines: how many lines, their shortest and longest (bytes), and their
+    fewest and most fields (a line's delimiters + 1)."""
+
+    lines: int
+    shortest: int
+    longest: int
+    fewest_fields: int
+    most_fields: int
+
+
+def line_shape(data: bytes, delimiter: int) -> LineShape:
+    """The `LineShape` of `data`: one pass in Rust (native/src/line_shape.rs), or NumPy's when
+    `mars_native` is not built."""
+    if mars_native is not None:
+        return LineShape(*mars_native.line_shape(data, delimiter))
+    array = np.frombuffer(data, dtype=np.uint8)
+    line_ends = np.append(np.flatnonzero(array == ord("\n")), len(data))
+    line_starts = np.append(0, line_ends[:-1] + 1)
+    lengths = line_ends - line_starts
+    delimiters = np.flatnonzero(array == delimiter)  # each line's: those in [start, end)
+    fields = np.searchsorted(delimiters, line_ends) - np.searchsorted(delimiters, line_starts) + 1
+    return LineShape(
+        lines=len(line_ends),
+        shortest=int(lengths.min()),
+        longest=int(lengths.max()),
+        fewest_fields=int(fields.min()),
+        most_fields=int(fields.max()),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlainLines:
+    """A batch's records joined by newlines, none needing the csv module's rules
+    (`CsvRecordDecoder.plain_lines`), and their shape."""
+
+    data: bytes
+    shape: LineShape
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CsvStrings:
     """A batch of plain CSV lines (`CsvRecordDecoder.strings`), each read column as text."""
@@ -134,19 +176,20 @@ class CsvRecordDecoder:
         self.plan = plan
         self.csv_format = csv_format
         self._delimiter = csv_format.delimiter
+        self._delimiter_byte = csv_format.delimiter.encode()[0]  # what `line_shape` counts
         self._width = len(csv_format.columns)
         self._indexes = [csv_format.columns.index(name) for name in plan.fields]
 
     def decode(self, values: Sequence[bytes]) -> DecodedBatch:
         bad: dict[int, str] = {}
-        joined = self.plain_lines(values)
-        if joined is None:
+        plain = self.plain_lines(values)
+        if plain is None:
             return self._frame(self._read_one_by_one(values, bad), bad)
-        strings = self.strings(joined)
+        strings = self.strings(plain)
         frame = None if strings is None else self.from_strings(strings)
         if frame is not None:
             return DecodedBatch(frame=frame, bad=bad)  # the usual case
-        split = map(methodcaller("split", self._delimiter), joined.decode().split("\n"))
+        split = map(methodcaller("split", self._delimiter), plain.data.decode().split("\n"))
         return self._frame(enumerate(split), bad)
 
     def _read_one_by_one(
@@ -160,26 +203,28 @@ class CsvRecordDecoder:
             except (UnicodeDecodeError, csv.Error, StopIteration) as exc:
                 bad[row] = f"not a decodable CSV line: {exc or 'empty record'}"
 
-    def plain_lines(self, values: Sequence[bytes]) -> bytes | None:
+    def plain_lines(self, values: Sequence[bytes]) -> PlainLines | None:
         """The records joined by newlines, or None when one might need the csv module's rules.
 
         Plain means: valid UTF-8, no quote character, no NUL, no CR or LF inside a line, no
         empty record, no field over the csv module's size limit. Such a line is exactly its
         text split at the delimiter, which is what `csv.reader` returns for it. The checks
-        run over the joined bytes (NumPy), not record by record.
+        run over the joined bytes (one scan, `line_shape`), not record by record.
         """
         joined = b"\n".join(values)
-        if b"\r" in joined or joined.count(b"\n") != len(values) - 1:
+        shape = line_shape(joined, self._delimiter_byte)
+        if b"\r" in joined or shape.lines != len(values):
             # Some record carries its own line break: strip the trailing ones and look again.
             joined = b"\n".join(map(methodcaller("rstrip", b"\r\n"), values))
-        if not values or b'"' in joined or b"\r" in joined or b"\x00" in joined:
-            return None
-        newlines = np.flatnonzero(np.frombuffer(joined, dtype=np.uint8) == ord("\n"))
-        lengths = np.diff(newlines, prepend=-1, append=len(joined)) - 1
+            shape = line_shape(joined, self._delimiter_byte)
         if (
-            len(newlines) != len(values) - 1
-            or lengths.min() == 0
-            or lengths.max() > csv.field_size_limit()
+            not values
+            or b'"' in joined
+            or b"\r" in joined
+            or b"\x00" in joined
+            or shape.lines != len(values)
+            or shape.shortest == 0
+            or shape.longest > csv.field_size_limit()
         ):
             return None
         if not joined.isascii():
@@ -187,27 +232,23 @@ class CsvRecordDecoder:
                 joined.decode("utf-8")
             except UnicodeDecodeError:
                 return None
-        return joined
+        return PlainLines(data=joined, shape=shape)
 
-    def strings(self, joined: bytes) -> CsvStrings | None:
+    def strings(self, plain: PlainLines) -> CsvStrings | None:
         """Plain lines parsed by Polars's CSV reader (Rust, the whole batch in one call), the
         plan's columns as text; None when a line has the wrong width (Polars would pad short
         lines and cut long ones without a word): the split path then gives the reasons. It
         depends on the header, not on the plan's types, so a decoder of the same header and
         more fields can serve this one's `from_strings`."""
-        delimiter = self._delimiter.encode()
-        if len(delimiter) != 1:
-            return None  # Polars takes a one-byte separator
-        data = np.frombuffer(joined, dtype=np.uint8)
-        line_ends = np.append(np.flatnonzero(data == ord("\n")), len(joined))
-        delimiters = np.flatnonzero(data == delimiter[0])
-        widths = np.diff(np.searchsorted(delimiters, line_ends), prepend=0) + 1
-        if widths.min() != self._width or widths.max() != self._width:
+        if len(self._delimiter.encode()) != 1:
+            return None  # Polars takes a one-byte separator (and the shape counted its first)
+        shape = plain.shape
+        if shape.fewest_fields != self._width or shape.most_fields != self._width:
             return None
         wanted = sorted(set(self._indexes))
         try:
             read = pl.read_csv(
-                joined,
+                plain.data,
                 has_header=False,
                 separator=self._delimiter,
                 quote_char=None,
@@ -217,7 +258,7 @@ class CsvRecordDecoder:
         except pl.exceptions.PolarsError:
             return None
         return CsvStrings(
-            lines=len(line_ends), by_index=dict(zip(wanted, read.get_columns(), strict=True))
+            lines=shape.lines, by_index=dict(zip(wanted, read.get_columns(), strict=True))
         )
 
     def from_strings(self, strings: CsvStrings) -> pl.DataFrame | None:

@@ -97,8 +97,8 @@ class BatchDecoding:
         if isinstance(union, JsonRecordDecoder):
             return union.columns(self.values)
         if isinstance(union, CsvRecordDecoder):
-            joined = union.plain_lines(self.values)
-            return None if joined is None else union.strings(joined)
+            plain = union.plain_lines(self.values)
+            return None if plain is None else union.strings(plain)
         return None
 
 

@@ -26,12 +26,23 @@ pub struct GroupEntries {
 impl GroupEntries {
     /// `key_columns` and `state_columns`: msgpack arrays of `rows` values each.
     #[new]
-    fn new(key_columns: Vec<Vec<u8>>, state_columns: Vec<Vec<u8>>, rows: usize) -> PyResult<Self> {
+    fn new(
+        key_columns: Vec<Bound<'_, PyBytes>>,
+        state_columns: Vec<Bound<'_, PyBytes>>,
+        rows: usize,
+    ) -> PyResult<Self> {
+        // Borrowed, not copied: a batch's columns are a few hundred KB.
+        let key_columns: Vec<&[u8]> = key_columns.iter().map(|c| c.as_bytes()).collect();
+        let state_columns: Vec<&[u8]> = state_columns.iter().map(|c| c.as_bytes()).collect();
         let keys = split_columns(&key_columns, rows)?;
         let states = split_columns(&state_columns, rows)?;
         let key_header = array_header(key_columns.len());
         let states_header = array_header(state_columns.len());
-        let values: usize = key_columns.iter().chain(&state_columns).map(Vec::len).sum();
+        let values: usize = key_columns
+            .iter()
+            .chain(&state_columns)
+            .map(|c| c.len())
+            .sum();
         let per_row = 1 + key_header.len() + states_header.len();
         let mut buffer = Vec::with_capacity(values + rows * per_row);
         let mut starts = Vec::with_capacity(rows + 1);
@@ -149,7 +160,7 @@ fn array_header(length: usize) -> Vec<u8> {
 }
 
 /// Per column, the `rows + 1` boundaries of its array's values.
-fn split_columns(columns: &[Vec<u8>], rows: usize) -> PyResult<Vec<Vec<usize>>> {
+fn split_columns(columns: &[&[u8]], rows: usize) -> PyResult<Vec<Vec<usize>>> {
     columns
         .iter()
         .map(|column| {

@@ -1,6 +1,7 @@
-//! `mars_native`, the mapper's two hot paths without a Python object per record or group:
-//! `BatchConsumer` (this file) and `GroupEntries` (group_entries.rs: a batch's groups encoded
-//! and cut into data-set cells).
+//! `mars_native`, the mapper's hot paths without a Python object per record or group:
+//! `BatchConsumer` (this file), `line_shape` (line_shape.rs: the checks before a CSV batch is
+//! parsed whole) and `GroupEntries` (group_entries.rs: a batch's groups encoded and cut into
+//! data-set cells).
 //!
 //! `BatchConsumer` is a Kafka consumer (librdkafka, through the `rdkafka` crate) whose
 //! `consume` hands Python one batch cut by partition, with no Python object per message.
@@ -18,6 +19,7 @@
 //! or `close`, on the calling thread, as confluent-kafka does.
 
 mod group_entries;
+mod line_shape;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -414,6 +416,7 @@ impl Batch {
 fn mars_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchConsumer>()?;
     m.add_class::<group_entries::GroupEntries>()?;
+    m.add_function(wrap_pyfunction!(line_shape::line_shape, m)?)?;
     m.add("NativeKafkaError", m.py().get_type::<NativeKafkaError>())?;
     Ok(())
 }
