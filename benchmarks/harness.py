@@ -23,6 +23,7 @@ from kazoo.client import KazooClient
 
 from benchmarks.procstat import cpu_seconds, peak_rss_mb, rss_mb
 from benchmarks.stats import MemorySample, ProgressSample
+from benchmarks.workload import KEEP_RECORDS
 from mars.clients import RedisClient, admin_client, connect_redis
 from mars.config import MAPPER_BATCH_SIZE, Settings, load_settings
 from mars.local import LocalCluster
@@ -273,7 +274,8 @@ class BenchCluster:
     def create_topic(self, topic: str, partitions: int) -> None:
         if topic in self.admin.list_topics(timeout=10).topics:
             return
-        future = self.admin.create_topics([NewTopic(topic, partitions, 1)])[topic]
+        new = NewTopic(topic, partitions, 1, config=KEEP_RECORDS)
+        future = self.admin.create_topics([new])[topic]
         try:
             future.result(timeout=30)
         except KafkaException as error:  # created a moment ago, not yet in our metadata
