@@ -22,8 +22,8 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic, PartitionMetadata
 
 from mars.config import KafkaSettings
 from mars.tasks.spec import TaskSpec
@@ -132,10 +132,15 @@ def ensure_topics(
     return sorted(created)
 
 
-def partition_count(client: AdminClient | Producer, topic: str, *, timeout_s: float = 30.0) -> int:
-    """The topic's partition count once the metadata (from an admin client or a producer)
-    shows them: a topic just created may be listed with none for a moment (on several brokers
-    it often is). Raises `TopicError` when it never does."""
+MetadataClient = AdminClient | Producer | Consumer
+
+
+def topic_partitions(
+    client: MetadataClient, topic: str, *, timeout_s: float = 30.0
+) -> dict[int, PartitionMetadata]:
+    """The topic's partitions (id -> metadata) once the metadata (from any Kafka client) shows
+    them: a topic just created may be listed with none for a moment (on several brokers it
+    often is). Raises `TopicError` when it never does."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -143,8 +148,13 @@ def partition_count(client: AdminClient | Producer, topic: str, *, timeout_s: fl
         except KafkaException as exc:
             raise TopicError(f"cannot describe topic {topic}: {exc}") from exc
         if described is not None and described.error is None and described.partitions:
-            return len(described.partitions)
+            return dict(described.partitions)
         if time.monotonic() >= deadline:
             reason = "not in the metadata" if described is None else described.error
             raise TopicError(f"topic {topic} has no partitions after {timeout_s:.0f} s: {reason}")
         time.sleep(0.2)
+
+
+def partition_count(client: MetadataClient, topic: str, *, timeout_s: float = 30.0) -> int:
+    """The topic's partition count, waiting as `topic_partitions` does."""
+    return len(topic_partitions(client, topic, timeout_s=timeout_s))

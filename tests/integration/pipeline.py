@@ -34,6 +34,7 @@ from mars.local.process import ProcessHandle, log_tail
 from mars.local.roles import start_role
 from mars.registry.cluster_view import cluster_view
 from mars.tasks.spec import TaskSpec
+from mars.tasks.topics import topic_partitions
 from tests.oracle import ExpectedResults, expected_results
 
 
@@ -173,8 +174,8 @@ class TopicReader:
         self._consumer.assign(
             [
                 TopicPartition(topic, partition, OFFSET_BEGINNING)
-                for topic, count in _partition_counts(self._consumer, self.topics).items()
-                for partition in range(count)
+                for topic in self.topics
+                for partition in topic_partitions(self._consumer, topic)
             ]
         )
         self.records = {topic: [] for topic in self.topics}
@@ -205,23 +206,6 @@ class TopicReader:
 
     def close(self) -> None:
         self._consumer.close()
-
-
-def _partition_counts(consumer: Consumer, topics: list[str]) -> dict[str, int]:
-    """Each topic's partition count, once the metadata knows every topic (just created)."""
-    deadline = time.monotonic() + 30
-    while True:
-        metadata = consumer.list_topics(timeout=10).topics
-        counts = {
-            t: len(metadata[t].partitions)
-            for t in topics
-            if t in metadata and metadata[t].error is None and metadata[t].partitions
-        }
-        if len(counts) == len(topics):
-            return counts
-        if time.monotonic() > deadline:
-            raise AssertionError(f"topics missing from the metadata: {set(topics) - set(counts)}")
-        time.sleep(0.2)
 
 
 class BackgroundProducer:

@@ -6,19 +6,18 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from mars.config import KafkaSettings
 from mars.tasks.spec import TaskSpec
-from mars.tasks.topics import task_topic_plans
+from mars.tasks.topics import partition_count, task_topic_plans
 
 TopicSettings = dict[str, tuple[int, str]]  # topic -> (partitions, cleanup.policy)
 
 
 def topic_settings(admin: AdminClient, names: list[str]) -> TopicSettings:
-    metadata = admin.list_topics(timeout=10).topics
     resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
     found: TopicSettings = {}
     for resource, future in admin.describe_configs(resources).items():
         entries = future.result(timeout=10)
         found[resource.name] = (
-            len(metadata[resource.name].partitions),
+            partition_count(admin, resource.name),
             entries["cleanup.policy"].value,
         )
     return found

@@ -13,6 +13,7 @@ from kazoo.client import KazooClient
 
 from mars.config import Settings
 from mars.store.seq_store import SeqStore
+from mars.tasks.topics import partition_count
 from tests.integration.api.conftest import RunningApi
 
 
@@ -33,10 +34,6 @@ def _topic_config(admin: AdminClient, topic: str) -> dict[str, str]:
     resource = ConfigResource(ResourceType.TOPIC, topic)
     entries = admin.describe_configs([resource])[resource].result(timeout=30)
     return {name: entry.value for name, entry in entries.items()}
-
-
-def _partitions(admin: AdminClient, topic: str) -> int:
-    return len(admin.list_topics(timeout=30).topics[topic].partitions)
 
 
 def test_round_trip_with_side_effects(
@@ -78,7 +75,7 @@ def test_round_trip_with_side_effects(
     existing = set(kafka_admin.list_topics(timeout=30).topics)
     for name in (topics["output"], topics["late"], topics["dead_letter"]):
         assert name in existing
-        assert _partitions(kafka_admin, name) == settings.kafka.result_partitions
+        assert partition_count(kafka_admin, name) == settings.kafka.result_partitions
     assert _topic_config(kafka_admin, topics["output"])["cleanup.policy"] == "compact"
     assert _topic_config(kafka_admin, topics["late"])["cleanup.policy"] == "delete"
 

@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from mars.clients import admin_client
 from mars.config import load_settings
 from mars.local import LocalCluster
+from mars.tasks.topics import topic_partitions
 from tests.integration.pipeline import ExpectedTopic, wait_exact
 from tests.integration.watched import (
     PAPER_AGGREGATES,
@@ -79,8 +80,9 @@ def test_a_broker_killed_mid_stream_loses_and_doubles_nothing(
 
 
 def _check_replicated(admin: AdminClient, topic: str) -> None:
-    """The task's result topic got three replicas and `min.insync.replicas` 2."""
-    partitions = admin.list_topics(topic, timeout=30).topics[topic].partitions
+    """The task's result topic got three replicas and `min.insync.replicas` 2 (the metadata
+    of a topic just created may list no partitions for a moment: wait for them)."""
+    partitions = topic_partitions(admin, topic)
     assert {len(p.replicas) for p in partitions.values()} == {BROKERS}
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
     configs = admin.describe_configs([resource])[resource].result(timeout=30)

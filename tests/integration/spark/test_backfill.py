@@ -32,6 +32,7 @@ from mars.sql import parse_task
 from mars.store import SeqStore
 from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import TaskSpec
+from mars.tasks.topics import topic_partitions
 from tests.integration.spark.helpers import (
     BACKFILL_ORACLE,
     BACKFILL_SQL,
@@ -196,7 +197,7 @@ def _read_topic(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, dic
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": _name(), "auto.offset.reset": "earliest"}
     )
-    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    partitions = topic_partitions(consumer, topic)
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
     out: list[tuple[bytes, dict[str, bytes]]] = []
     deadline = time.monotonic() + 30
