@@ -3,14 +3,14 @@
     python -m benchmarks.ceiling --bootstrap H:P --topic S --partitions 0,2 --batch 5000 \
         [--consumer confluent|native]
 
-Each worker assigns its partitions from the beginning with the mapper's consumer settings
-(`mapper.process.consumer_config`), consumes batches of `--batch` records split by partition
-(confluent-kafka's `consume` and the mapper's own loop, `group_by_partition`; or the native
-consumer's `consume_grouped`) and decodes each partition's values with the paper task's
-decoder (the mapper's decode path), until it reaches the partitions' end. Prints one JSON
-line: records, bytes, CPU seconds and `progress`, the cumulative record count after each batch
-with its wall time, from which the harness takes the steady-state rate exactly as it does for
-the mappers.
+Each worker sets up its heap as a mapper does (`mars.heap`), assigns its partitions from the
+beginning with the mapper's consumer settings (`mapper.process.consumer_config`), consumes
+batches of `--batch` records split by partition (confluent-kafka's `consume` and the mapper's
+own loop, `group_by_partition`; or the native consumer's `consume_grouped`) and decodes each
+partition's values with the paper task's decoder (the mapper's decode path), until it reaches
+the partitions' end. Prints one JSON line: records, bytes, CPU seconds and `progress`, the
+cumulative record count after each batch with its wall time, from which the harness takes the
+steady-state rate exactly as it does for the mappers.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from mapper.process import consumer_config
 from mars.clients.native_consumer import NativeConsumer
 from mars.config import load_settings
 from mars.engine.compiled import CompiledTask
+from mars.heap import keep_freed_heap
 from mars.sql import parse_task
 
 
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=5000)
     parser.add_argument("--consumer", choices=("confluent", "native"), default="confluent")
     args = parser.parse_args(argv)
+    keep_freed_heap()  # as a mapper process does
     decoder = CompiledTask.build(parse_task(paper_sql(args.topic), task_id="ceiling")).decoder
     settings = load_settings(kafka={"bootstrap_servers": args.bootstrap})
     config = {

@@ -42,11 +42,12 @@ def e2e_section(e2e: dict[str, Any] | None, images: dict[str, str]) -> list[str]
         + (_flink_text(flink) + " " if flink else "")
         + "One sentinel record per partition, a day after the data, moves every system's "
         "event time past the last data window. Ceiling: consume + decode only (the mapper's "
-        "consumer settings and decode path), one process per core, no aggregation, no Redis; "
-        "its records/s is the steady state between 10 % and 90 % of the records, as for the "
-        "mappers. Measured twice: with confluent-kafka's consumer and the mapper's per-message "
-        "loop (the Python path, the mapper target's reference), and with the native consumer "
-        "the mappers use by default (`mapper.consumer`). Runs are interleaved.",
+        "consumer settings, heap settings and decode path), one process per core, no "
+        "aggregation, no Redis; its records/s is the steady state between 10 % and 90 % of the "
+        "records, as for the mappers. Measured twice: with confluent-kafka's consumer and the "
+        "mapper's per-message loop (the Python path, the mapper target's reference), and with "
+        "the native consumer the mappers use by default (`mapper.consumer`). Runs are "
+        "interleaved.",
         "",
         *_table(e2e),
         "",

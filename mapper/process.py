@@ -28,6 +28,7 @@ from mapper.task_router import TaskRouter
 from mars.clients import admin_client, client_config, connect_redis
 from mars.clients.native_consumer import NativeConsumer, SourceConsumer
 from mars.config import Settings
+from mars.heap import keep_freed_heap
 from mars.metrics_http import serve_metrics
 from mars.native import native_available
 from mars.registry import TaskRegistry
@@ -87,6 +88,7 @@ def install_signal_handlers(stop: threading.Event) -> None:
 
 def run_mapper(settings: Settings, *, stop: threading.Event | None = None) -> int:
     """Run one mapper until `stop` is set (or a signal arrives). Returns the exit code."""
+    keep_freed_heap()  # before the clients' threads start allocating
     stop = stop or threading.Event()
     member_id = f"mapper-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     zk = KazooClient(hosts=settings.zookeeper.hosts, timeout=settings.zookeeper.session_timeout_s)

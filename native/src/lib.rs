@@ -323,25 +323,36 @@ impl BatchConsumer {
     /// a rebalance inside it forgets what was collected for the revoked partitions, and a
     /// partition read again from an earlier offset keeps only the messages before it. So a
     /// partition's offsets always ascend within a batch, each at most once.
+    ///
+    /// While messages are queued each poll waits zero time: librdkafka then reads no clock for
+    /// a deadline, nor does this loop; only an empty queue costs a timed wait.
     fn poll_batch(&self, max_messages: usize, timeout_s: f64) -> (Vec<Run>, Vec<String>) {
         let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
         let mut batch = Batch::default();
         let mut errors = Vec::new();
+        let mut wait = Duration::ZERO;
         while batch.count < max_messages {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let polled = self.consumer.poll(remaining);
+            let polled = self.consumer.poll(wait);
             let revoked = std::mem::take(&mut *self.consumer.context().revoked.lock().unwrap());
             batch.forget(&revoked);
             match polled {
-                Some(Ok(message)) => batch.push(
-                    message.topic(),
-                    message.partition(),
-                    message.offset(),
-                    message.payload().unwrap_or_default(),
-                ),
+                Some(Ok(message)) => {
+                    batch.push(
+                        message.topic(),
+                        message.partition(),
+                        message.offset(),
+                        message.payload().unwrap_or_default(),
+                    );
+                    wait = Duration::ZERO;
+                }
                 Some(Err(err)) => errors.push(err.to_string()),
-                None if remaining.is_zero() => break,
-                None => {} // a rebalance or commit event was served; wait on
+                // Nothing queued (or a rebalance or commit event was served): wait what is left.
+                None => {
+                    wait = deadline.saturating_duration_since(Instant::now());
+                    if wait.is_zero() {
+                        break;
+                    }
+                }
             }
         }
         (batch.runs, errors)

@@ -1,0 +1,54 @@
+"""Keep freed heap memory for the next batch instead of handing it back to the kernel.
+
+A mapper allocates and frees the same large buffers every batch: librdkafka's fetch and LZ4
+buffers, the payloads the native consumer gathers, the joined CSV text, Polars's columns. With
+glibc's defaults a buffer over 128 KiB is its own mmap, unmapped again when freed, and a
+heap's free top is trimmed past 128 KiB; so every batch faults the same pages in afresh, and
+the kernel zeroes each one. A perf profile of a mapper showed a quarter of its CPU in page
+faults. `keep_freed_heap` raises glibc's limits with `mallopt` so a process reuses its own
+freed memory:
+
+- allocations up to 32 MiB (half of a thread heap's 64 MiB) come from the heap;
+- a heap's free top is returned to the kernel only above 128 MiB, and grows 16 MiB at a time.
+
+Memory stays bounded: what a process keeps is what its own largest batch needed, plus at most
+the trim threshold per heap. Where the C library is not glibc this does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+
+log = logging.getLogger(__name__)
+
+# mallopt parameters (glibc's malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_TOP_PAD = -2
+_M_MMAP_THRESHOLD = -3
+
+MMAP_THRESHOLD_BYTES = 32 * 1024**2
+TRIM_THRESHOLD_BYTES = 128 * 1024**2
+TOP_PAD_BYTES = 16 * 1024**2
+
+
+def keep_freed_heap() -> bool:
+    """Apply the limits above to this process's glibc malloc; False where there is none."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    settings = {
+        _M_MMAP_THRESHOLD: MMAP_THRESHOLD_BYTES,
+        _M_TRIM_THRESHOLD: TRIM_THRESHOLD_BYTES,
+        _M_TOP_PAD: TOP_PAD_BYTES,
+    }
+    applied = all(mallopt(parameter, value) == 1 for parameter, value in settings.items())
+    if not applied:
+        log.warning("mallopt refused a heap setting; freed memory goes back to the kernel")
+    return applied
