@@ -120,15 +120,17 @@ class Preaggregator:
         datasets: dict[int, bytes] = {}
         last_window: int | None = None
         if frame.height:
-            frame, late_rows = self._split_late(frame, stream_times)
+            # Late records cannot raise stream time (they are below it), so the largest times
+            # of all rows are those of the on-time rows, or below the stream time already.
+            latest_times = _latest_times(frame)
+            frame, late_rows = self._split_late(frame, stream_times, present=list(latest_times))
             late = [
                 batch.rejected(row, self._late_reason(t, before))
                 for row, t, before in late_rows.select(ROW, _TIME, _BEFORE).iter_rows()
             ]
             if frame.height:
                 datasets, last_window = self._datasets(frame)
-            # Late records cannot raise stream time (they are below it): on-time rows suffice.
-            for partition, latest in self._latest_times(frame):
+            for partition, latest in latest_times.items():
                 previous = new_stream_times.get(partition)
                 new_stream_times[partition] = latest if previous is None else max(previous, latest)
 
@@ -187,13 +189,12 @@ class Preaggregator:
         return frame
 
     def _split_late(
-        self, frame: pl.DataFrame, stream_times: Mapping[int, int | None]
+        self, frame: pl.DataFrame, stream_times: Mapping[int, int | None], *, present: list[int]
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(on-time rows, late rows), both with `_BEFORE`: stream time before each record
         (tumbling and session windows: on-time rows may lack it when nothing in the batch can be
-        late)."""
+        late). `present`: the partitions of `frame`."""
         window, session = self._task.window, self._task.session
-        present = _partitions_in(frame)
         if session is not None:  # late when grace or more behind
             last_close = pl.col(_TIME) + session.grace_ms
         else:
@@ -225,15 +226,6 @@ class Preaggregator:
         if not is_late.any():  # the usual case: no copies
             return frame, frame.clear()
         return frame.filter(~is_late), frame.filter(is_late)
-
-    @staticmethod
-    def _latest_times(frame: pl.DataFrame) -> list[tuple[int, int]]:
-        """(partition, largest event time) of every partition in `frame`."""
-        partitions = _partitions_in(frame)
-        if len(partitions) == 1:
-            return [(partitions[0], frame.get_column(_TIME).max())]  # type: ignore[list-item]
-        maxima = frame.group_by(_PARTITION).agg(pl.col(_TIME).max())
-        return list(maxima.iter_rows())
 
     def _late_reason(self, event_time: int, stream_time: int) -> str:
         window, session = self._task.window, self._task.session
@@ -304,12 +296,14 @@ def _with_session_starts(frame: pl.DataFrame, key_names: list[str], *, gap_ms: i
     return frame.with_columns(time.min().over(session).alias(_WINDOW))
 
 
-def _partitions_in(frame: pl.DataFrame) -> list[int]:
-    """The distinct partitions of `frame` (min == max is the cheap usual case)."""
-    if not frame.height:
-        return []
-    column = frame.get_column(_PARTITION)
-    lowest, highest = column.min(), column.max()
+def _latest_times(frame: pl.DataFrame) -> dict[int, int]:
+    """partition -> largest event time, for every partition of `frame` (not empty); one pass
+    when it holds a single partition, the usual case."""
+    lowest, highest, latest = frame.select(
+        pl.col(_PARTITION).min().alias("lowest"),
+        pl.col(_PARTITION).max().alias("highest"),
+        pl.col(_TIME).max(),
+    ).row(0)
     if lowest == highest:
-        return [lowest]  # type: ignore[list-item]
-    return column.unique().to_list()
+        return {lowest: latest}
+    return dict(frame.group_by(_PARTITION).agg(pl.col(_TIME).max()).iter_rows())

@@ -69,6 +69,8 @@ class SourceBatch:
     values: Sequence[bytes]
     partitions: Sequence[int]
     offsets: Sequence[int]
+    # partition -> last offset, when the builder knows it (`of_partitions`): no pass over rows
+    known_last_offsets: Mapping[int, int] | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -88,7 +90,10 @@ class SourceBatch:
         values: list[bytes] = []
         partitions: list[int] = []
         offsets: list[int] = []
+        last: dict[int, int] = {}
         for partition, records in parts.items():
+            if not records:
+                continue
             if isinstance(records, PartitionBatch):
                 values += records.values
                 offsets += records.offsets
@@ -97,7 +102,8 @@ class SourceBatch:
                 values += [r.value for r in records]
                 offsets += [r.offset for r in records]
                 partitions += [r.partition for r in records]
-        return cls(values=values, partitions=partitions, offsets=offsets)
+            last[partition] = offsets[-1]  # records are in offset order
+        return cls(values=values, partitions=partitions, offsets=offsets, known_last_offsets=last)
 
     def rejected(self, row: int, reason: str) -> RejectedRecord:
         """Row `row` as a bad or late record."""
@@ -110,6 +116,8 @@ class SourceBatch:
 
     def last_offsets(self) -> dict[int, int]:
         """partition -> its last (largest) offset in the batch."""
+        if self.known_last_offsets is not None:
+            return dict(self.known_last_offsets)
         return dict(zip(self.partitions, self.offsets, strict=True))
 
 
