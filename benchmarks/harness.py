@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import NewTopic
 from kazoo.client import KazooClient
 
 from benchmarks.procstat import cpu_seconds, peak_rss_mb, rss_mb
@@ -34,6 +32,7 @@ from mars.registry.paths import ZkPaths
 from mars.sql import parse_task
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
+from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 
 UNBOUNDED_BACKLOG = 1_000_000_000
 
@@ -272,15 +271,8 @@ class BenchCluster:
         )
 
     def create_topic(self, topic: str, partitions: int) -> None:
-        if topic in self.admin.list_topics(timeout=10).topics:
-            return
-        new = NewTopic(topic, partitions, 1, config=KEEP_RECORDS)
-        future = self.admin.create_topics([new])[topic]
-        try:
-            future.result(timeout=30)
-        except KafkaException as error:  # created a moment ago, not yet in our metadata
-            if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
+        plan = TopicPlan(name=topic, partitions=partitions, config=KEEP_RECORDS)
+        ensure_topics(self.admin, [plan], Replication.of(self.settings.kafka))
 
     def redis_memory(self) -> dict[str, float]:
         info = self.redis.info("memory")

@@ -123,7 +123,7 @@ class Preaggregator:
             # Late records cannot raise stream time (they are below it), so the largest times
             # of all rows are those of the on-time rows, or below the stream time already.
             latest_times = _latest_times(frame)
-            frame, late_rows = self._split_late(frame, stream_times, present=list(latest_times))
+            frame, late_rows = self._split_late(frame, stream_times, latest_times)
             late = [
                 batch.rejected(row, self._late_reason(t, before))
                 for row, t, before in late_rows.select(ROW, _TIME, _BEFORE).iter_rows()
@@ -189,12 +189,16 @@ class Preaggregator:
         return frame
 
     def _split_late(
-        self, frame: pl.DataFrame, stream_times: Mapping[int, int | None], *, present: list[int]
+        self,
+        frame: pl.DataFrame,
+        stream_times: Mapping[int, int | None],
+        latest_times: Mapping[int, int],
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(on-time rows, late rows), both with `_BEFORE`: stream time before each record
         (tumbling and session windows: on-time rows may lack it when nothing in the batch can be
-        late). `present`: the partitions of `frame`."""
+        late). `latest_times`: `_latest_times(frame)`."""
         window, session = self._task.window, self._task.session
+        present = list(latest_times)
         if session is not None:  # late when grace or more behind
             last_close = pl.col(_TIME) + session.grace_ms
         else:
@@ -204,10 +208,8 @@ class Preaggregator:
             # which is at most the largest time known before or in the batch: when even the
             # earliest close is after that, nothing is late and no running max is needed.
             known = [t for p in present if (t := stream_times.get(p)) is not None]
-            earliest, latest = frame.select(
-                last_close.min().alias("close"), pl.col(_TIME).max().alias("time")
-            ).row(0)
-            if earliest is not None and earliest > max([*known, latest]):
+            earliest = frame.select(last_close.min()).item()
+            if earliest is not None and earliest > max([*known, *latest_times.values()]):
                 return frame, frame.clear().with_columns(pl.lit(None, pl.Int64).alias(_BEFORE))
         running = pl.col(_TIME).cum_max().shift(1)
         if len(present) > 1:
