@@ -29,6 +29,7 @@ from mapper.process import consumer_config
 from mars.clients.native_consumer import NativeConsumer
 from mars.config import load_settings
 from mars.engine.compiled import CompiledTask
+from mars.engine.joined_values import JoinedValues
 from mars.heap import keep_freed_heap
 from mars.sql import parse_task
 
@@ -69,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         for batch in batches.get(args.topic, {}).values():
             decoder.decode(batch.values)
             records += len(batch)
-            size += sum(map(len, batch.values))
+            values = batch.values
+            size += (
+                values.value_bytes() if isinstance(values, JoinedValues) else sum(map(len, values))
+            )
             if batch.offsets[-1] + 1 >= ends[batch.partition]:
                 pending.discard(batch.partition)
         if batches:

@@ -4,8 +4,9 @@
 from collections.abc import Callable
 
 Partitions = list[tuple[str, int, int]]  # (topic, partition, offset)
-# A partition's messages of one consume: (topic, partition, offsets, values); one per partition.
-Run = tuple[str, int, list[int], list[bytes]]
+# A partition's messages of one consume, one run per partition: (topic, partition, offsets,
+# payloads joined by newlines, each payload's end in them as native-endian int64 bytes).
+Run = tuple[str, int, list[int], bytes, bytes]
 
 class NativeKafkaError(Exception):
     """args: (librdkafka error code, message)."""

@@ -4,7 +4,8 @@
 types (`TopicPartition`, `KafkaException`, rebalance callbacks `(consumer, partitions)`), so
 the mapper's assignment, seek, pause and commit logic is one code for both consumers. The
 difference is the batch: `consume_grouped` returns the records by topic and partition, built
-in Rust in one pass, instead of a `Message` object per record that Python then takes apart
+in Rust in one pass, each partition's values one joined buffer (`JoinedValues`), instead of a
+`Message` object per record that Python then takes apart
 (`mapper.partition_batches.group_by_partition`). See docs/mapper.md, "The consumer".
 
 `mapper.consumer = "native"` (the default) uses it when the extension is installed (`make
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from mars.engine.joined_values import JoinedValues
 from mars.engine.records import PartitionBatch, TopicBatches
 from mars.native import mars_native
 
@@ -58,7 +60,8 @@ class NativeConsumer:
         for error in errors:
             log.warning("consumer error: %s", error)
         grouped: TopicBatches = {}
-        for topic, partition, offsets, values in runs:  # one run per partition
+        for topic, partition, offsets, payloads, ends in runs:  # one run per partition
+            values = JoinedValues.from_native(payloads, ends)
             grouped.setdefault(topic, {})[partition] = PartitionBatch(partition, offsets, values)
         return grouped
 

@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from mars.engine.errors import EngineError
+from mars.engine.joined_values import join_values
 from mars.native import mars_native
 from mars.tasks.spec import CsvFormat
 
@@ -92,7 +93,7 @@ class JsonRecordDecoder:
         bad: dict[int, str] = {}
         rows: Sequence[int]
         try:
-            decoded = self._many.decode(b"[" + b",".join(values) + b"]")
+            decoded = self._many.decode(b"[" + join_values(values, b",") + b"]")
             if len(decoded) != len(values):
                 raise ValueError("record boundaries do not match")
             rows = range(len(values))
@@ -211,7 +212,7 @@ class CsvRecordDecoder:
         text split at the delimiter, which is what `csv.reader` returns for it. The checks
         run over the joined bytes (one scan, `line_shape`), not record by record.
         """
-        joined = b"\n".join(values)
+        joined = join_values(values, b"\n")
         shape = line_shape(joined, self._delimiter_byte)
         if b"\r" in joined or shape.lines != len(values):
             # Some record carries its own line break: strip the trailing ones and look again.

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
+from mars.engine.joined_values import JoinedValues
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SourceRecord:
@@ -18,20 +20,23 @@ class SourceRecord:
 
 
 class PartitionBatch(Sequence[SourceRecord]):
-    """One partition's share of a batch, in offset order, as two parallel lists.
+    """One partition's share of a batch, in offset order, as two parallel columns: offsets and
+    values (a list, or the native consumer's `JoinedValues`: no object per record).
 
-    The mapper's hot path appends Kafka messages here without building one object per record;
-    it still reads as a sequence of `SourceRecord`s (made on access) where that is convenient.
+    It still reads as a sequence of `SourceRecord`s (made on access) where that is convenient.
     """
 
     __slots__ = ("offsets", "partition", "values")
 
     def __init__(
-        self, partition: int, offsets: list[int] | None = None, values: list[bytes] | None = None
+        self,
+        partition: int,
+        offsets: list[int] | None = None,
+        values: Sequence[bytes] | None = None,
     ) -> None:
         self.partition = partition
         self.offsets: list[int] = [] if offsets is None else offsets
-        self.values: list[bytes] = [] if values is None else values
+        self.values: Sequence[bytes] = [] if values is None else values
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -86,16 +91,22 @@ class SourceBatch:
 
     @classmethod
     def of_partitions(cls, parts: Mapping[int, Sequence[SourceRecord]]) -> SourceBatch:
-        """The records of each partition, partition after partition."""
+        """The records of each partition, partition after partition. When every partition's
+        values are `JoinedValues` (the native consumer's), so are the batch's."""
+        parts = {partition: records for partition, records in parts.items() if records}
+        joined = [
+            records.values
+            for records in parts.values()
+            if isinstance(records, PartitionBatch) and isinstance(records.values, JoinedValues)
+        ]
         values: list[bytes] = []
         partitions: list[int] = []
         offsets: list[int] = []
         last: dict[int, int] = {}
         for partition, records in parts.items():
-            if not records:
-                continue
             if isinstance(records, PartitionBatch):
-                values += records.values
+                if len(joined) < len(parts):
+                    values += records.values
                 offsets += records.offsets
                 partitions += [partition] * len(records)
             else:
@@ -103,7 +114,12 @@ class SourceBatch:
                 offsets += [r.offset for r in records]
                 partitions += [r.partition for r in records]
             last[partition] = offsets[-1]  # records are in offset order
-        return cls(values=values, partitions=partitions, offsets=offsets, known_last_offsets=last)
+        return cls(
+            values=JoinedValues.concat(joined) if joined and len(joined) == len(parts) else values,
+            partitions=partitions,
+            offsets=offsets,
+            known_last_offsets=last,
+        )
 
     def rejected(self, row: int, reason: str) -> RejectedRecord:
         """Row `row` as a bad or late record."""

@@ -9,9 +9,10 @@
 //! confluent-kafka's `Consumer.consume` builds a `Message` object per record, and the mapper
 //! then calls five methods on each; at 200,000 records/s that was a quarter of a mapper's CPU.
 //! Here the poll loop runs in Rust with the GIL released and copies each partition run's
-//! payloads into one buffer; then, with the GIL, each run becomes two lists, its offsets and
-//! its values (`bytes`): the columns `mars.engine.records.PartitionBatch` holds, made in one
-//! pass without a method call per message.
+//! payloads into one buffer, joined by newlines; then, with the GIL, each run becomes its
+//! offsets (a list), that buffer and its values' ends (`bytes`, native-endian i64): the
+//! columns of `mars.engine.records.PartitionBatch`, whose values
+//! (`mars.engine.joined_values.JoinedValues`) the CSV decoder reads without splitting them.
 //!
 //! Everything else (group membership, rebalance callbacks, seeks, pauses, commits) is
 //! librdkafka's, exposed one-to-one, so the mapper's control flow is the same with either
@@ -153,8 +154,8 @@ struct Run {
     topic: String,
     partition: i32,
     offsets: Vec<i64>,
-    payloads: Vec<u8>,
-    ends: Vec<usize>, // payloads[ends[i-1]..ends[i]] is message i
+    payloads: Vec<u8>, // joined by b'\n'
+    ends: Vec<i64>,    // message i is payloads[ends[i-1] + 1..ends[i]] (the first from 0)
 }
 
 #[pyclass(module = "mars_native")]
@@ -182,8 +183,10 @@ impl BatchConsumer {
 
     /// Up to `max_messages` messages, waiting at most `timeout_s` for them (like
     /// confluent-kafka's `consume`). Returns `(runs, errors)`: runs are tuples
-    /// `(topic, partition, offsets, values)`, one per partition in the order they were first
-    /// read, errors strings. A message without a payload (a tombstone) is `b""`.
+    /// `(topic, partition, offsets, payloads, ends)`, one per partition in the order they were
+    /// first read: the payloads joined by newlines, `ends` each one's end in them as
+    /// native-endian i64 bytes. Errors are strings. A message without a payload (a tombstone)
+    /// is empty.
     fn consume<'py>(
         &self,
         py: Python<'py>,
@@ -196,17 +199,13 @@ impl BatchConsumer {
         }
         let out = PyList::empty(py);
         for run in runs {
-            let mut start = 0;
-            let values = run.ends.iter().map(|&end| {
-                let value = PyBytes::new(py, &run.payloads[start..end]);
-                start = end;
-                value
-            });
+            let ends: Vec<u8> = run.ends.iter().flat_map(|end| end.to_ne_bytes()).collect();
             out.append((
                 run.topic,
                 run.partition,
                 run.offsets,
-                PyList::new(py, values)?,
+                PyBytes::new(py, &run.payloads),
+                PyBytes::new(py, &ends),
             ))?;
         }
         Ok((out, errors))
@@ -381,11 +380,15 @@ impl Batch {
             self.count -= run.offsets.len() - keep;
             run.offsets.truncate(keep);
             run.ends.truncate(keep);
-            run.payloads.truncate(run.ends.last().copied().unwrap_or(0));
+            run.payloads
+                .truncate(run.ends.last().map_or(0, |&end| end as usize));
+        }
+        if !run.offsets.is_empty() {
+            run.payloads.push(b'\n');
         }
         run.offsets.push(offset);
         run.payloads.extend_from_slice(payload);
-        run.ends.push(run.payloads.len());
+        run.ends.push(run.payloads.len() as i64);
         self.count += 1;
     }
 

@@ -38,12 +38,15 @@ def test_the_extension_is_built() -> None:
 
 @pytest.fixture
 def topic(cluster: ClusterState, kafka_admin: AdminClient, unique_name: str) -> str:
-    """PER_PARTITION records in each partition, a tombstone (no value) among them."""
+    """PER_PARTITION records in each partition; among them a tombstone (no value) and values
+    holding newlines (the native consumer joins values with newlines: their ends must still
+    say where each one ends)."""
     create_topic(kafka_admin, unique_name, partitions=PARTITIONS)
     producer = Producer({"bootstrap.servers": cluster.kafka_bootstrap})
+    special = {7: None, 9: b"\n", 10: b"two\nlines\n"}
     for partition in range(PARTITIONS):
         for i in range(PER_PARTITION):
-            value = None if i == 7 else f"p{partition},r{i},{'x' * (i % 50)}".encode()
+            value = special.get(i, f"p{partition},r{i},{'x' * (i % 50)}".encode())
             producer.produce(unique_name, value=value, partition=partition)
     assert producer.flush(30) == 0
     return unique_name
@@ -108,6 +111,7 @@ def test_batches_hold_exactly_what_confluent_kafka_reads(
         assert offsets == list(range(PER_PARTITION))  # in offset order, none twice
         assert values[7] == b""  # the tombstone, as group_by_partition reads it
         assert values[8] == f"p{partition},r8,{'x' * 8}".encode()
+        assert values[9:12] == [b"\n", b"two\nlines\n", f"p{partition},r11,{'x' * 11}".encode()]
 
 
 def test_a_batch_is_at_most_the_size_asked_and_waits_at_most_the_timeout(

@@ -1,5 +1,6 @@
 """A batch decoded once for several tasks gives each exactly what its own decoder gives: the
-same frame (values and types) and the same bad records with the same reasons."""
+same frame (values and types) and the same bad records with the same reasons; and so does a
+batch whose values come joined (`JoinedValues`, the native consumer's form)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from mars.engine.decode import (
     JsonRecordDecoder,
     RecordDecoder,
 )
+from mars.engine.joined_values import JoinedValues
 from mars.engine.shared_decode import TopicDecoders
 from mars.tasks.spec import CsvFormat
 
@@ -42,13 +44,17 @@ json_record = st.one_of(
 
 
 def assert_shared_equals_own(decoders: list[RecordDecoder], values: list[bytes]) -> None:
-    decoding = TopicDecoders(decoders).decoding(values)
+    """... and the native consumer's form of the values (`JoinedValues`) decodes alike."""
     for decoder in decoders:
         own: DecodedBatch = decoder.decode(values)
-        shared = decoding.for_decoder(decoder)
-        assert shared.bad == own.bad
-        assert shared.frame.schema == own.frame.schema
-        assert shared.frame.equals(own.frame)
+        for form in (values, JoinedValues.of(values)):
+            for decoded in (
+                decoder.decode(form),
+                TopicDecoders(decoders).decoding(form).for_decoder(decoder),
+            ):
+                assert decoded.bad == own.bad
+                assert decoded.frame.schema == own.frame.schema
+                assert decoded.frame.equals(own.frame)
 
 
 @settings(max_examples=300, deadline=None)

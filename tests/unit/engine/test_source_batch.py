@@ -7,6 +7,7 @@ import json
 
 from engine_helpers import make_spec
 
+from mars.engine.joined_values import JoinedValues
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import PartitionBatch, SourceBatch, SourceRecord
 
@@ -65,23 +66,28 @@ def test_columns_and_records_pre_aggregate_alike() -> None:
     stream_times: dict[int, int | None] = {0: 2, 1: None}
     from_records = preaggregator.run(records, stream_times, now_ms=0)
     from_columns = preaggregator.run(SourceBatch.of(records), stream_times, now_ms=0)
-    by_partition = SourceBatch.of_partitions(
-        {
-            p: PartitionBatch(
-                p,
-                [r.offset for r in records if r.partition == p],
-                [r.value for r in records if r.partition == p],
-            )
-            for p in (0, 1)
-        }
-    )
-    regrouped = preaggregator.run(by_partition, stream_times, now_ms=0)
     assert from_columns == from_records
     assert len(from_records.bad) == 2 and len(from_records.late) == 1
     assert from_records.last_offsets == {0: 102, 1: 10}
-    # Regrouped by partition: the same partials (lateness is per partition).
-    assert regrouped.datasets == from_records.datasets
-    assert regrouped.last_offsets == from_records.last_offsets
-    assert sorted(regrouped.bad, key=lambda r: r.offset) == sorted(
-        from_records.bad, key=lambda r: r.offset
-    )
+    # Regrouped by partition, values as a list or joined (the native consumer's): the same
+    # partials (lateness is per partition).
+    for form in (list, JoinedValues.of):
+        by_partition = SourceBatch.of_partitions(
+            {
+                p: PartitionBatch(
+                    p,
+                    [r.offset for r in records if r.partition == p],
+                    form([r.value for r in records if r.partition == p]),
+                )
+                for p in (0, 1)
+            }
+        )
+        regrouped = preaggregator.run(by_partition, stream_times, now_ms=0)
+        assert regrouped.datasets == from_records.datasets
+        assert regrouped.last_offsets == from_records.last_offsets
+        assert sorted(regrouped.bad, key=lambda r: r.offset) == sorted(
+            from_records.bad, key=lambda r: r.offset
+        )
+        assert sorted(regrouped.late, key=lambda r: r.offset) == sorted(
+            from_records.late, key=lambda r: r.offset
+        )
