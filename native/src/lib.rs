@@ -8,8 +8,9 @@
 //!
 //! confluent-kafka's `Consumer.consume` builds a `Message` object per record, and the mapper
 //! then calls five methods on each; at 200,000 records/s that was a quarter of a mapper's CPU.
-//! Here the poll loop runs in Rust with the GIL released and copies each partition run's
-//! payloads into one buffer, joined by newlines; then, with the GIL, each run becomes its
+//! Here the read loop runs in Rust with the GIL released, takes messages a batch at a time from
+//! each assigned partition's own queue (partition_queues.rs), and copies each partition's
+//! payloads into one buffer, joined by newlines (batch.rs); then, with the GIL, each run becomes its
 //! offsets (a list), that buffer and its values' ends (`bytes`, native-endian i64): the
 //! columns of `mars.engine.records.PartitionBatch`, whose values
 //! (`mars.engine.joined_values.JoinedValues`) the CSV decoder reads without splitting them.
@@ -19,8 +20,10 @@
 //! consumer. A rebalance calls the Python callback given to `subscribe` from inside `consume`
 //! or `close`, on the calling thread, as confluent-kafka does.
 
+mod batch;
 mod group_entries;
 mod line_shape;
+mod partition_queues;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -38,10 +41,16 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::util::Timeout;
 
+use batch::{Batch, Run};
+use partition_queues::PartitionQueues;
+
 create_exception!(mars_native, NativeKafkaError, PyException);
 
 const OFFSET_INVALID: i64 = -1001; // librdkafka's RD_KAFKA_OFFSET_INVALID
 const SEEK_TIMEOUT: Duration = Duration::from_secs(10);
+// How long one wait for messages lasts: the consumer queue (rebalances) and the partitions'
+// queues are looked at in turn, so a message waits at most this long to be seen.
+const IDLE_WAIT: Duration = Duration::from_millis(5);
 
 /// A Kafka error as `NativeKafkaError(code, message)`: `code` is librdkafka's error code
 /// (negative: local), -1 when the crate's error has none.
@@ -74,11 +83,26 @@ fn partition_list(partitions: &[(String, i32, i64)]) -> PyResult<TopicPartitionL
     Ok(tpl)
 }
 
-/// Calls the Python rebalance callback; keeps the first error it raised for `consume`.
+/// Calls the Python rebalance callback; keeps the first error it raised for `consume`. Holds
+/// the assigned partitions' own queues (partition_queues.rs), split off at each assignment.
 struct RebalanceContext {
     callback: Mutex<Option<Py<PyAny>>>,
     raised: Mutex<Option<PyErr>>,
     revoked: Mutex<Vec<(String, i32)>>, // since the batch being collected last looked
+    queues: Mutex<PartitionQueues>,
+}
+
+impl RebalanceContext {
+    /// After `consumer.assign(partitions)`: read them from their own queues.
+    fn split_queues(&self, consumer: &BaseConsumer<Self>, partitions: &TopicPartitionList) {
+        let assigned: Vec<(String, i32)> = partitions
+            .elements()
+            .iter()
+            .map(|e| (e.topic().to_string(), e.partition()))
+            .collect();
+        let client = consumer.client().native_ptr();
+        self.queues.lock().unwrap().split(client, &assigned);
+    }
 }
 
 impl ClientContext for RebalanceContext {
@@ -138,24 +162,19 @@ impl ConsumerContext for RebalanceContext {
         if !handled {
             // No callback, or it raised: librdkafka's default, so the group is not stuck.
             let result = if kind == "assign" {
-                consumer.assign(tpl)
+                consumer
+                    .assign(tpl)
+                    .map(|()| self.split_queues(consumer, tpl))
             } else {
-                consumer.unassign()
+                consumer
+                    .unassign()
+                    .map(|()| self.queues.lock().unwrap().clear())
             };
             if let Err(err) = result {
                 eprintln!("default {kind} failed: {err}");
             }
         }
     }
-}
-
-/// One partition's messages within a batch, in offset order.
-struct Run {
-    topic: String,
-    partition: i32,
-    offsets: Vec<i64>,
-    payloads: Vec<u8>, // joined by b'\n'
-    ends: Vec<i64>,    // message i is payloads[ends[i-1] + 1..ends[i]] (the first from 0)
 }
 
 #[pyclass(module = "mars_native")]
@@ -176,6 +195,7 @@ impl BatchConsumer {
             callback: Mutex::new(None),
             raised: Mutex::new(None),
             revoked: Mutex::new(Vec::new()),
+            queues: Mutex::new(PartitionQueues::default()),
         };
         let consumer = client.create_with_context(context).map_err(kafka_error)?;
         Ok(Self { consumer })
@@ -225,13 +245,16 @@ impl BatchConsumer {
     }
 
     fn assign(&self, partitions: Partitions) -> PyResult<()> {
-        self.consumer
-            .assign(&partition_list(&partitions)?)
-            .map_err(kafka_error)
+        let tpl = partition_list(&partitions)?;
+        self.consumer.assign(&tpl).map_err(kafka_error)?;
+        self.consumer.context().split_queues(&self.consumer, &tpl);
+        Ok(())
     }
 
     fn unassign(&self) -> PyResult<()> {
-        self.consumer.unassign().map_err(kafka_error)
+        self.consumer.unassign().map_err(kafka_error)?;
+        self.consumer.context().queues.lock().unwrap().clear();
+        Ok(())
     }
 
     fn pause(&self, partitions: Partitions) -> PyResult<()> {
@@ -308,6 +331,7 @@ impl BatchConsumer {
                 self.consumer.poll(Duration::from_millis(100));
             }
         });
+        self.consumer.context().queues.lock().unwrap().clear();
         match self.consumer.context().raised.lock().unwrap().take() {
             Some(err) => Err(err),
             None => Ok(()),
@@ -316,23 +340,25 @@ impl BatchConsumer {
 }
 
 impl BatchConsumer {
-    /// librdkafka's own batch consume (`rd_kafka_consume_batch_queue`) drops the messages it
-    /// collected for a partition when a version barrier (a seek, an assignment) makes them
-    /// outdated during the call; polling one message at a time, this loop must do the same:
-    /// a rebalance inside it forgets what was collected for the revoked partitions, and a
-    /// partition read again from an earlier offset keeps only the messages before it. So a
-    /// partition's offsets always ascend within a batch, each at most once.
+    /// The consumer queue first: its events (a rebalance calls the Python callback from here,
+    /// on this thread) and any message forwarded to it before its partition's queue was split
+    /// off; then the partitions' own queues (partition_queues.rs), a batch per call. When both
+    /// are empty, a wait on the consumer queue of at most `IDLE_WAIT`, until the deadline.
     ///
-    /// While messages are queued each poll waits zero time: librdkafka then reads no clock for
-    /// a deadline, nor does this loop; only an empty queue costs a timed wait.
+    /// A rebalance while the batch is collected forgets what was collected for the revoked
+    /// partitions, and a partition read again from an earlier offset (a seek, a new
+    /// assignment) keeps only its messages before that offset: what librdkafka's batch consume
+    /// does within one call. So a partition's offsets always ascend within a batch, each at
+    /// most once.
     fn poll_batch(&self, max_messages: usize, timeout_s: f64) -> (Vec<Run>, Vec<String>) {
         let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
+        let context = self.consumer.context();
         let mut batch = Batch::default();
         let mut errors = Vec::new();
         let mut wait = Duration::ZERO;
         while batch.count < max_messages {
             let polled = self.consumer.poll(wait);
-            let revoked = std::mem::take(&mut *self.consumer.context().revoked.lock().unwrap());
+            let revoked = std::mem::take(&mut *context.revoked.lock().unwrap());
             batch.forget(&revoked);
             match polled {
                 Some(Ok(message)) => {
@@ -343,86 +369,37 @@ impl BatchConsumer {
                         message.payload().unwrap_or_default(),
                     );
                     wait = Duration::ZERO;
+                    continue;
                 }
-                Some(Err(err)) => errors.push(err.to_string()),
-                // Nothing queued (or a rebalance or commit event was served): wait what is left.
-                None => {
-                    wait = deadline.saturating_duration_since(Instant::now());
-                    if wait.is_zero() {
-                        break;
-                    }
+                Some(Err(err)) => {
+                    errors.push(err.to_string());
+                    continue;
                 }
+                None => {}
             }
+            let read = context
+                .queues
+                .lock()
+                .unwrap()
+                .read(&mut batch, &mut errors, max_messages);
+            wait = if read > 0 {
+                Duration::ZERO
+            } else {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                left.min(IDLE_WAIT)
+            };
         }
         (batch.runs, errors)
     }
 }
 
-/// The messages of one `consume`, one run per partition.
-#[derive(Default)]
-struct Batch {
-    runs: Vec<Run>,
-    last: Option<usize>, // the run the previous message went to: the next one usually does too
-    count: usize,
-}
-
-impl Batch {
-    fn push(&mut self, topic: &str, partition: i32, offset: i64, payload: &[u8]) {
-        let index = match self.last {
-            Some(i) if self.runs[i].partition == partition && self.runs[i].topic == topic => i,
-            _ => self.run_of(topic, partition),
-        };
-        self.last = Some(index);
-        let run = &mut self.runs[index];
-        if run.offsets.last().is_some_and(|&last| last >= offset) {
-            // Read again from `offset` (a seek, a new assignment): what follows it is outdated.
-            let keep = run.offsets.partition_point(|&o| o < offset);
-            self.count -= run.offsets.len() - keep;
-            run.offsets.truncate(keep);
-            run.ends.truncate(keep);
-            run.payloads
-                .truncate(run.ends.last().map_or(0, |&end| end as usize));
-        }
-        if !run.offsets.is_empty() {
-            run.payloads.push(b'\n');
-        }
-        run.offsets.push(offset);
-        run.payloads.extend_from_slice(payload);
-        run.ends.push(run.payloads.len() as i64);
-        self.count += 1;
-    }
-
-    /// The index of the partition's run, added when it has none yet.
-    fn run_of(&mut self, topic: &str, partition: i32) -> usize {
-        if let Some(i) = self
-            .runs
-            .iter()
-            .position(|r| r.partition == partition && r.topic == topic)
-        {
-            return i;
-        }
-        self.runs.push(Run {
-            topic: topic.to_string(),
-            partition,
-            offsets: Vec::new(),
-            payloads: Vec::new(),
-            ends: Vec::new(),
-        });
-        self.runs.len() - 1
-    }
-
-    /// Drop every message of the given partitions (revoked while this batch was collected).
-    fn forget(&mut self, partitions: &[(String, i32)]) {
-        if partitions.is_empty() {
-            return;
-        }
-        self.runs.retain(|r| {
-            !partitions
-                .iter()
-                .any(|(t, p)| *p == r.partition && *t == r.topic)
-        });
-        self.last = None;
-        self.count = self.runs.iter().map(|r| r.offsets.len()).sum();
+impl Drop for BatchConsumer {
+    // The partitions' queues hold references into the client: let them go before it.
+    fn drop(&mut self) {
+        self.consumer.context().queues.lock().unwrap().clear();
     }
 }
 

@@ -130,6 +130,26 @@ def test_a_batch_is_at_most_the_size_asked_and_waits_at_most_the_timeout(
     assert 0.25 <= time.monotonic() - started < 2.0
 
 
+def test_a_batch_shares_out_among_partitions_with_records_waiting(
+    topic: str, native: NativeConsumer
+) -> None:
+    """Each partition is read from its own queue: a batch takes an even share of each queue
+    that holds records, so no partition waits behind a busy one. (One fetch response holds
+    every partition's records one partition after the other: read in that order, a batch of
+    300 would hold only the first partition's.)"""
+    native.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    first = native.consume_grouped(3, 5.0)  # fetching has started
+    time.sleep(2.0)  # librdkafka prefetches every partition (queued.min.messages: 100,000)
+    batch = native.consume_grouped(300, 1.0)[topic]
+    # Records fetched before a partition's queue was split off come first, in fetch order
+    # (from the consumer queue): the shares are even within what is left after them.
+    assert sum(map(len, batch.values())) == 300
+    assert len(batch) == PARTITIONS and min(map(len, batch.values())) >= 50, batch
+    for partition, part in batch.items():  # each continues where the first batch stopped
+        start = len(first.get(topic, {}).get(partition, ()))
+        assert part.offsets == list(range(start, start + len(part)))
+
+
 def test_seek_pause_resume_position_and_commit(
     cluster: ClusterState, topic: str, native: NativeConsumer, unique_name: str
 ) -> None:
