@@ -337,13 +337,14 @@ def limits(shares: dict[str, float]) -> list[str]:
 
     return [
         f"Kafka consume is {share(NATIVE_CONSUME)} of the loop with the native consumer "
-        "(librdkafka's poll, each partition's offsets and values built in Rust) and "
+        "(librdkafka's batch reads of each partition's queue, each partition's offsets and "
+        "joined values built in Rust; its waits for records count here too) and "
         f"{share(CONSUME)} with confluent-kafka's, whose `Message` per record the per-message "
         f"loop `group_by_partition` ({share('group_by_partition')}) takes apart; the "
         "consume+decode ceilings pay the same.",
         f"CSV decode is {share('CsvRecordDecoder.decode')}: Polars's CSV reader parses the "
-        "whole batch in one call; joining the records and checking each line's width is the "
-        "Python part.",
+        "whole batch in one call, after one Rust pass checks each line's width (the native "
+        "consumer hands the records already joined; confluent-kafka's are joined first).",
         f"Data sets are {share('Preaggregator._datasets')}: the paper's query has 8,000 "
         "(sip, type) groups per window, so a batch's data sets hold up to one partial group "
         "per group and window it touches: Polars groups, msgspec encodes each column once, "
