@@ -99,13 +99,14 @@ class SourceBatch:
             for records in parts.values()
             if isinstance(records, PartitionBatch) and isinstance(records.values, JoinedValues)
         ]
+        all_joined = bool(joined) and len(joined) == len(parts)
         values: list[bytes] = []
         partitions: list[int] = []
         offsets: list[int] = []
         last: dict[int, int] = {}
         for partition, records in parts.items():
             if isinstance(records, PartitionBatch):
-                if len(joined) < len(parts):
+                if not all_joined:
                     values += records.values
                 offsets += records.offsets
                 partitions += [partition] * len(records)
@@ -115,7 +116,7 @@ class SourceBatch:
                 partitions += [r.partition for r in records]
             last[partition] = offsets[-1]  # records are in offset order
         return cls(
-            values=JoinedValues.concat(joined) if joined and len(joined) == len(parts) else values,
+            values=JoinedValues.concat(joined) if all_joined else values,
             partitions=partitions,
             offsets=offsets,
             known_last_offsets=last,

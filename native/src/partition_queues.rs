@@ -34,6 +34,47 @@ struct PartitionQueue {
 unsafe impl Send for PartitionQueue {}
 unsafe impl Sync for PartitionQueue {}
 
+impl PartitionQueue {
+    /// Up to `share` queued messages into `batch` (errors into `errors`), without waiting;
+    /// `messages` is scratch space for librdkafka's array. Returns how many were pushed.
+    fn take(
+        &self,
+        share: usize,
+        messages: &mut Vec<*mut rdsys::rd_kafka_message_t>,
+        batch: &mut Batch,
+        errors: &mut Vec<String>,
+    ) -> usize {
+        messages.resize(share, std::ptr::null_mut());
+        let got = unsafe {
+            rdsys::rd_kafka_consume_batch_queue(self.queue, 0, messages.as_mut_ptr(), share)
+        };
+        let mut pushed = 0;
+        for &message in &messages[..got.max(0) as usize] {
+            let message_ref = unsafe { &*message };
+            if message_ref.err == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                let payload = if message_ref.payload.is_null() {
+                    &[][..]
+                } else {
+                    unsafe {
+                        std::slice::from_raw_parts(
+                            message_ref.payload as *const u8,
+                            message_ref.len,
+                        )
+                    }
+                };
+                batch.push(&self.topic, self.partition, message_ref.offset, payload);
+                pushed += 1;
+            } else {
+                let code = RDKafkaErrorCode::from(message_ref.err);
+                let error = KafkaError::MessageConsumption(code);
+                errors.push(format!("{} [{}]: {error}", self.topic, self.partition));
+            }
+            unsafe { rdsys::rd_kafka_message_destroy(message) };
+        }
+        pushed
+    }
+}
+
 impl Drop for PartitionQueue {
     fn drop(&mut self) {
         unsafe { rdsys::rd_kafka_queue_destroy(self.queue) };
@@ -97,42 +138,7 @@ impl PartitionQueues {
                     break;
                 }
                 let queue = &self.queues[(self.next + step) % count];
-                let share = left.div_ceil(count);
-                messages.resize(share, std::ptr::null_mut());
-                let got = unsafe {
-                    rdsys::rd_kafka_consume_batch_queue(
-                        queue.queue,
-                        0,
-                        messages.as_mut_ptr(),
-                        share,
-                    )
-                };
-                for &message in &messages[..got.max(0) as usize] {
-                    let message_ref = unsafe { &*message };
-                    if message_ref.err == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-                        let payload = if message_ref.payload.is_null() {
-                            &[][..]
-                        } else {
-                            unsafe {
-                                std::slice::from_raw_parts(
-                                    message_ref.payload as *const u8,
-                                    message_ref.len,
-                                )
-                            }
-                        };
-                        batch.push(&queue.topic, queue.partition, message_ref.offset, payload);
-                        this_pass += 1;
-                    } else {
-                        let code = RDKafkaErrorCode::from(message_ref.err);
-                        errors.push(format!(
-                            "{} [{}]: {}",
-                            queue.topic,
-                            queue.partition,
-                            KafkaError::MessageConsumption(code)
-                        ));
-                    }
-                    unsafe { rdsys::rd_kafka_message_destroy(message) };
-                }
+                this_pass += queue.take(left.div_ceil(count), &mut messages, batch, errors);
             }
             self.next = (self.next + 1) % count;
             read += this_pass;
