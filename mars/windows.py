@@ -7,9 +7,10 @@ negative timestamps (before 1970) land in the right window. A window is closed b
 plus the grace period, never by the wall clock.
 
 Session windows (`SessionWindows`) are per group: records at most `gap` apart share a session
-`[first, last]`, which closes when the watermark reaches `last + gap + grace`. A record is late
-when it is `grace` or more behind its partition's stream time: only that rule guarantees that
-no on-time record can reach a session the reducer already closed (docs/reducer.md).
+`[first, last]`, which closes when the watermark passes `last + gap + grace`. A record is late
+when it is more than `grace` behind its partition's stream time (a record at the stream time
+is on time): with both rules no on-time record can reach a session the reducer already
+closed (docs/semantics.md).
 """
 
 from __future__ import annotations
@@ -114,8 +115,10 @@ class SessionWindows:
         return cls(gap_ms=spec.gap_ms, grace_ms=spec.grace_ms)
 
     def closes_at(self, last_ms: int) -> int:
-        """The watermark at which a session whose last record is at `last_ms` closes."""
-        return last_ms + self.gap_ms + self.grace_ms
+        """The watermark at which a session whose last record is at `last_ms` closes: the first
+        past `last + gap + grace`. A record at `last + gap` still joins it, and is on time while
+        the stream time is at most `last + gap + grace`."""
+        return last_ms + self.gap_ms + self.grace_ms + 1
 
     def is_closed(self, last_ms: int, watermark_ms: int | None) -> bool:
         return watermark_ms is not None and watermark_ms >= self.closes_at(last_ms)
@@ -125,9 +128,9 @@ class SessionWindows:
         return first_a <= last_b + self.gap_ms and first_b <= last_a + self.gap_ms
 
     def is_late(self, ts_ms: int, stream_time_ms: int | None) -> bool:
-        """A record (or a partial session starting at `ts_ms`) is late when it is `grace` or
-        more behind `stream_time_ms`: a session it would join may be closed by then."""
-        return stream_time_ms is not None and ts_ms + self.grace_ms <= stream_time_ms
+        """A record (or a partial session starting at `ts_ms`) is late when it is more than
+        `grace` behind `stream_time_ms`: a session it would join may be closed by then."""
+        return stream_time_ms is not None and ts_ms + self.grace_ms < stream_time_ms
 
 
 def window_end(spec: WindowSpec, start_ms: int, states: Sequence[Any]) -> int:

@@ -8,7 +8,7 @@ One `step` (`_read`, `_watermark`, then `_commit` if anything is to be committed
 3. if every bucket was read up to its snapshot's seq, watermark = min over the buckets of
    `watermark_of(snapshot)` (each snapshot guarantees its own bucket's data sets up to its seq
    hold every non-late record of the windows it closes, so the min is safe for all);
-4. close windows with `end + grace <= watermark` (sessions: `last + gap + grace`);
+4. close windows with `end + grace <= watermark` (sessions: `last + gap + grace < watermark`);
 5. every `checkpoint_interval_ms`, if open windows hold contributions merged since the last
    checkpoint (and at once when a session task's step has late partials): write the open
    windows to a new checkpoint in Redis (rseq := merged + 1);

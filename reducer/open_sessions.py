@@ -5,7 +5,7 @@ state, no I/O. Mappers send partial sessions: per group, `[first, last]` with th
 states, keyed in the data set by `first` and carrying `last` as the extra MAX state last in
 `state_aggregates` order. Merging a partial joins every open session of its group that is at
 most a gap away (a partial may bridge two); sessions of a group stay more than a gap apart. A
-session closes when the watermark reaches `last + gap + grace`.
+session closes when the watermark passes `last + gap + grace`.
 
 Why this is exact (docs/reducer.md): a partial whose `first + grace` is above the closed
 watermark cannot touch a closed session, and mappers only send such partials unless a

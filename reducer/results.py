@@ -28,7 +28,7 @@ from reducer.output import OutRecord
 
 LATE_REASON = "window already closed by the reducer (its partition was idle)"
 LATE_SESSION_REASON = (
-    "partial session GRACE or more behind the reducer's watermark: its session may be closed "
+    "partial session more than GRACE behind the reducer's watermark: its session may be closed "
     "(its partition was idle)"
 )
 

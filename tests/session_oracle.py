@@ -4,7 +4,7 @@
     expected.sessions[("10.0.0.1", first_ms)] == Session(last_ms=..., count=..., total=...)
 
 `records` are `(partition, key, ts_ms, value)` in the order each partition holds them. A record
-is late when `ts + grace <=` the largest time before it in its partition (Mars's rule for
+is late when `ts + grace <` the largest time before it in its partition (Mars's rule for
 session windows); the accepted records of each key form sessions wherever consecutive times are
 more than `gap_ms` apart. Each session gives its last time, its count and the sum of values.
 """
@@ -42,7 +42,7 @@ def expected_sessions(
     con.execute(
         """
         CREATE TABLE judged AS
-        SELECT *, coalesce(ts + ? <= max(ts) OVER (
+        SELECT *, coalesce(ts + ? < max(ts) OVER (
             PARTITION BY p ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ), false) AS late
         FROM r

@@ -1,22 +1,25 @@
 """Pre-aggregation of one batch: the pure core of the mapper and the Spark job.
 
-Steps, all vectorised in Polars: decode -> WHERE -> event time -> group-key and argument
-expressions -> per-record lateness in partition order -> window assignment -> group by
+Steps, all vectorised in Polars: decode -> event time -> stream time before each record ->
+WHERE -> group-key and argument expressions -> lateness -> window assignment -> group by
 (window, keys) into partial states -> split by bucket -> one encoded data set per bucket.
 
-Lateness is decided record by record as if the partition were read one record at a time: a
-record is late when the latest window it belongs to satisfies `end + grace <=` the largest
-event time seen *before it* in its partition (starting from the partition's stream time before
-the batch). A shifted cumulative max per partition computes exactly that, so the outcome never
-depends on where batch boundaries fall. Stream time advances with every record that passed
-WHERE and has a valid event time (late ones included; they cannot raise it). With hopping
-windows a record contributes only to its windows that are still open and is late only when
-all of them are closed.
+Event time and lateness follow docs/semantics.md. Stream time advances with every decodable
+record that has a valid event time, in partition order, whether WHERE keeps it, an expression
+fails on it or it is late (late ones cannot raise it): a filter never holds windows open, as
+Flink's watermark is its source's. Lateness is decided record by record as if the partition
+were read one record at a time: a record is late when the largest event time seen *before it*
+in its partition (starting from the partition's stream time before the batch) has reached its
+`late_from`: the latest window it belongs to `end + grace`, or for session windows
+`time + grace + 1` (only strictly older than GRACE allows is late; equal timestamps are on
+time). A shifted cumulative max per partition computes exactly that, so the outcome never
+depends on where batch boundaries fall. With hopping windows a record contributes only to its
+windows that are still open and is late only when all of them are closed.
 
-Session windows: a record is late when `time + grace <=` that stream time (mars.windows says
-why). The batch's on-time records of each group are cut into sessions where consecutive times
-are more than the gap apart; each partial session is keyed by its first time, and carries its
-last time as an extra MAX state, so the reducer can merge sessions of different batches.
+Session windows: the batch's on-time records of each group are cut into sessions where
+consecutive times are more than the gap apart; each partial session is keyed by its first time,
+and carries its last time as an extra MAX state, so the reducer can merge sessions of different
+batches.
 """
 
 from __future__ import annotations
@@ -99,6 +102,12 @@ class Preaggregator:
             partitions = partitions.gather(decoded.frame.get_column(ROW))
         frame = decoded.frame.with_columns(partitions)
 
+        # Event time before WHERE: stream time moves with every record that has a valid event
+        # time and is not bad, whether WHERE keeps it or not (a filter never holds windows
+        # open, as Flink's watermark is its source's), late or not (late ones cannot raise it).
+        frame = self._with_event_time(frame, now_ms=now_ms)
+        timing = frame.select(ROW, _PARTITION, _TIME)
+
         filtered = 0
         if task.where is not None:
             where = task.where.fill_null(False).cast(pl.Boolean).alias(_KEEP)
@@ -109,30 +118,37 @@ class Preaggregator:
                 filtered = frame.height - kept.height
                 frame = kept
 
-        frame = self._with_event_time(frame, bad, now_ms=now_ms)
+        frame = self._drop_missing_event_times(frame, bad)
         exprs = [*task.keys, *(arg for arg in task.arguments if arg is not None)]
         frame, failed = with_columns_isolating_failures(frame, exprs, what="an expression")
         bad.update(failed)
         frame = self._drop_non_numeric_arguments(frame, bad)
 
+        if len(bad) > len(decoded.bad):  # bad since decoding: their times do not count
+            timing = timing.with_columns(
+                pl.when(pl.col(ROW).is_in(list(bad)))
+                .then(None)
+                .otherwise(pl.col(_TIME))
+                .alias(_TIME)
+            )
+        timed = timing.filter(pl.col(_TIME).is_not_null()) if timing.height else timing
+        latest_times = _latest_times(timed) if timed.height else {}
         new_stream_times = {p: t for p, t in stream_times.items() if t is not None}
+        for partition, latest in latest_times.items():
+            previous = new_stream_times.get(partition)
+            new_stream_times[partition] = latest if previous is None else max(previous, latest)
         late: list[RejectedRecord] = []
         datasets: dict[int, bytes] = {}
         last_window: int | None = None
         if frame.height:
-            # Late records cannot raise stream time (they are below it), so the largest times
-            # of all rows are those of the on-time rows, or below the stream time already.
-            latest_times = _latest_times(frame)
-            frame, late_rows = self._split_late(frame, stream_times, latest_times)
+            frame = self._with_stream_time_before(frame, timing, stream_times, latest_times)
+            frame, late_rows = self._split_late(frame)
             late = [
                 batch.rejected(row, self._late_reason(t, before))
                 for row, t, before in late_rows.select(ROW, _TIME, _BEFORE).iter_rows()
             ]
             if frame.height:
                 datasets, last_window = self._datasets(frame)
-            for partition, latest in latest_times.items():
-                previous = new_stream_times.get(partition)
-                new_stream_times[partition] = latest if previous is None else max(previous, latest)
 
         return BatchPartials(
             datasets=datasets,
@@ -146,23 +162,27 @@ class Preaggregator:
             filtered=filtered,
         )
 
-    def _with_event_time(
-        self, frame: pl.DataFrame, bad: dict[int, str], *, now_ms: int
-    ) -> pl.DataFrame:
+    def _with_event_time(self, frame: pl.DataFrame, *, now_ms: int) -> pl.DataFrame:
+        """`frame` with `_TIME`, the event time in epoch ms (null where missing or invalid)."""
         event_time = self._task.spec.event_time
         if event_time.format is TimeFormat.PROCESSING or not event_time.field:
             return frame.with_columns(pl.lit(now_ms, dtype=pl.Int64).alias(_TIME))
         raw = frame.get_column(event_time.field)
         times = event_time_ms(raw, time_format=event_time.format, now_ms=now_ms).alias(_TIME)
-        frame = frame.with_columns(times)
-        if not times.null_count():
+        return frame.with_columns(times)
+
+    def _drop_missing_event_times(self, frame: pl.DataFrame, bad: dict[int, str]) -> pl.DataFrame:
+        """Records WHERE kept without a valid event time are bad (a filtered one is not)."""
+        if not frame.height or not frame.get_column(_TIME).null_count():
             return frame
+        event_time = self._task.spec.event_time
+        field = event_time.field
         missing = frame.filter(pl.col(_TIME).is_null())
-        for row, value in missing.select(ROW, event_time.field).iter_rows():
+        for row, value in missing.select(ROW, field).iter_rows():
             bad[row] = (
-                f"event time field '{event_time.field}' is missing"
+                f"event time field '{field}' is missing"
                 if value is None
-                else f"event time field '{event_time.field}' is not a valid "
+                else f"event time field '{field}' is not a valid "
                 f"{event_time.format.value} timestamp: {value!r:.60}"
             )
         return frame.filter(pl.col(_TIME).is_not_null())
@@ -188,31 +208,38 @@ class Preaggregator:
             )
         return frame
 
-    def _split_late(
+    def _late_from(self) -> pl.Expr:
+        """Per row, the smallest stream time at which the record is late: its latest window's
+        `end + grace`, or for sessions `time + grace + 1` (only strictly older than GRACE
+        allows is late, so equal timestamps are on time)."""
+        window, session = self._task.window, self._task.session
+        if session is not None:
+            return pl.col(_TIME) + (session.grace_ms + 1)
+        return window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
+
+    def _with_stream_time_before(
         self,
         frame: pl.DataFrame,
+        timing: pl.DataFrame,
         stream_times: Mapping[int, int | None],
         latest_times: Mapping[int, int],
-    ) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """(on-time rows, late rows), both with `_BEFORE`: stream time before each record
-        (tumbling and session windows: on-time rows may lack it when nothing in the batch can be
-        late). `latest_times`: `_latest_times(frame)`."""
-        window, session = self._task.window, self._task.session
+    ) -> pl.DataFrame:
+        """`frame` (rows left to window) with `_BEFORE`: its partition's stream time before each
+        record, a running max over `timing` (every decoded row in batch order, `_TIME` null
+        where it does not count; `latest_times`: its maxima per partition). Left out for
+        tumbling and session windows when nothing in the batch can be late."""
         present = list(latest_times)
-        if session is not None:  # late when grace or more behind
-            last_close = pl.col(_TIME) + session.grace_ms
-        else:
-            last_close = window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
-        if window.tumbling or session is not None:
-            # A record is late when its window closed at or before the stream time before it,
-            # which is at most the largest time known before or in the batch: when even the
-            # earliest close is after that, nothing is late and no running max is needed.
+        if self._task.window.tumbling or self._task.session is not None:
+            # A record is late when the stream time before it reached its `late_from`; that
+            # stream time is at most the largest time known before or in the batch: when even
+            # the earliest `late_from` is after it, nothing is late, no running max needed.
             known = [t for p in present if (t := stream_times.get(p)) is not None]
-            earliest = frame.select(last_close.min()).item()
+            earliest = frame.select(self._late_from().min()).item()
             if earliest is not None and earliest > max([*known, *latest_times.values()]):
-                return frame, frame.clear().with_columns(pl.lit(None, pl.Int64).alias(_BEFORE))
-        running = pl.col(_TIME).cum_max().shift(1)
-        if len(present) > 1:
+                return frame
+        # Records whose time does not count leave it where it was: carried over them.
+        running = pl.col(_TIME).cum_max().forward_fill().shift(1)
+        if timing.get_column(_PARTITION).n_unique() > 1:
             running = running.over(_PARTITION)
         initial: pl.Expr = pl.lit(None, dtype=pl.Int64)
         for partition in present:  # a few partitions: cheaper than a mapping lookup
@@ -223,17 +250,28 @@ class Preaggregator:
                     if len(present) == 1
                     else pl.when(pl.col(_PARTITION) == partition).then(time).otherwise(initial)
                 )
-        frame = frame.with_columns(pl.max_horizontal(running, initial).alias(_BEFORE))
-        is_late = frame.select((last_close <= pl.col(_BEFORE)).fill_null(False)).to_series()
-        if not is_late.any():  # the usual case: no copies
+        before = timing.select(pl.max_horizontal(running, initial).alias(_BEFORE)).to_series()
+        if timing.height != frame.height:  # both in batch order: `frame`'s rows by position
+            rows = frame.get_column(ROW)
+            before = before.gather(timing.get_column(ROW).search_sorted(rows))
+        return frame.with_columns(before)
+
+    def _split_late(self, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(on-time rows, late rows) by `_BEFORE` (`_with_stream_time_before`; none late
+        without it)."""
+        if _BEFORE not in frame.columns:
+            return frame, frame.clear().with_columns(pl.lit(None, pl.Int64).alias(_BEFORE))
+        is_late = frame.select((self._late_from() <= pl.col(_BEFORE)).fill_null(False))
+        late_mask = is_late.to_series()
+        if not late_mask.any():  # the usual case: no copies
             return frame, frame.clear()
-        return frame.filter(~is_late), frame.filter(is_late)
+        return frame.filter(~late_mask), frame.filter(late_mask)
 
     def _late_reason(self, event_time: int, stream_time: int) -> str:
         window, session = self._task.window, self._task.session
         if session is not None:
             return (
-                f"late: event time {event_time} ms is GRACE ({session.grace_ms} ms) or more "
+                f"late: event time {event_time} ms is more than GRACE ({session.grace_ms} ms) "
                 f"behind stream time {stream_time} ms (its session may be closed)"
             )
         start = window.last_start(event_time)

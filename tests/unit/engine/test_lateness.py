@@ -65,12 +65,69 @@ def test_hopping_record_is_late_only_when_all_its_windows_are_closed() -> None:
     assert [r.offset for r in late] == [1]
 
 
-def test_where_filtered_records_do_not_advance_stream_time() -> None:
+def test_where_filtered_records_advance_stream_time() -> None:
+    # Flink's rule: event time comes from every record the source reads, so a record WHERE
+    # drops moves stream time (and can make a later kept record late), in partition order.
     spec = make_spec(size_ms=10, where="keep = 1")
-    records = json_records([{"ts": 100, "k": "a", "keep": 0}, {"ts": 5, "k": "a", "keep": 1}])
+    records = json_records(
+        [
+            {"ts": 3, "k": "a", "keep": 1},
+            {"ts": 100, "k": "a", "keep": 0},
+            {"ts": 5, "k": "a", "keep": 1},
+        ]
+    )
     partials = preaggregate(spec, records, {}, 0)
-    assert partials.late == [] and partials.filtered == 1 and partials.accepted == 2
-    assert partials.stream_times == {0: 5}
+    assert [r.offset for r in partials.late] == [2]
+    assert partials.filtered == 1 and partials.accepted == 2
+    assert partials.stream_times == {0: 100}
+    for sizes in ([1], [2], [3]):  # the same wherever the batches are cut
+        windows, late, _, stream_times = run_in_batches(spec, records, sizes)
+        assert [r.offset for r in late] == [2] and stream_times == {0: 100}
+        assert windows == {0: {("a",): [1]}}
+
+
+def test_a_batch_whose_records_where_drops_all_still_advances_stream_time() -> None:
+    spec = make_spec(size_ms=10, where="keep = 1")
+    records = json_records([{"ts": 86_400_000, "k": "a", "keep": 0}])
+    partials = preaggregate(spec, records, {0: 5}, 0)
+    assert partials.datasets == {} and partials.filtered == 1
+    assert partials.stream_times == {0: 86_400_000}
+
+
+def test_a_filtered_record_needs_no_event_time_and_a_kept_one_does() -> None:
+    spec = make_spec(size_ms=10, where="keep = 1")
+    records = json_records(
+        [{"k": "a", "keep": 0}, {"k": "a", "keep": 1}, {"ts": 7, "k": "a", "keep": 1}]
+    )
+    partials = preaggregate(spec, records, {}, 0)
+    assert [r.offset for r in partials.bad] == [1] and "missing" in partials.bad[0].reason
+    assert partials.filtered == 1 and partials.stream_times == {0: 7}
+
+
+def test_a_bad_record_does_not_advance_stream_time() -> None:
+    # A dead-lettered record has no effect but its counter, whichever step rejected it: the
+    # decoder (SUM of a string field) or a later one (SUM of a computed string).
+    for argument, value in (("v", "x"), ("lower(k)", None)):
+        spec = make_spec(size_ms=10, aggregates=[(AggFunc.SUM, argument, "total")])
+        records = json_records([{"ts": 50, "k": "a", "v": value}, {"ts": 5, "k": "a", "v": 1}])
+        if value is None:
+            records = json_records([{"ts": 50, "k": "A"}, {"ts": 5, "k": None}])
+        partials = preaggregate(spec, records, {}, 0)
+        assert [r.offset for r in partials.bad] == [0] and partials.late == [], argument
+        assert partials.stream_times == {0: 5}
+
+
+def test_equal_timestamps_are_on_time_in_every_window_kind() -> None:
+    records = json_records([{"ts": t, "k": "a"} for t in [10, 10, 10, 20, 20, 9]])
+    for spec in (
+        make_spec(size_ms=10),
+        make_spec(size_ms=10, slide_ms=5),
+        make_spec(size_ms=5, session=True),
+    ):
+        for sizes in ([1], [6]):
+            _, late, _, stream_times = run_in_batches(spec, records, sizes)
+            assert [r.offset for r in late] == [5], (spec.window, sizes)
+            assert stream_times == {0: 20}
 
 
 def test_hopping_contributions_skip_only_windows_closed_with_grace() -> None:

@@ -44,19 +44,20 @@ def test_a_partial_bridging_two_sessions_merges_them_into_one() -> None:
     assert s.windows == {0: {("a",): [4, 8, 27]}}
     s.merge(0, 3, dataset({8: {("a",): [1, 1, 8]}}))
     assert s.windows == {0: {("a",): [5, 9, 27]}}
-    assert s.close(27 + GAP + GRACE - 1) == []
-    [closed] = s.close(27 + GAP + GRACE)
+    assert s.close(27 + GAP + GRACE) == []  # a record at 27 + GAP could still join it
+    [closed] = s.close(27 + GAP + GRACE + 1)
     assert (closed.start, closed.groups) == (0, {("a",): [5, 9, 27]})
 
 
-def test_a_partial_grace_behind_the_closed_watermark_is_late_and_forces_a_checkpoint() -> None:
+def test_a_partial_more_than_grace_behind_the_closed_watermark_is_late_and_checkpoints() -> None:
     s = state(rseqs={0: 1})
     s.merge(0, 1, dataset({0: {("a",): [1, 1, 0]}}))
     s.close(100)
     s.checkpointed()
-    late = s.merge(0, 2, dataset({95: {("a",): [3, 3, 120]}, 96: {("b",): [1, 1, 96]}}))
-    assert [(x.window_start, x.key, x.records) for x in late] == [(95, ("a",), 3)]
-    assert s.checkpoint_now and list(s.windows) == [96]
+    # 94 + GRACE < 100: late; 95 + GRACE == 100: on time (equal is never late)
+    late = s.merge(0, 2, dataset({94: {("a",): [3, 3, 120]}, 95: {("b",): [1, 1, 95]}}))
+    assert [(x.window_start, x.key, x.records) for x in late] == [(94, ("a",), 3)]
+    assert s.checkpoint_now and list(s.windows) == [95]
     s.checkpointed()
     assert not s.checkpoint_now and s.rseq(0) == 3
 
@@ -67,7 +68,7 @@ def test_a_growing_session_holds_one_closing_entry_whatever_its_merges() -> None
         s.merge(0, seq, dataset({seq: {("a",): [1, 1, seq]}}))
         s.close(seq - 1)
     assert len(s._closing) == 1 and list(s.windows) == [1]
-    [closed] = s.close(1_000 + GAP + GRACE)
+    [closed] = s.close(1_000 + GAP + GRACE + 1)
     assert closed.groups == {("a",): [1_000, 1_000, 1_000]} and s._closing == []
 
 
