@@ -71,7 +71,7 @@ class ProduceError(Exception):
         self.report = report
 
 
-class _DeliveryErrors:
+class DeliveryErrors:
     """Counts failed deliveries and keeps the first few reasons."""
 
     def __init__(self, *, keep: int = 5) -> None:
@@ -113,7 +113,7 @@ def produce(
     with either strategy. Raises `ProduceError` (carrying the report) when any record failed
     or was still undelivered after `flush_timeout_s`.
     """
-    errors = _DeliveryErrors()
+    errors = DeliveryErrors()
     own = {**THROUGHPUT_CONFIG, **(producer_config or {}), "on_delivery": errors}
     producer = Producer(client_config(kafka, own))
     chooser = PartitionChooser(
@@ -135,7 +135,7 @@ def produce(
             for value, key, partition in zip(
                 chunk.values[lo:hi], chunk.keys[lo:hi], partitions[lo:hi], strict=True
             ):
-                _produce_one(producer, topic, value, key, partition)
+                produce_one(producer, topic, value, key, partition)
             produced += hi - lo
             producer.poll(0)
             if on_progress is not None:
@@ -156,7 +156,7 @@ def produce(
     return report
 
 
-def _produce_one(producer: Producer, topic: str, value: bytes, key: bytes, partition: int) -> None:
+def produce_one(producer: Producer, topic: str, value: bytes, key: bytes, partition: int) -> None:
     """Hand one record to librdkafka, waiting for queue space when it is full."""
     while True:
         try:
