@@ -26,22 +26,20 @@ gateway's JVM (a child of this process), parallelism `--parallelism` (2 in the b
 The session time zone is UTC, so that `window_start` (a TIMESTAMP in the session's zone for a
 TIMESTAMP_LTZ time attribute) turns back into epoch milliseconds without an offset.
 
-Prints `SETTINGS <json>` (the versions and settings, for the report), `SESSION <t>` once the
-TableEnvironment (and its JVM) is up and `STARTED <t>` (wall seconds) just before the INSERT
-is submitted; runs until terminated (SIGTERM). The markers go to the original stdout; the
-JVM's own stdout is sent to stderr (the log), so that nothing fills a pipe nobody reads.
+Runs the job with `benchmarks.flink_job.run_job` (the markers `SETTINGS`, `SESSION`,
+`STARTED` on stdout; until terminated).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import time
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
+
+from benchmarks.flink_job import run_job
 
 # The columns the query reads; every other column of the tuple is declared as text and unused.
 TIMESTAMP_COLUMN = "timestamp"
@@ -198,42 +196,17 @@ def parse(argv: list[str] | None) -> tuple[FlinkJob, Path, Path]:
     return job, Path(args.jar), Path(args.log_dir)
 
 
-def markers_out() -> TextIO:
-    """The original stdout, for the markers; fd 1 (inherited by the gateway's JVM) becomes
-    stderr."""
-    out = os.fdopen(os.dup(1), "w", buffering=1)
-    sys.stdout.flush()
-    os.dup2(2, 1)
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     job, jar, log_dir = parse(argv)
     if not jar.is_file():
         raise SystemExit(f"no connector jar at {jar}")
-    out = markers_out()
-    log_dir.mkdir(parents=True, exist_ok=True)
-    os.environ["FLINK_LOG_DIR"] = str(log_dir)
-
-    from pyflink.common import Configuration
-    from pyflink.table import EnvironmentSettings, TableEnvironment
-    from pyflink.version import __version__ as flink_version
-
-    config = Configuration()
-    for key, value in configuration(job, jar=jar).items():
-        config.set_string(key, value)
-    env = TableEnvironment.create(
-        EnvironmentSettings.new_instance().in_streaming_mode().with_configuration(config).build()
+    return run_job(
+        configuration=configuration(job, jar=jar),
+        settings=settings(job, flink_version=version("apache-flink"), jar=jar),
+        statements=[source_ddl(job), sink_ddl(job)],
+        insert=insert_sql(job),
+        log_dir=log_dir,
     )
-    print(f"SETTINGS {json.dumps(settings(job, flink_version=flink_version, jar=jar))}", file=out)
-    print(f"SESSION {time.time()}", file=out)
-    env.execute_sql(source_ddl(job))
-    env.execute_sql(sink_ddl(job))
-    started = time.time()
-    result = env.execute_sql(insert_sql(job))
-    print(f"STARTED {started}", file=out)
-    result.wait()
-    return 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from benchmarks.profile_reading import CONSUME, NATIVE_CONSUME
 from benchmarks.report_balance import BALANCE_HEADING, balance_section
 from benchmarks.report_e2e import E2E_HEADING, STEADY_HEADING, e2e_section, steady_section
 from benchmarks.report_format import fmt, image, med
+from benchmarks.report_nexmark import NEXMARK_HEADING, nexmark_section
 from benchmarks.report_pull import PULL_HEADING, pull_section
 from benchmarks.report_spark_stream import SPARK_STREAM_HEADING, spark_stream_section
 from benchmarks.report_tasks import TASKS_HEADING, tasks_section
@@ -37,6 +38,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "balance": (BALANCE_HEADING,),
     "tasks": (TASKS_HEADING,),
     "profile": (PROFILE_HEADING,),
+    "nexmark": (NEXMARK_HEADING,),
     "spark_stream": (SPARK_STREAM_HEADING,),
 }
 
@@ -98,6 +100,7 @@ def render_report(results: dict[str, Any], *, images: dict[str, str]) -> str:
     lines += balance_section(results.get("balance"))
     lines += spark_stream_section(results.get("spark_stream"))
     lines += tasks_section(results.get("tasks"))
+    lines += nexmark_section(results.get("nexmark"))
     lines += _profile_section(results.get("profile"))
     lines += _method_section()
     return "\n".join(lines).rstrip() + "\n"

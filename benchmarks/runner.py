@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from benchmarks.exp_end_to_end import end_to_end_experiment
 from benchmarks.exp_faults import faults_experiment
 from benchmarks.exp_latency import latency_experiment
 from benchmarks.exp_mapper import batch_size_experiment, process_count_experiment
+from benchmarks.exp_nexmark import NexmarkPlan, nexmark_experiment
 from benchmarks.exp_pull_query import PullPlan, pull_experiment
 from benchmarks.exp_spark_stream import StreamPlan, spark_stream_experiment
 from benchmarks.exp_state import state_experiment
@@ -50,6 +51,7 @@ EXPERIMENTS = (
     "balance",
     "tasks",
     "profile",
+    "nexmark",
     "spark_stream",  # last: the Spark master and workers it starts stay up until the end
 )
 # The experiments that read the preloaded topic S.
@@ -68,6 +70,7 @@ TITLES = {
     "balance": "experiment 9, skewed tasks with and without load moves",
     "tasks": "experiment 11, many tasks over one topic",
     "profile": "one mapper sampled by py-spy",
+    "nexmark": "experiment 12, Nexmark q5, q7, q11 in Mars and Flink SQL against a DuckDB oracle",
     "spark_stream": "experiment 10, live pre-aggregation: mapper processes vs the Spark stream",
 }
 
@@ -110,6 +113,7 @@ class BenchConfig:
     stream_records: int = 1_000_000
     task_counts: tuple[int, ...] = (1, 10, 50)  # tasks registered at once over topic S
     steady_records: int = 3_000_000  # experiment 3 again, where start-up stops dominating
+    nexmark_records: int = 1_000_000  # bids over 30 min of event time
     timeout_s: float = 900.0
     run_dir: Path = PROJECT_ROOT / ".mars" / "bench"
     results_dir: Path = PROJECT_ROOT / "benchmarks" / "results"
@@ -120,6 +124,19 @@ class BenchConfig:
 
     @classmethod
     def build(
+        cls,
+        *,
+        quick: bool,
+        runs: int | None,
+        experiments: tuple[str, ...],
+        command: str,
+        nexmark_records: int | None = None,
+    ) -> BenchConfig:
+        config = cls._build(quick=quick, runs=runs, experiments=experiments, command=command)
+        return replace(config, nexmark_records=nexmark_records) if nexmark_records else config
+
+    @classmethod
+    def _build(
         cls, *, quick: bool, runs: int | None, experiments: tuple[str, ...], command: str
     ) -> BenchConfig:
         unknown = set(experiments) - set(EXPERIMENTS)
@@ -144,6 +161,7 @@ class BenchConfig:
                 stream_records=100_000,
                 task_counts=(1, 3),
                 steady_records=600_000,
+                nexmark_records=100_000,
                 command=command,
             )
         return cls(
@@ -280,6 +298,20 @@ def _run_experiments(
             log=log,
         ),
         "profile": lambda: profile_mapper(bench, data(), config.run_dir / "mapper-profile.txt"),
+        "nexmark": lambda: nexmark_experiment(
+            bench,
+            NexmarkPlan(
+                records=config.nexmark_records,
+                runs=config.runs,
+                partitions=config.partitions,
+                mappers=config.e2e_mappers,
+                reducers=config.e2e_reducers,
+                flink_parallelism=config.e2e_flink_parallelism,
+                timeout_s=config.timeout_s,
+            ),
+            log_dir=_work_dir(config, "nexmark"),
+            log=log,
+        ),
         "spark_stream": lambda: spark_stream_experiment(
             bench,
             StreamPlan(

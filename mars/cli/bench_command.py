@@ -22,6 +22,7 @@ EXPERIMENT_NAMES = (
     "balance",
     "tasks",
     "profile",
+    "nexmark",
     "spark_stream",
 )
 
@@ -41,6 +42,12 @@ def register(subparsers: Any) -> None:
         help="which experiments (default: all)",
     )
     bench.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
+    bench.add_argument(
+        "--nexmark-records",
+        type=int,
+        default=None,
+        help="bids in the nexmark experiment (default 1,000,000; --quick 100,000)",
+    )
     bench.add_argument(
         "--report-from",
         metavar="RESULTS_JSON",
@@ -65,6 +72,7 @@ def _bench(args: argparse.Namespace) -> int:
         runs=args.runs,
         experiments=tuple(args.experiments),
         command=command.strip(),
+        nexmark_records=args.nexmark_records,
     )
     if args.report_from:
         rewrite_report(Path(args.report_from), config)

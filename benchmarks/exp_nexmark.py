@@ -1,0 +1,325 @@
+"""Experiment 12: Nexmark's q5, q7 and q11 in Mars and in Flink SQL, on the same preloaded bids
+topic in the same invocation, every result checked against the DuckDB oracle.
+
+The bids (`mars.gen.nexmark`, JSON, in time order in each partition) are produced once, with
+one sentinel bid per partition a day after the data; the oracle computes every query's
+expected rows from the same columns. Then, for each run and query, Mars (a fresh task on
+`mappers` mappers + `reducers` reducers, already up and idle) and Flink SQL (a fresh job in
+PyFlink's MiniCluster, `flink_parallelism` wide, `benchmarks.flink_job`) read the whole topic;
+the clock runs from the task's registration (Flink: the INSERT's submission) until the last of
+the oracle's number of data rows is readable in the result topic (read_committed). Every row
+read is then checked against the oracle (`benchmarks.nexmark_check`).
+
+Events per second per core: the records over the CPU seconds the system used meanwhile
+(Mars: its mappers, reducers and the Redis server; Flink: its Python process and JVM; the
+Kafka broker for neither), and, wall clock, the records per second over the machine's cores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.nexmark_check import check, data_rows, keyed_rows
+from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
+from benchmarks.nexmark_oracle import Expected, expected_results
+from benchmarks.nexmark_queries import QUERIES, NexmarkQuery
+from benchmarks.peers import PeerUnavailable, flink_kafka_jar, peer_python
+from benchmarks.procstat import cpu_seconds, tree_cpu_seconds, tree_peak_rss_mb
+from benchmarks.result_rows import RowCollector
+from benchmarks.stats import summarize
+from benchmarks.subprocesses import read_markers, spawn_module, stop_group
+from mars.gen.nexmark import NexmarkConfig, encode_bids, generate_bids
+from mars.gen.nexmark_produce import produce_bids
+
+Log = Callable[[str], None]
+SENTINEL_AFTER_MS = 86_400_000  # a day after the data: past every data window and session
+TOPIC = "bids"  # the topic's name in the report's queries
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NexmarkPlan:
+    """What experiment 12 runs."""
+
+    records: int
+    runs: int
+    partitions: int = 4
+    span_s: int = 1800
+    seed: int = 7
+    mappers: int = 2
+    reducers: int = 1
+    flink_parallelism: int = 2
+    queries: tuple[str, ...] = ("q5", "q7", "q11")
+    timeout_s: float = 900.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Loaded:
+    """The preloaded bids topic and what a run checks against."""
+
+    topic: str
+    records: int
+    data_end_ms: int  # one past the last bid's time: later windows are the sentinels'
+    expected: Expected
+
+
+def nexmark_experiment(
+    bench: BenchCluster, plan: NexmarkPlan, *, log_dir: Path, log: Log = print
+) -> dict[str, Any]:
+    """Runs interleaved (for each run, each query: Mars, then Flink) so load hits both alike;
+    Flink missing or failing is noted and Mars measured all the same."""
+    loaded, preload = _preload(bench, plan, log)
+    queries = [QUERIES[name] for name in plan.queries]
+    found: dict[str, dict[str, list[dict[str, Any]]]] = {
+        q.name: {"mars": [], "flink": []} for q in queries
+    }
+    notes: list[str] = []
+    for index in range(plan.runs):
+        for query in queries:
+            mars = mars_query_run(bench, query, loaded, plan=plan)
+            found[query.name]["mars"].append(mars)
+            log(f"  {query.name} mars  run {index + 1}: {_line(mars)}")
+            try:
+                flink = flink_query_run(bench, query, loaded, plan=plan, log_dir=log_dir)
+            except PeerUnavailable as error:
+                _note(notes, f"Flink SQL not measured: {error}", log)
+                continue
+            except Exception as error:  # a failing peer must not lose Mars's runs
+                _note(notes, f"Flink SQL {query.name} failed: {error!r:.300}", log)
+                continue
+            found[query.name]["flink"].append(flink)
+            log(f"  {query.name} flink run {index + 1}: {_line(flink)}")
+    return {
+        **preload,
+        "cores": os.cpu_count() or 1,
+        "mappers": plan.mappers,
+        "reducers": plan.reducers,
+        "flink_parallelism": plan.flink_parallelism,
+        "queries": {
+            q.name: {
+                "title": q.title,
+                "mars_sql": q.mars_sql(TOPIC),
+                "flink_sql": q.flink_select,
+                "expected_rows": loaded.expected.rows(q.name),
+                "mars": _system(found[q.name]["mars"]),
+                "flink": _system(found[q.name]["flink"]),
+            }
+            for q in queries
+        },
+        "notes": notes,
+    }
+
+
+def _preload(bench: BenchCluster, plan: NexmarkPlan, log: Log) -> tuple[Loaded, dict[str, Any]]:
+    config = NexmarkConfig(count=plan.records, seed=plan.seed, span_s=plan.span_s)
+    bids = generate_bids(config)
+    data_end_ms = int(bids.date_time.max()) + 1
+    topic = fresh_id(f"{TOPIC}_")  # a topic name the task language reads: no '-'
+    log(f"preloading {plan.records:,} Nexmark bids into topic {topic} ...")
+    bench.create_topic(topic, plan.partitions)
+    report = produce_bids(
+        bench.kafka,
+        topic,
+        bids,
+        partitions=plan.partitions,
+        sentinel_ms=data_end_ms + SENTINEL_AFTER_MS,
+    )
+    started = time.monotonic()
+    expected = expected_results(bids)
+    oracle_s = time.monotonic() - started
+    sample = encode_bids(bids, 0, min(len(bids), 20_000))
+    mean_bytes = sum(map(len, sample)) / max(len(sample), 1)
+    log(f"  {report.records_per_s:,.0f} bids/s produced; oracle in {oracle_s:.1f} s")
+    loaded = Loaded(topic=topic, records=plan.records, data_end_ms=data_end_ms, expected=expected)
+    return loaded, {
+        "records": plan.records,
+        "partitions": plan.partitions,
+        "span_s": plan.span_s,
+        "seed": plan.seed,
+        "mean_bytes": mean_bytes,
+        "distinct_times": len(set(bids.date_time.tolist())),
+        "produce_rate": report.records_per_s,
+        "oracle_s": oracle_s,
+        "config": {k: getattr(config, k) for k in config.__dataclass_fields__},
+    }
+
+
+def mars_query_run(
+    bench: BenchCluster, query: NexmarkQuery, loaded: Loaded, *, plan: NexmarkPlan
+) -> dict[str, Any]:
+    redis = _redis_pid(bench)
+    with bench.run() as run:
+        run.start_mappers(plan.mappers)
+        run.start_reducers(plan.reducers)
+        task_id = fresh_id(f"nexmark-{query.name}-")
+        output = f"mars.results.{task_id}"
+        bench.create_topic(output, bench.settings.kafka.result_partitions)
+        collector = RowCollector(kafka=bench.kafka, topic=output, count_field="")
+        collector.start()
+        try:
+            redis_cpu = cpu_seconds(redis) or 0.0
+            started = time.time()
+            run.register(query.mars_sql(loaded.topic), task_id=task_id)
+            finished = _wait_rows(collector, "mars", query.name, loaded, timeout_s=plan.timeout_s)
+            figures = run.figures()
+            redis_cpu = (cpu_seconds(redis) or 0.0) - redis_cpu
+        finally:
+            collector.stop()
+    cpu = sum(f.cpu_s or 0.0 for fs in figures.values() for f in fs) + redis_cpu
+    return _figures(
+        collector, "mars", query.name, loaded, seconds=finished - started, cpu_s=cpu
+    ) | {"redis_cpu_s": redis_cpu}
+
+
+def flink_query_run(
+    bench: BenchCluster,
+    query: NexmarkQuery,
+    loaded: Loaded,
+    *,
+    plan: NexmarkPlan,
+    log_dir: Path,
+) -> dict[str, Any]:
+    python = peer_python()
+    jar = flink_kafka_jar()
+    output = fresh_id(f"flink-{query.name}-")
+    run_id = output.removeprefix("flink-")
+    job = NexmarkFlinkJob(
+        query=query,
+        bootstrap=bench.bootstrap,
+        topic=loaded.topic,
+        output=output,
+        run_id=run_id,
+        parallelism=plan.flink_parallelism,
+    )
+    path = log_dir / f"{output}.json"
+    path.write_text(json.dumps(job_file(job, jar=jar), indent=2))
+    bench.create_topic(output, bench.settings.kafka.result_partitions)
+    args = ["--job", str(path), "--log-dir", str(log_dir / f"flink-{run_id}")]
+    collector = RowCollector(kafka=bench.kafka, topic=output, count_field="")
+    collector.start()
+    launched = time.time()
+    try:
+        child = spawn_module(
+            "benchmarks.flink_job", args, log=log_dir / "flink-nexmark.log", python=python
+        )
+        try:
+            markers = read_markers(child, until="STARTED")
+            if "STARTED" not in markers:
+                raise PeerUnavailable(f"exited before starting its query (log {log_dir})")
+            started = float(markers["STARTED"])
+            cpu = tree_cpu_seconds(child.pid)
+            finished = _wait_rows(
+                collector,
+                "flink",
+                query.name,
+                loaded,
+                timeout_s=plan.timeout_s,
+                alive=lambda: child.poll() is None,
+            )
+            cpu = tree_cpu_seconds(child.pid) - cpu
+            rss = tree_peak_rss_mb(child.pid)
+        finally:
+            stop_group(child)
+    finally:
+        collector.stop()
+    return _figures(
+        collector, "flink", query.name, loaded, seconds=finished - started, cpu_s=cpu
+    ) | {
+        "startup_s": started - launched,
+        "peak_rss_mb": rss,
+        "settings": json.loads(markers.get("SETTINGS", "{}")),
+    }
+
+
+def _wait_rows(
+    collector: RowCollector,
+    system: str,
+    query: str,
+    loaded: Loaded,
+    *,
+    timeout_s: float,
+    alive: Callable[[], bool] = lambda: True,
+) -> float:
+    """The wall time the last of the oracle's number of data rows arrived; NaN at the
+    timeout or when the system stopped first. Only the rows new since the last look are
+    read, so that watching costs the measured systems little CPU."""
+    target = loaded.expected.rows(query)
+    counted = last = 0.0
+    seen = 0
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        rows = collector.taken()[seen:]
+        seen += len(rows)
+        for row, arrival in rows:
+            keyed = keyed_rows(system, query, [row])
+            if data_rows(query, keyed, data_end_ms=loaded.data_end_ms):
+                counted += 1
+                last = max(last, arrival)
+        if counted >= target:
+            return last
+        if not alive():
+            break
+        time.sleep(0.2)
+    return math.nan
+
+
+def _figures(
+    collector: RowCollector,
+    system: str,
+    query: str,
+    loaded: Loaded,
+    *,
+    seconds: float,
+    cpu_s: float,
+) -> dict[str, Any]:
+    keyed = keyed_rows(system, query, [row for row, _ in collector.taken()])
+    verdict = check(query, data_rows(query, keyed, data_end_ms=loaded.data_end_ms), loaded.expected)
+    complete = not math.isnan(seconds)
+    return {
+        "seconds": seconds,
+        "complete": complete,
+        "records_per_s": loaded.records / seconds if complete else math.nan,
+        "cpu_s": cpu_s,
+        "records_per_cpu_s": loaded.records / cpu_s if complete and cpu_s > 0 else math.nan,
+        "check": verdict.as_dict(),
+    }
+
+
+def _system(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    cores = os.cpu_count() or 1
+    return {
+        "runs": runs,
+        "exact": bool(runs) and all(r["check"]["exact"] for r in runs),
+        "seconds": summarize([r["seconds"] for r in runs]),
+        "records_per_s": summarize([r["records_per_s"] for r in runs]),
+        "records_per_s_per_core": summarize([r["records_per_s"] / cores for r in runs]),
+        "records_per_cpu_s": summarize([r["records_per_cpu_s"] for r in runs]),
+        "cpu_s": summarize([r["cpu_s"] for r in runs]),
+    }
+
+
+def _redis_pid(bench: BenchCluster) -> int:
+    state = bench.cluster.state
+    assert state is not None, "the cluster is not up"
+    return next(record.pid for record in state.processes if record.role == "redis")
+
+
+def _line(run: dict[str, Any]) -> str:
+    verdict = "exact" if run["check"]["exact"] else f"NOT EXACT ({run['check']['first_problem']})"
+    return (
+        f"{run['seconds']:.1f} s, {run['records_per_s']:,.0f} rec/s, "
+        f"{run['records_per_cpu_s']:,.0f} rec/CPU-s, {verdict}"
+    )
+
+
+def _note(notes: list[str], note: str, log: Log) -> None:
+    log(f"  {note}")
+    if note not in notes:
+        notes.append(note)
