@@ -170,12 +170,17 @@ def mars_query_run(
             finished = _wait_rows(collector, "mars", query.name, loaded, timeout_s=plan.timeout_s)
             figures = run.figures()
             redis_cpu = (cpu_seconds(redis) or 0.0) - redis_cpu
+            counters = run.stats()  # late and bad: none with partitions in time order
         finally:
             collector.stop()
     cpu = sum(f.cpu_s or 0.0 for fs in figures.values() for f in fs) + redis_cpu
     return _figures(
         collector, "mars", query.name, loaded, seconds=finished - started, cpu_s=cpu
-    ) | {"redis_cpu_s": redis_cpu}
+    ) | {
+        "redis_cpu_s": redis_cpu,
+        "late": counters.get("late", 0) + counters.get("late_reducer", 0),
+        "bad": counters.get("bad", 0),
+    }
 
 
 def flink_query_run(

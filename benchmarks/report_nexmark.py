@@ -80,7 +80,14 @@ def nexmark_section(found: dict[str, Any] | None) -> list[str]:
         for index, run in enumerate(query[key]["runs"])
         if not run["check"]["exact"]
     ]
-    notes = [*found.get("notes", []), *problems]
+    late = [
+        f"{name} Mars run {index + 1}: {fmt(run.get('late'))} late, {fmt(run.get('bad'))} bad "
+        "records (none expected: every partition is in time order)"
+        for name, query in found["queries"].items()
+        for index, run in enumerate(query["mars"]["runs"])
+        if run.get("late") or run.get("bad")
+    ]
+    notes = [*found.get("notes", []), *problems, *late]
     return [*lines, "", *[f"- {note}" for note in notes], *([""] if notes else [])]
 
 

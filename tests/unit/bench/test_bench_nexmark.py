@@ -293,3 +293,10 @@ def test_the_report_carries_the_section_and_a_run_without_it_says_so() -> None:
     queries: dict[str, Any] = NEXMARK["queries"]  # type: ignore[assignment]
     missing = {**NEXMARK, "queries": {"q7": {**queries["q7"], "flink": system()}}}
     assert "| q7 | Flink SQL | not run |" in "\n".join(nexmark_section(missing))
+
+
+def test_late_or_bad_records_in_a_mars_run_are_noted() -> None:
+    queries: dict[str, Any] = NEXMARK["queries"]  # type: ignore[assignment]
+    late = {**run(2.0), "late": 3, "bad": 0}
+    found = {**NEXMARK, "queries": {"q7": {**queries["q7"], "mars": system(late)}}}
+    assert "- q7 Mars run 1: 3 late, 0 bad records" in "\n".join(nexmark_section(found))
