@@ -173,11 +173,13 @@ def mars_query_run(
             counters = run.stats()  # late and bad: none with partitions in time order
         finally:
             collector.stop()
-    cpu = sum(f.cpu_s or 0.0 for fs in figures.values() for f in fs) + redis_cpu
+    by_role = {role: sum(f.cpu_s or 0.0 for f in fs) for role, fs in figures.items()}
+    cpu = sum(by_role.values()) + redis_cpu
     return _figures(
         collector, "mars", query.name, loaded, seconds=finished - started, cpu_s=cpu
     ) | {
-        "redis_cpu_s": redis_cpu,
+        "cpu_by_role_s": {**by_role, "redis": redis_cpu},
+        "records_in": counters.get("records_in", 0),  # the bids + one sentinel per partition
         "late": counters.get("late", 0) + counters.get("late_reducer", 0),
         "bad": counters.get("bad", 0),
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.report_format import fmt, med
+from benchmarks.stats import median
 
 NEXMARK_HEADING = "## 12. Nexmark q5, q7, q11: Mars and Flink SQL, checked against DuckDB"
 # Flink's events/s per core in the Nexmark project's own runs (nexmark/nexmark README: 8
@@ -59,6 +60,7 @@ def nexmark_section(found: dict[str, Any] | None) -> list[str]:
         for key, label in SYSTEMS:
             lines.append(_row(name, label, query[key], query["expected_rows"]))
     lines += [
+        *_cpu_lines(found),
         "",
         "Flink's published figures are for Nexmark's own q5 and q7 (each a join of the window "
         "aggregate back to the bids or the counts: more work than the queries here) on 8 "
@@ -87,7 +89,15 @@ def nexmark_section(found: dict[str, Any] | None) -> list[str]:
         for index, run in enumerate(query["mars"]["runs"])
         if run.get("late") or run.get("bad")
     ]
-    notes = [*found.get("notes", []), *problems, *late]
+    read = found["records"] + found["partitions"]  # the bids and a sentinel per partition
+    unread = [
+        f"{name} Mars run {index + 1}: {fmt(run['records_in'])} records in, {fmt(read)} "
+        "in the topic"
+        for name, query in found["queries"].items()
+        for index, run in enumerate(query["mars"]["runs"])
+        if run.get("records_in", read) != read
+    ]
+    notes = [*found.get("notes", []), *problems, *late, *unread]
     return [*lines, "", *[f"- {note}" for note in notes], *([""] if notes else [])]
 
 
@@ -104,3 +114,16 @@ def _row(name: str, label: str, system: dict[str, Any], expected: int) -> str:
         f"| {med(system['records_per_s_per_core'])} | {med(system['records_per_cpu_s'])} "
         f"| {PUBLISHED_PER_CORE[name] if label != 'Mars' else ''} |"
     )
+
+
+def _cpu_lines(found: dict[str, Any]) -> list[str]:
+    """Where Mars's CPU seconds went, per query (medians over the runs)."""
+    shares = []
+    for name, query in found["queries"].items():
+        runs = [run["cpu_by_role_s"] for run in query["mars"]["runs"] if "cpu_by_role_s" in run]
+        if runs:
+            roles = {role: median([run[role] for run in runs]) for role in runs[0]}
+            shares.append(f"{name} " + ", ".join(f"{r} {fmt(v, '.1f')}" for r, v in roles.items()))
+    if not shares:
+        return []
+    return ["", "Mars's CPU seconds by process (medians): " + "; ".join(shares) + "."]

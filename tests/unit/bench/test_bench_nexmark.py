@@ -300,3 +300,18 @@ def test_late_or_bad_records_in_a_mars_run_are_noted() -> None:
     late = {**run(2.0), "late": 3, "bad": 0}
     found = {**NEXMARK, "queries": {"q7": {**queries["q7"], "mars": system(late)}}}
     assert "- q7 Mars run 1: 3 late, 0 bad records" in "\n".join(nexmark_section(found))
+
+
+def test_mars_cpu_by_process_and_records_not_all_read_are_shown() -> None:
+    queries: dict[str, Any] = NEXMARK["queries"]  # type: ignore[assignment]
+    measured = {
+        **run(2.0),
+        "cpu_by_role_s": {"mappers": 1.5, "reducers": 0.25, "redis": 0.05},
+        "records_in": 99_000,
+    }
+    found = {**NEXMARK, "queries": {"q5": {**queries["q5"], "mars": system(measured)}}}
+    text = "\n".join(nexmark_section(found))
+    assert "Mars's CPU seconds by process (medians): q5 mappers 1.5, reducers 0.2, redis 0.1." in (
+        text
+    )
+    assert "- q5 Mars run 1: 99,000 records in, 100,004 in the topic" in text
