@@ -1,0 +1,297 @@
+"""Random tasks and random streams for the differential test, from one seed.
+
+A `Case` is a task over a topic of its own plus the stream to produce into it: the records of
+each partition in order. The task is drawn from every clause of the language (window kinds,
+GRACE, every aggregate, WHERE with NULLs/CASE/LIKE/IN/BETWEEN/arithmetic, HAVING, top-k, NULL
+group keys, event time in s, ms and ISO-8601); each clause is kept as a small description
+(`TaskShape`) that renders both Mars's SQL and the oracle's DuckDB SQL, which are the same
+standard SQL for the expressions we draw. The stream has equal timestamps, disorder inside
+and beyond grace, bursts and long pauses, idle (empty) partitions, skewed keys and bad records.
+
+Records hold `ts` (event time), `k1` (skewed string or NULL), `k2` (small int or NULL),
+`v` (int or NULL), `f` (float) and `s` (a string for LIKE).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Literal
+
+TimeUnit = Literal["s", "ms", "iso"]
+WindowKind = Literal["tumbling", "hopping", "session"]
+
+_FORMAT = {"s": "epoch_s", "ms": "epoch_ms", "iso": "iso8601"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_PLUS_TWO = timezone(timedelta(hours=2))
+BASE_MS = 1_700_000_000_000  # streams start near here (2023-11-14)
+# At most this long (size or gap, plus grace) between a stream's end and its last window's
+# close: after the stream, the watermark advances with the wall clock (idle close).
+MAX_CLOSE_MS = 12_000
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """One aggregate call: `sql` as both Mars and DuckDB read it, `oracle` the exact DuckDB
+    aggregate it is compared with, `approximate` the relative error allowed."""
+
+    alias: str
+    sql: str
+    oracle: str
+    approximate: float = 0.0
+
+
+AGGREGATES: tuple[Aggregate, ...] = (
+    Aggregate("n", "count(*)", "count(*)"),
+    Aggregate("nv", "count(v)", "count(v)"),
+    Aggregate("sv", "sum(v)", "sum(v)"),
+    Aggregate("mnv", "min(v)", "min(v)"),
+    Aggregate("mxv", "max(v)", "max(v)"),
+    Aggregate("av", "avg(v)", "avg(v)"),
+    Aggregate("sf", "sum(f)", "sum(f)"),
+    Aggregate("mxf", "max(f)", "max(f)"),
+    Aggregate("mns", "min(k1)", "min(k1)"),
+    Aggregate("dk2", "count(DISTINCT k2)", "count(DISTINCT k2)"),
+    Aggregate("ds", "count(DISTINCT s)", "count(DISTINCT s)"),
+    # HyperLogLog at lg_k 12: relative standard error 1.6 %; three of them, at least 1.
+    Aggregate("ads", "approx_count_distinct(s)", "count(DISTINCT s)", approximate=0.05),
+)
+
+# Conditions WHERE is built from: each is type-correct for the fields' JSON types, so Mars and
+# DuckDB read it alike; NULLs flow through (a NULL condition drops the record).
+_CONDITIONS = (
+    "v > {small}",
+    "v <= {small}",
+    "v IS NULL",
+    "v IS NOT NULL",
+    "k1 = 'a'",
+    "k1 <> 'b'",
+    "k1 IS NULL",
+    "k1 IN ('a', 'c', 'e')",
+    "k2 IN (1, 2)",
+    "k2 NOT IN (0, 3)",
+    "s LIKE 'x%'",
+    "s LIKE '%7'",
+    "s NOT LIKE 'y_'",
+    "v BETWEEN {small} AND {large}",
+    "v * 2 - k2 > {small}",
+    "v + k2 * 3 < {large}",
+    "f < 0.5",
+    "coalesce(v, 0) >= {small}",
+    "length(k1) > 1",
+    "upper(k1) = 'B'",
+    "CASE WHEN v > {small} THEN 1 WHEN k1 = 'a' THEN 1 ELSE 0 END = 1",
+    "abs(v) > {small}",
+)
+_HAVING = ("n > {few}", "n >= 2 AND n < {many}", "sv > {small}", "n > 1 OR nv = 0")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskShape:
+    """The clauses of one random task (rendered by `mars_sql`, read by the oracle)."""
+
+    keys: tuple[str, ...]  # group key columns (NULLs group together)
+    aggregates: tuple[Aggregate, ...]
+    window: WindowKind
+    size_ms: int  # window size, or the session gap
+    slide_ms: int  # = size_ms unless hopping
+    grace_ms: int
+    unit: TimeUnit
+    where: str | None = None
+    having: str | None = None
+    top_k: tuple[str, int] | None = None  # (alias, k): ORDER BY alias DESC LIMIT k
+    window_column: bool = False  # `ts` in GROUP BY: the window start as a column
+
+    def mars_sql(self, topic: str) -> str:
+        select = [*self.keys, *(["ts"] if self.window_column else [])]
+        select += [f"{a.sql} AS {a.alias}" for a in self.aggregates]
+        group = [*self.keys, *(["ts"] if self.window_column else [])]
+        parts = [f"SELECT {', '.join(select)} FROM {topic}"]
+        if self.where:
+            parts.append(f"WHERE {self.where}")
+        if group:
+            parts.append(f"GROUP BY {', '.join(group)}")
+        if self.having:
+            parts.append(f"HAVING {self.having}")
+        if self.top_k:
+            parts.append(f"ORDER BY {self.top_k[0]} DESC LIMIT {self.top_k[1]}")
+        if self.window == "session":
+            parts.append(f"WINDOWING SESSION {self.size_ms} ms")
+        else:
+            parts.append(f"WINDOWING {self.size_ms} ms")
+            if self.window == "hopping":
+                parts.append(f"SLIDE {self.slide_ms} ms")
+        if self.grace_ms:
+            parts.append(f"GRACE {self.grace_ms} ms")
+        parts.append(f"WITH (event_time = 'ts', event_time_format = '{_FORMAT[self.unit]}')")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One task and the stream it reads: `partitions[p]` = the values of partition `p`."""
+
+    seed: int
+    shape: TaskShape
+    partitions: tuple[tuple[bytes, ...], ...]
+
+    @property
+    def records(self) -> int:
+        return sum(len(values) for values in self.partitions)
+
+    def with_partitions(self, partitions: tuple[tuple[bytes, ...], ...]) -> Case:
+        return replace(self, partitions=partitions)
+
+    def describe(self, topic: str = "S") -> str:
+        lines = [f"seed {self.seed}", self.shape.mars_sql(topic)]
+        for p, values in enumerate(self.partitions):
+            lines.append(f"partition {p} ({len(values)} records):")
+            lines.extend(f"  {value.decode('utf-8', 'replace')}" for value in values)
+        return "\n".join(lines)
+
+
+def random_shape(rng: random.Random) -> TaskShape:
+    unit: TimeUnit = rng.choice(["s", "ms", "ms", "iso"])
+    step = 1000 if unit == "s" else 1  # the smallest time step the unit can express
+    window: WindowKind = rng.choice(["tumbling", "tumbling", "hopping", "session"])
+    size = (
+        rng.choice([1, 2, 5, 10]) * 1000 if unit == "s" else rng.choice([50, 100, 250, 1000, 5000])
+    )
+    slide = size
+    if window == "hopping":
+        slide = max(step, size // rng.choice([2, 3, 4, 5]) // step * step)
+    grace = rng.choice([0, 0, 0, size // 4, size, 3 * size]) // step * step
+    if size + grace > MAX_CLOSE_MS:  # the last windows close by idle close, in wall-clock time
+        grace = 0
+    keys = tuple(k for k in ("k1", "k2") if rng.random() < 0.55)
+    aggregates = tuple(rng.sample(AGGREGATES, rng.randint(1, 4)))
+    if all(a.alias != "n" for a in aggregates) and rng.random() < 0.7:
+        aggregates = (AGGREGATES[0], *aggregates)
+    aliases = {a.alias for a in aggregates}
+    values = {"small": rng.randint(-10, 40), "large": rng.randint(40, 120)}
+    where = None
+    if rng.random() < 0.6:
+        picked = [c.format(**values) for c in rng.sample(_CONDITIONS, rng.randint(1, 3))]
+        joiners = [rng.choice([" AND ", " OR "]) for _ in picked[1:]]
+        where = picked[0] + "".join(j + c for j, c in zip(joiners, picked[1:], strict=True))
+        if rng.random() < 0.2:
+            where = f"NOT ({where})"
+    having = None
+    candidates = [
+        h for h in _HAVING if all(name in aliases for name in ("n", "sv", "nv") if name in h)
+    ]
+    if candidates and rng.random() < 0.3:
+        having = rng.choice(candidates).format(
+            few=rng.randint(1, 4), many=rng.randint(5, 30), **values
+        )
+    top_k = None
+    if window != "session" and rng.random() < 0.25:
+        rankable = [a.alias for a in aggregates if not a.approximate]
+        if rankable:
+            top_k = (rng.choice(rankable), rng.randint(1, 3))
+    return TaskShape(
+        keys=keys,
+        aggregates=aggregates,
+        window=window,
+        size_ms=size,
+        slide_ms=slide,
+        grace_ms=grace,
+        unit=unit,
+        where=where,
+        having=having,
+        top_k=top_k,
+        window_column=window == "tumbling" and rng.random() < 0.2,
+    )
+
+
+@dataclass
+class _StreamStyle:
+    """How one case's stream misbehaves (drawn once per case)."""
+
+    equal: float  # chance a record repeats the previous timestamp
+    disorder: float  # chance a record goes back in time
+    bad: float  # chance a record is bad
+    pause: float  # chance of a pause longer than any window or session gap
+    keys: list[str | None] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+
+
+def random_case(seed: int) -> Case:
+    """The case of `seed`: a task shape and a stream over 1-4 partitions."""
+    rng = random.Random(seed)
+    shape = random_shape(rng)
+    step = 1000 if shape.unit == "s" else 1
+    names: list[str | None] = [None, "a", "b", "c", "d", "e", "bb", "ccc"]
+    style = _StreamStyle(
+        equal=rng.choice([0.0, 0.3, 0.7]),
+        disorder=rng.choice([0.0, 0.05, 0.2]),
+        bad=rng.choice([0.0, 0.0, 0.03]),
+        pause=rng.choice([0.0, 0.02]),
+        keys=names,
+        weights=[1.0 / (i + 1) ** rng.choice([0.5, 1.2]) for i in range(len(names))],
+    )
+    count = rng.choice([20, 60, 150, 400])
+    partitions = rng.randint(1, 4)
+    streams: list[list[bytes]] = [[] for _ in range(partitions)]
+    idle = {p for p in range(partitions) if partitions > 1 and rng.random() < 0.15}
+    scale = max(step, shape.size_ms // rng.choice([2, 5, 20])) // step * step
+    for p in range(partitions):
+        if p in idle:
+            continue
+        now = BASE_MS + rng.randint(0, 3) * scale
+        share = rng.randint(count // (2 * partitions) + 1, 2 * count // partitions + 1)
+        for _ in range(share):
+            if rng.random() < style.pause:
+                now += shape.size_ms * 3 + shape.grace_ms + step
+            elif rng.random() >= style.equal:
+                now += rng.randint(0, 2) * scale // 2 // step * step + step * rng.randint(0, 2)
+            ts = now
+            if rng.random() < style.disorder:  # within grace or beyond
+                ts = (
+                    now
+                    - rng.choice([step, shape.grace_ms, shape.grace_ms + step, 2 * shape.size_ms])
+                    // step
+                    * step
+                )
+            streams[p].append(_record(rng, style, ts, shape.unit))
+    return Case(seed=seed, shape=shape, partitions=tuple(tuple(s) for s in streams))
+
+
+def _record(rng: random.Random, style: _StreamStyle, ts_ms: int, unit: TimeUnit) -> bytes:
+    if rng.random() < style.bad:
+        kind = rng.randrange(4)
+        if kind == 0:
+            return b'{"ts": 1, "k1": '  # not JSON
+        if kind == 1:
+            return b"[1, 2, 3]"  # JSON, not an object
+        body = _fields(rng, style)
+        if kind == 2:
+            return json.dumps(body).encode()  # no event time
+        body["ts"] = "yesterday"  # an unreadable event time
+        return json.dumps(body).encode()
+    body = {"ts": _time_value(ts_ms, unit, rng), **_fields(rng, style)}
+    return json.dumps(body).encode()
+
+
+def _fields(rng: random.Random, style: _StreamStyle) -> dict[str, object]:
+    return {
+        "k1": rng.choices(style.keys, weights=style.weights)[0],
+        "k2": None if rng.random() < 0.1 else rng.randint(0, 3),
+        "v": None if rng.random() < 0.15 else rng.randint(-20, 100),
+        "f": round(rng.random(), 3) + 0.0001,
+        "s": rng.choice(["x1", "x7", "y7", "yy", "z", "x", "q17"]),
+    }
+
+
+def _time_value(ts_ms: int, unit: TimeUnit, rng: random.Random) -> int | str:
+    if unit == "s":
+        return ts_ms // 1000
+    if unit == "ms":
+        return ts_ms
+    moment = _EPOCH + timedelta(milliseconds=ts_ms)
+    if rng.random() < 0.3:  # the same instant with an offset
+        local = moment.astimezone(_PLUS_TWO)
+        return local.strftime("%Y-%m-%dT%H:%M:%S.") + f"{local.microsecond // 1000:03d}+02:00"
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

@@ -1,0 +1,95 @@
+"""The differential test: random tasks x random streams through the real pipeline, every result
+row and counter compared with the DuckDB oracle of docs/semantics.md (tests/differential/).
+
+Two mappers and two reducers as real processes on the local cluster; mapper batches of 64
+records, so batches cut every stream (lateness must not depend on where). Cases run in groups
+of `GROUP` tasks at once, each over a topic of its own.
+
+`make test` runs the fixed seed for `MARS_DIFFERENTIAL_BUDGET_S` seconds (default 240) or
+`MARS_DIFFERENTIAL_CASES` cases (default 40), whichever ends first. The long mode sets both:
+
+    MARS_DIFFERENTIAL_CASES=500 MARS_DIFFERENTIAL_BUDGET_S=7200 MARS_DIFFERENTIAL_SEED=1 \
+        .venv/bin/python -m pytest tests/integration/test_differential.py -s
+
+A failure prints the seed, the SQL and the stream shrunk to a smaller one that still fails;
+`random_case(seed)` (tests/differential/cases.py) rebuilds the original.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from mars.local import ClusterState
+from tests.differential.cases import random_case
+from tests.differential.run import Outcome, run_group, shrink
+from tests.integration.watched import WatchedPipeline
+
+pytestmark = pytest.mark.integration
+
+SEED = int(os.environ.get("MARS_DIFFERENTIAL_SEED", "20261125"))
+CASES = int(os.environ.get("MARS_DIFFERENTIAL_CASES", "40"))
+BUDGET_S = float(os.environ.get("MARS_DIFFERENTIAL_BUDGET_S", "240"))
+GROUP = 8
+MIN_CASES = min(CASES, 16)  # a budget that runs fewer is a broken test, not a pass
+
+
+@pytest.mark.pipeline(
+    mappers=2,
+    reducers=2,
+    env={"MARS_MAPPER__BATCH_SIZE": "64", "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "500"},
+)
+@pytest.mark.timeout(int(BUDGET_S) + 600)
+def test_random_tasks_over_random_streams_equal_the_oracle(
+    pipeline: WatchedPipeline,
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    unique_name: str,
+) -> None:
+    started = time.monotonic()
+    outcomes: list[Outcome] = []
+    seeds = [SEED + i for i in range(CASES)]
+    for first in range(0, len(seeds), GROUP):
+        if time.monotonic() - started > BUDGET_S:
+            break
+        cases = [random_case(seed) for seed in seeds[first : first + GROUP]]
+        outcomes += run_group(
+            pipeline, kafka_admin, cluster.kafka_bootstrap, cases, prefix=f"{unique_name}g{first}"
+        )
+    failed = [o for o in outcomes if o.problems]
+    print(
+        f"\ndifferential: seed {SEED}, {len(outcomes)} cases, "
+        f"{sum(o.case.records for o in outcomes)} records, "
+        f"{sum(o.rows for o in outcomes)} result rows compared, {len(failed)} failed, "
+        f"{time.monotonic() - started:.0f} s"
+    )
+    for outcome in failed:
+        print(f"  seed {outcome.case.seed}: {outcome.problems[0]}")
+    if failed:
+        first_failure = failed[0]
+        attempt = iter(range(1_000))
+
+        def still_fails(candidate: object) -> bool:
+            from tests.differential.cases import Case
+
+            assert isinstance(candidate, Case)
+            [outcome] = run_group(
+                pipeline,
+                kafka_admin,
+                cluster.kafka_bootstrap,
+                [candidate],
+                prefix=f"{unique_name}s{next(attempt)}",
+            )
+            return bool(outcome.problems)
+
+        small, tries = shrink(first_failure.case, still_fails)
+        pytest.fail(
+            f"{len(failed)} of {len(outcomes)} cases differ from the oracle; the first:\n"
+            + "\n".join(first_failure.problems[:20])
+            + f"\n\nshrunk in {tries} runs to:\n{small.describe()}",
+            pytrace=False,
+        )
+    assert len(outcomes) >= MIN_CASES, f"only {len(outcomes)} cases ran in {BUDGET_S} s"
