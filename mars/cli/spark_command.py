@@ -144,6 +144,7 @@ def _preagg(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     print(summary.describe())
+    print(summary.completion(idle_timeout_ms=spec.options.idle_timeout_ms))
     return 0
 
 

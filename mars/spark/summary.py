@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from mars.engine.finalize import iso_utc
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PartitionSummary:
@@ -73,6 +75,24 @@ class BackfillSummary:
     @property
     def datasets(self) -> int:
         return self._total("datasets")
+
+    @property
+    def newest_event_time_ms(self) -> int | None:
+        times = [p.stream_time_ms for p in self.partitions if p.stream_time_ms is not None]
+        return max(times) if times else None
+
+    def completion(self, *, idle_timeout_ms: int) -> str:
+        """When the task's windows of this history come out (the CLI prints it last)."""
+        newest = self.newest_event_time_ms
+        if newest is None:
+            return "No record had an event time: no window of this history to wait for."
+        return (
+            f"The history's windows close as the task's watermark passes them (newest event "
+            f"time {iso_utc(newest)}): with live records, as they arrive; without any, by "
+            f"idle close, about {idle_timeout_ms / 1000:g} s after the mappers find every "
+            "partition caught up, plus each last window's own end and grace past that time. "
+            "A paused task starts none of this until `mars task resume`."
+        )
 
     def describe(self) -> str:
         rate = self.records_read / self.elapsed_s if self.elapsed_s > 0 else 0.0

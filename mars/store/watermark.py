@@ -6,6 +6,11 @@ confirmed that without a break for `idle_timeout_ms` (`caught_up_since_ms`), and
 advanced its offset for `idle_timeout_ms`. When every partition is idle the watermark
 advances with the wall clock from the newest stream time (idle close).
 
+The wall-clock advance counts from the newest last batch of the idle partitions, or, for a
+partition no mapper batch has moved (a history applied by a Spark backfill), from when its
+mapper confirmed it caught up: either way the last windows close about `idle_timeout` after
+the data stopped, whoever applied it.
+
 Not idle and never written, or no mapper heartbeat at all (mapper down, data may wait in
 Kafka): the partition holds the watermark back, so nothing closes on a guess.
 """
@@ -53,31 +58,41 @@ def watermark_of(
         return None
     hb_timeout = idle_timeout_ms if heartbeat_timeout_ms is None else heartbeat_timeout_ms
     active: list[int] = []
-    idle: list[SourceState] = []
+    idle: list[tuple[SourceState, LiveState | None]] = []
     for partition in range(snapshot.partition_count):
         state = snapshot.sources.get(partition)
+        live = snapshot.live.get(partition)
         if _is_idle(
             state,
-            snapshot.live.get(partition),
+            live,
             idle_timeout_ms=idle_timeout_ms,
             heartbeat_timeout_ms=hb_timeout,
             now_ms=now_ms,
         ):
             if state is not None:
-                idle.append(state)
+                idle.append((state, live))
             continue
         if state is None or state.stream_time_ms is None:
             return None
         active.append(state.stream_time_ms)
     if active:
         return min(active)
-    stream_times = [s.stream_time_ms for s in idle if s.stream_time_ms is not None]
+    stream_times = [s.stream_time_ms for s, _ in idle if s.stream_time_ms is not None]
     if not stream_times:
         return None
-    last_data = max(
-        (s.last_data_wall_ms for s in idle if s.last_data_wall_ms is not None), default=now_ms
+    quiet_since = max(
+        (q for s, live in idle if (q := _quiet_since(s, live)) is not None), default=now_ms
     )
-    return max(stream_times) + max(0, now_ms - last_data)
+    return max(stream_times) + max(0, now_ms - quiet_since)
+
+
+def _quiet_since(state: SourceState, live: LiveState | None) -> int | None:
+    """Since when an idle partition has had no data: its last batch's wall time, or, when no
+    mapper batch ever moved it (its history applied by a Spark backfill up to the hand-over),
+    since its mapper has confirmed it caught up."""
+    if state.last_data_wall_ms is not None:
+        return state.last_data_wall_ms
+    return None if live is None else live.caught_up_since_ms
 
 
 def watermark_held_by_backfills(

@@ -96,6 +96,25 @@ def test_an_outage_never_makes_a_partition_idle_by_itself() -> None:
     assert watermark(back + IDLE) == 5_000 + (back + IDLE - 100_000)  # idle close from now on
 
 
+def test_all_idle_after_a_backfill_advances_from_when_the_mappers_caught_up() -> None:
+    """A Spark backfill applied the history: the live sources hold its stream time but no
+    mapper batch ever moved them (no last data time). Idle close still comes, counted from
+    when the mappers confirmed the partitions caught up."""
+    since = 200_000
+    sources = {0: _src(5_000, last_data=None), 1: _src(9_000, last_data=None)}
+
+    def watermark(now: int) -> int | None:
+        live = {
+            p: LiveState(caught_up=True, heartbeat_wall_ms=now, caught_up_since_ms=since)
+            for p in (0, 1)
+        }
+        return watermark_of(_snapshot(sources, live), idle_timeout_ms=IDLE, now_ms=now)
+
+    assert watermark(since + IDLE - 1) == 5_000  # not idle yet
+    assert watermark(since + IDLE) == 9_000 + IDLE
+    assert watermark(since + IDLE + 60_000) == 9_000 + IDLE + 60_000
+
+
 def test_liveness_packs_since_when_caught_up() -> None:
     state = LiveState(caught_up=True, heartbeat_wall_ms=9, caught_up_since_ms=3)
     assert unpack_live(pack_live(state)) == state

@@ -1,0 +1,176 @@
+"""A task whose whole history a Spark backfill applied, and no live record after: idle close
+still emits every window (README's "Backfill history with Spark" on a running cluster).
+
+Two mappers and two reducers run; the task is registered PAUSED; the backfill (local[2], or
+`mars spark preagg --master` on the standalone cluster) applies the history; the task is
+resumed and nothing more is produced. No mapper batch ever moves the partitions' sources, so
+idle close counts from when the mappers confirmed them caught up (mars.store.watermark). Every
+window must come out within `idle_timeout` plus the last window's own wait (its end + grace
+past the newest event time, in wall-clock time) plus a margin, exact against DuckDB, none
+twice; in the third case a reducer is SIGKILLed right after the resume.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
+
+from mars.config import Settings
+from mars.gen import generate
+from mars.gen.partitioning import PartitionStrategy
+from mars.gen.produce import produce
+from mars.local import ClusterState, LocalCluster
+from mars.registry import TaskRegistry, TaskStatus
+from mars.sql import parse_task
+from mars.store import SeqStore
+from mars.store.backfill import BackfillCoordination
+from tests.integration.pipeline import (
+    PipelineProcesses,
+    ReducerCluster,
+    TopicReader,
+    create_task_topics,
+    delete_task_topics,
+    wait_for,
+)
+from tests.integration.spark.helpers import (
+    BACKFILL_ORACLE,
+    BACKFILL_SQL,
+    StreamsOracle,
+    history_and_live,
+)
+from tests.integration.spark.test_backfill_pipeline import (
+    PROCESS_ENV,
+    BackfillProcess,
+    BackfillThread,
+)
+
+pytestmark = pytest.mark.integration
+
+HISTORY = 100_000
+PARTITIONS = 4
+IDLE_TIMEOUT_S = 5
+GRACE_S = 10  # BACKFILL_SQL's
+MARGIN_S = 20  # heartbeats, the reducers' polls and a loaded 2-core machine
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("mode", ["local", "standalone", "reducer-killed"])
+def test_a_backfilled_task_emits_every_window_by_idle_close_without_live_records(
+    mode: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    spark: Any,
+    settings: Settings,
+    local_cluster: LocalCluster,
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    zk_client: KazooClient,
+    zk_root: str,
+    redis_client: redis.Redis,
+    unique_name: str,
+) -> None:
+    spec = parse_task(
+        BACKFILL_SQL.format(topic=f"{unique_name}_src"),
+        task_id=unique_name,
+        options={"idle_timeout": f"{IDLE_TIMEOUT_S} s", "buckets": 4},
+    )
+    create_task_topics(kafka_admin, spec, source_partitions=PARTITIONS)
+    history_stream, _ = history_and_live(history=HISTORY, live=0, seeds=(21, 22))
+    oracle = StreamsOracle([history_stream], **BACKFILL_ORACLE)
+    newest_s = max(int(r["timestamp"]) for r in map(_record, generate(history_stream).values))
+    last_close_s = newest_s - newest_s % 60 + 60 + GRACE_S
+    procs = PipelineProcesses(
+        cluster=local_cluster,
+        name=unique_name,
+        env={
+            **PROCESS_ENV,
+            "MARS_ZOOKEEPER__ROOT": zk_root,
+            "MARS_MAPPER__GROUP_ID": f"mappers-{unique_name}",
+        },
+    )
+    reader = TopicReader(cluster.kafka_bootstrap, [spec.output_topic, spec.late_topic])
+    store = SeqStore(redis_client)
+    try:
+        produce(
+            settings.kafka,
+            spec.source_topic,
+            history_stream,
+            strategy=PartitionStrategy.ROUND_ROBIN,
+        )
+        for role in ("reducer", "reducer", "mapper", "mapper"):
+            procs.start(role)
+        registry = TaskRegistry(zk_client, root=zk_root)
+        registry.create(spec, status=TaskStatus.PAUSED)
+        backfill: BackfillThread | BackfillProcess
+        if mode == "standalone":
+            backfill = BackfillProcess(
+                master=request.getfixturevalue("spark_master"),
+                spec=spec,
+                env={
+                    **cluster.env(),
+                    "MARS_ZOOKEEPER__ROOT": zk_root,
+                    "MARS_LOCAL__JARS_DIR": str(settings.local.jars_dir),
+                },
+                log=tmp_path / "backfill.log",
+            )
+        else:
+            backfill = BackfillThread(spark, settings, spec)
+        backfill.join()
+        assert BackfillCoordination(redis_client).holds(spec.id) == {}
+
+        registry.set_status(spec.id, TaskStatus.RUNNING)
+        resumed = time.monotonic()
+        units = {f"{spec.id}/{bucket}" for bucket in range(spec.options.buckets)}
+        wait_for(
+            lambda: ReducerCluster.read(zk_client, root=zk_root).settled(members=2, units=units),
+            timeout_s=60,
+            what="2 reducers owning every unit",
+            logs=procs.logs,
+        )
+        if mode == "reducer-killed":
+            procs.kill(procs.alive("reducer")[0])
+            procs.start("reducer")
+        allowed_s = IDLE_TIMEOUT_S + (last_close_s - newest_s) + MARGIN_S
+        expected = oracle.result(timeout_s=300)
+        wait_for(
+            lambda: len(reader.values(spec.output_topic)) >= len(expected),
+            timeout_s=allowed_s + 60,
+            what="every window of the history",
+            logs=procs.logs,
+            every=lambda: reader.poll_for(0.5),
+        )
+        took_s = time.monotonic() - resumed
+        reader.poll_for(3.0)  # a duplicate would show up now
+        emitted: Counter[tuple[int, str, str]] = Counter()
+        results: dict[tuple[int, str, str], dict[str, Any]] = {}
+        for row in reader.values(spec.output_topic):
+            key = (row["window_start"], row["sip"], row["type"])
+            emitted[key] += 1
+            results[key] = {"cnt": row["cnt"], "total": row["total"]}
+        assert not [key for key, n in emitted.items() if n > 1], "a result emitted twice"
+        assert results == expected
+        assert not reader.records[spec.late_topic]
+        print(
+            f"\nbackfill idle close ({mode}): every window {took_s:.1f} s after the resume "
+            f"(allowed {allowed_s} s)"
+        )
+        assert took_s <= allowed_s, f"took {took_s:.1f} s, allowed {allowed_s} s"
+    finally:
+        procs.stop_all()
+        reader.close()
+        oracle.close()
+        store.delete_task(spec.id)
+        delete_task_topics(kafka_admin, spec)
+
+
+def _record(value: bytes) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads(value)
+    return parsed
