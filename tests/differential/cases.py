@@ -6,7 +6,9 @@ GRACE, every aggregate, WHERE with NULLs/CASE/LIKE/IN/BETWEEN/arithmetic, HAVING
 group keys, event time in s, ms and ISO-8601); each clause is kept as a small description
 (`TaskShape`) that renders both Mars's SQL and the oracle's DuckDB SQL, which are the same
 standard SQL for the expressions we draw. The stream has equal timestamps, disorder inside
-and beyond grace, bursts and long pauses, idle (empty) partitions, skewed keys and bad records.
+and beyond grace, bursts and long pauses, idle (empty) partitions, skewed keys and bad
+records. One case in `BACKFILL_EVERY` has its whole stream applied by a Spark backfill (the
+task registered paused, backfilled, then resumed: idle close must still come).
 
 Records hold `ts` (event time), `k1` (skewed string or NULL), `k2` (small int or NULL),
 `v` (int or NULL), `f` (float) and `s` (a string for LIKE).
@@ -30,6 +32,7 @@ BASE_MS = 1_700_000_000_000  # streams start near here (2023-11-14)
 # At most this long (size or gap, plus grace) between a stream's end and its last window's
 # close: after the stream, the watermark advances with the wall clock (idle close).
 MAX_CLOSE_MS = 12_000
+BACKFILL_EVERY = 6  # one case in six goes through `mars spark preagg` instead of the mappers
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,7 @@ class Case:
     seed: int
     shape: TaskShape
     partitions: tuple[tuple[bytes, ...], ...]
+    via_backfill: bool = False  # the whole stream applied by a Spark backfill, not mappers
 
     @property
     def records(self) -> int:
@@ -145,7 +149,8 @@ class Case:
         return replace(self, partitions=partitions)
 
     def describe(self, topic: str = "S") -> str:
-        lines = [f"seed {self.seed}", self.shape.mars_sql(topic)]
+        how = " (through a Spark backfill)" if self.via_backfill else ""
+        lines = [f"seed {self.seed}{how}", self.shape.mars_sql(topic)]
         for p, values in enumerate(self.partitions):
             lines.append(f"partition {p} ({len(values)} records):")
             lines.extend(f"  {value.decode('utf-8', 'replace')}" for value in values)
@@ -256,7 +261,12 @@ def random_case(seed: int) -> Case:
                     * step
                 )
             streams[p].append(_record(rng, style, ts, shape.unit))
-    return Case(seed=seed, shape=shape, partitions=tuple(tuple(s) for s in streams))
+    return Case(
+        seed=seed,
+        shape=shape,
+        partitions=tuple(tuple(s) for s in streams),
+        via_backfill=seed % BACKFILL_EVERY == 0,
+    )
 
 
 def _record(rng: random.Random, style: _StreamStyle, ts_ms: int, unit: TimeUnit) -> bytes:

@@ -2,7 +2,8 @@
 
 `run_group` produces each case's stream into a topic of its own (every partition in order),
 registers its task (the mappers then read the whole stream from the beginning, in batches of
-the pipeline's size), waits until every task has read all its records and emitted what the
+the pipeline's size; or, for a `via_backfill` case, registers it paused, lets `backfill` apply
+the stream and resumes it), waits until every task has read all its records and emitted what the
 oracle expects (the last windows close by idle close, `IDLE_TIMEOUT`), reads the result topics
 with read_committed and compares. The tasks are deleted afterwards, so a long run does not
 accumulate them.
@@ -17,11 +18,13 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from mars.tasks.spec import TaskSpec
 from tests.differential.cases import Case
 from tests.differential.compare import problems
 from tests.differential.oracle import Expected, expected_of
@@ -29,6 +32,7 @@ from tests.integration.pipeline import TopicReader
 from tests.integration.watched import WatchedPipeline, make_topic
 
 IDLE_TIMEOUT = "2 s"
+Backfill = Callable[[TaskSpec], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,7 @@ def run_group(
     cases: Sequence[Case],
     *,
     prefix: str,
+    backfill: Backfill | None = None,
     timeout_s: float = 60,
 ) -> list[Outcome]:
     """Run `cases` at once; `timeout_s`: how long after idle close the results may take."""
@@ -54,11 +59,22 @@ def run_group(
         topic = make_topic(admin, f"{prefix}_{i}", partitions=len(case.partitions))
         _produce(bootstrap, topic, case)
         task = f"{prefix}t{i}"
-        body = pipeline.register(
-            case.shape.mars_sql(topic),
-            task_id=task,
-            options={"idle_timeout": IDLE_TIMEOUT, "buckets": 1 + case.seed % 4},
+        paused = backfill is not None and case.via_backfill
+        body = _call(
+            pipeline,
+            "POST",
+            "/tasks",
+            {
+                "sql": case.shape.mars_sql(topic),
+                "id": task,
+                "options": {"idle_timeout": IDLE_TIMEOUT, "buckets": 1 + case.seed % 4},
+                "status": "PAUSED" if paused else "RUNNING",
+            },
         )
+        if paused:
+            assert backfill is not None
+            backfill(TaskSpec.from_json_dict(body["spec"]))
+            _call(pipeline, "POST", f"/tasks/{task}/resume")
         tasks.append(task)
         outputs.append(body["topics"]["output"])
     expected = [expected_of(case) for case in cases]
@@ -88,11 +104,7 @@ def run_group(
     finally:
         reader.close()
     for task in tasks:
-        httpx.delete(
-            f"{pipeline.api_url}/tasks/{task}",
-            headers={"Authorization": f"Bearer {pipeline.token}"},
-            timeout=30,
-        )
+        _call(pipeline, "DELETE", f"/tasks/{task}")
     return outcomes
 
 
@@ -149,6 +161,20 @@ def _produce(bootstrap: str, topic: str, case: Case) -> None:
         for value in values:
             producer.produce(topic, value, partition=partition)
     assert producer.flush(30) == 0, "records left unsent"
+
+
+def _call(
+    pipeline: WatchedPipeline, method: str, path: str, body: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    response = httpx.request(
+        method,
+        pipeline.api_url + path,
+        json=body,
+        headers={"Authorization": f"Bearer {pipeline.token}"},
+        timeout=60,
+    )
+    assert response.is_success, f"{method} {path}: {response.status_code} {response.text}"
+    return dict(response.json()) if response.content else {}
 
 
 def _stats(pipeline: WatchedPipeline, task: str) -> dict[str, int]:

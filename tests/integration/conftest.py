@@ -1,13 +1,17 @@
-"""Fixtures for integration tests that drive whole Mars processes."""
+"""Fixtures for integration tests that drive whole Mars processes, and the Spark session
+(local[2]: two executor cores, like CI) and standalone cluster (two workers, 1 core and 1 GiB
+each) that the Spark tests and the differential test's backfill cases share."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from mars.config import Settings
 from mars.local import LocalCluster
+from mars.spark.session import build_spark_session
 from tests.integration.watched import WatchedPipeline
 
 
@@ -31,3 +35,16 @@ def pipeline(
         reducers=options.get("reducers", 0),
     ) as watched:
         yield watched
+
+
+@pytest.fixture(scope="session")
+def spark(settings: Settings) -> Iterator[Any]:
+    session = build_spark_session(master="local[2]", jars_dir=settings.local.jars_dir)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_master(local_cluster: LocalCluster) -> str:
+    """The URL of a standalone master with two workers, started once for the session."""
+    return local_cluster.start_spark(workers=2)

@@ -3,7 +3,8 @@ row and counter compared with the DuckDB oracle of docs/semantics.md (tests/diff
 
 Two mappers and two reducers as real processes on the local cluster; mapper batches of 64
 records, so batches cut every stream (lateness must not depend on where). Cases run in groups
-of `GROUP` tasks at once, each over a topic of its own.
+of `GROUP` tasks at once, each over a topic of its own. One case in six is registered paused,
+its whole stream applied by a Spark backfill (local[2]), then resumed.
 
 `make test` runs the fixed seed for `MARS_DIFFERENTIAL_BUDGET_S` seconds (default 240) or
 `MARS_DIFFERENTIAL_CASES` cases (default 40), whichever ends first. The long mode sets both:
@@ -19,11 +20,16 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from mars.config import Settings
 from mars.local import ClusterState
+from mars.spark.job import BackfillJob, run_backfill
+from mars.spark.sources import KafkaSource
+from mars.tasks.spec import TaskSpec
 from tests.differential.cases import random_case
 from tests.differential.run import Outcome, run_group, shrink
 from tests.integration.watched import WatchedPipeline
@@ -48,7 +54,14 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
     cluster: ClusterState,
     kafka_admin: AdminClient,
     unique_name: str,
+    spark: Any,
+    settings: Settings,
 ) -> None:
+    def backfill(spec: TaskSpec) -> None:
+        job = BackfillJob(spec=spec, source=KafkaSource(), job="differential")
+        summary = run_backfill(spark, settings=settings, job=job)
+        assert summary.records_read == summary.records_in
+
     started = time.monotonic()
     outcomes: list[Outcome] = []
     seeds = [SEED + i for i in range(CASES)]
@@ -57,7 +70,12 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
             break
         cases = [random_case(seed) for seed in seeds[first : first + GROUP]]
         outcomes += run_group(
-            pipeline, kafka_admin, cluster.kafka_bootstrap, cases, prefix=f"{unique_name}g{first}"
+            pipeline,
+            kafka_admin,
+            cluster.kafka_bootstrap,
+            cases,
+            prefix=f"{unique_name}g{first}",
+            backfill=backfill,
         )
     failed = [o for o in outcomes if o.problems]
     print(
@@ -82,6 +100,7 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
                 cluster.kafka_bootstrap,
                 [candidate],
                 prefix=f"{unique_name}s{next(attempt)}",
+                backfill=backfill,
             )
             return bool(outcome.problems)
 
