@@ -3,9 +3,9 @@
 A `Case` is a task over a topic of its own plus the stream to produce into it: the records of
 each partition in order. The task is drawn from every clause of the language (window kinds,
 GRACE, every aggregate, WHERE with NULLs/CASE/LIKE/IN/BETWEEN/arithmetic, HAVING, top-k, NULL
-group keys, event time in s, ms and ISO-8601); each clause is kept as a small description
-(`TaskShape`) that renders both Mars's SQL and the oracle's DuckDB SQL, which are the same
-standard SQL for the expressions we draw. The stream has equal timestamps, disorder inside
+group keys, EMIT CHANGES, event time in s, ms and ISO-8601); each clause is kept as a small
+description (`TaskShape`) that renders both Mars's SQL and the oracle's DuckDB SQL, which are
+the same standard SQL for the expressions we draw. The stream has equal timestamps, disorder inside
 and beyond grace, bursts and long pauses, idle (empty) partitions, skewed keys and bad
 records. One case in `BACKFILL_EVERY` has its whole stream applied by a Spark backfill (the
 task registered paused, backfilled, then resumed: idle close must still come).
@@ -106,6 +106,7 @@ class TaskShape:
     having: str | None = None
     top_k: tuple[str, int] | None = None  # (alias, k): ORDER BY alias DESC LIMIT k
     window_column: bool = False  # `ts` in GROUP BY: the window start as a column
+    emit_changes: bool = False  # EMIT CHANGES: the updates topic's final rows = the results
 
     def mars_sql(self, topic: str) -> str:
         select = [*self.keys, *(["ts"] if self.window_column else [])]
@@ -128,6 +129,8 @@ class TaskShape:
                 parts.append(f"SLIDE {self.slide_ms} ms")
         if self.grace_ms:
             parts.append(f"GRACE {self.grace_ms} ms")
+        if self.emit_changes:
+            parts.append("EMIT CHANGES EVERY 1 s")
         parts.append(f"WITH (event_time = 'ts', event_time_format = '{_FORMAT[self.unit]}')")
         return " ".join(parts)
 
@@ -208,6 +211,7 @@ def random_shape(rng: random.Random) -> TaskShape:
         having=having,
         top_k=top_k,
         window_column=window == "tumbling" and rng.random() < 0.2,
+        emit_changes=rng.random() < 0.2,
     )
 
 

@@ -55,6 +55,7 @@ def run_group(
     """Run `cases` at once; `timeout_s`: how long after idle close the results may take."""
     tasks: list[str] = []
     outputs: list[str] = []
+    updates: list[str | None] = []  # EMIT CHANGES: the updates topic
     for i, case in enumerate(cases):
         topic = make_topic(admin, f"{prefix}_{i}", partitions=len(case.partitions))
         _produce(bootstrap, topic, case)
@@ -77,8 +78,9 @@ def run_group(
             _call(pipeline, "POST", f"/tasks/{task}/resume")
         tasks.append(task)
         outputs.append(body["topics"]["output"])
+        updates.append(TaskSpec.from_json_dict(body["spec"]).updates_topic)
     expected = [expected_of(case) for case in cases]
-    reader = TopicReader(bootstrap, outputs)
+    reader = TopicReader(bootstrap, outputs + [u for u in updates if u is not None])
     try:
         closing_s = max(c.shape.size_ms + c.shape.grace_ms for c in cases) / 1000
         deadline = time.monotonic() + timeout_s + closing_s
@@ -88,7 +90,10 @@ def run_group(
             if all(
                 s.get("records_in", 0) >= case.records
                 and len(reader.values(out)) >= _rows_wanted(case, e)
-                for s, case, e, out in zip(stats, cases, expected, outputs, strict=True)
+                and (up is None or len(_final_updates(reader, up)) >= _rows_wanted(case, e))
+                for s, case, e, out, up in zip(
+                    stats, cases, expected, outputs, updates, strict=True
+                )
             ):
                 break
         reader.poll_for(2.0)  # anything beyond the expected rows shows now
@@ -96,10 +101,18 @@ def run_group(
         outcomes = [
             Outcome(
                 case=case,
-                problems=problems(case, e, reader.values(out), s),
+                problems=problems(case, e, reader.values(out), s)
+                + (
+                    []
+                    if up is None
+                    else [
+                        f"updates topic: {problem}"
+                        for problem in problems(case, e, _final_updates(reader, up), s)
+                    ]
+                ),
                 rows=len(reader.values(out)),
             )
-            for case, e, out, s in zip(cases, expected, outputs, stats, strict=True)
+            for case, e, out, up, s in zip(cases, expected, outputs, updates, stats, strict=True)
         ]
     finally:
         reader.close()
@@ -144,6 +157,11 @@ def _by_partition(
     for p, value in records:
         grouped[p].append(value)
     return tuple(tuple(grouped[p]) for p in range(partitions))
+
+
+def _final_updates(reader: TopicReader, topic: str) -> list[dict[str, Any]]:
+    """The updates topic's final rows (`"final": true`; tombstones and current values left out)."""
+    return [row for row in reader.values(topic) if row and row.get("final")]
 
 
 def _rows_wanted(case: Case, expected: Expected) -> int:
