@@ -131,7 +131,8 @@ class Preaggregator:
                 .otherwise(pl.col(_TIME))
                 .alias(_TIME)
             )
-        timed = timing.filter(pl.col(_TIME).is_not_null()) if timing.height else timing
+        has_time = pl.col(_TIME).is_not_null()
+        timed = timing.filter(has_time) if timing.get_column(_TIME).null_count() else timing
         latest_times = _latest_times(timed) if timed.height else {}
         new_stream_times = {p: t for p, t in stream_times.items() if t is not None}
         for partition, latest in latest_times.items():
