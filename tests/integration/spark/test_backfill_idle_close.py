@@ -40,12 +40,7 @@ from tests.integration.pipeline import (
     delete_task_topics,
     wait_for,
 )
-from tests.integration.spark.helpers import (
-    BACKFILL_ORACLE,
-    BACKFILL_SQL,
-    StreamsOracle,
-    history_and_live,
-)
+from tests.integration.spark.helpers import StreamsOracle, history_and_live
 from tests.integration.spark.test_backfill_pipeline import (
     PROCESS_ENV,
     BackfillProcess,
@@ -54,10 +49,19 @@ from tests.integration.spark.test_backfill_pipeline import (
 
 pytestmark = pytest.mark.integration
 
-HISTORY = 100_000
+HISTORY = 40_000
 PARTITIONS = 4
-IDLE_TIMEOUT_S = 5
-GRACE_S = 10  # BACKFILL_SQL's
+IDLE_TIMEOUT_S = 3
+WINDOW_S, GRACE_S = 10, 5  # the history's disorder is at most 5 s: nothing is late
+SQL = (
+    "SELECT sip, type, count(*) AS cnt, sum(bytes) AS total FROM {topic} "
+    f"GROUP BY sip, type WINDOWING {WINDOW_S} s GRACE {GRACE_S} s"
+)
+ORACLE = {
+    "group_by": ["sip", "type"],
+    "window_ms": WINDOW_S * 1000,
+    "aggregates": {"cnt": "count(*)", "total": "sum(bytes)"},
+}
 MARGIN_S = 20  # heartbeats, the reducers' polls and a loaded 2-core machine
 
 
@@ -78,15 +82,15 @@ def test_a_backfilled_task_emits_every_window_by_idle_close_without_live_records
     unique_name: str,
 ) -> None:
     spec = parse_task(
-        BACKFILL_SQL.format(topic=f"{unique_name}_src"),
+        SQL.format(topic=f"{unique_name}_src"),
         task_id=unique_name,
         options={"idle_timeout": f"{IDLE_TIMEOUT_S} s", "buckets": 4},
     )
     create_task_topics(kafka_admin, spec, source_partitions=PARTITIONS)
     history_stream, _ = history_and_live(history=HISTORY, live=0, seeds=(21, 22))
-    oracle = StreamsOracle([history_stream], **BACKFILL_ORACLE)
+    oracle = StreamsOracle([history_stream], **ORACLE)
     newest_s = max(int(r["timestamp"]) for r in map(_record, generate(history_stream).values))
-    last_close_s = newest_s - newest_s % 60 + 60 + GRACE_S
+    last_close_s = newest_s - newest_s % WINDOW_S + WINDOW_S + GRACE_S
     procs = PipelineProcesses(
         cluster=local_cluster,
         name=unique_name,
