@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from mars.engine.finalize import iso_utc, window_rows
+from mars.engine.finalize import iso_utc, windows_rows
 from mars.tasks.spec import TaskSpec
 from mars.windows import window_end
 from reducer.open_windows import LateContribution, WindowGroups
@@ -80,7 +80,7 @@ def late_record(spec: TaskSpec, late: LateContribution) -> OutRecord:
 
 def rows_of(spec: TaskSpec, windows: Sequence[WindowGroups]) -> list[dict[str, Any]]:
     """The rows of `windows` (`spec` from `result_spec`)."""
-    return [row for window in windows for row in window_rows(spec, window.start, window.groups)]
+    return windows_rows(spec, [(window.start, window.groups) for window in windows])
 
 
 def update_records(

@@ -36,18 +36,33 @@ def finalize_window(
 ) -> list[dict[str, Any]]:
     """The result rows of one window (or of the sessions starting at `window_start`): one per
     group that passes HAVING (top-k not applied)."""
-    if not groups:
-        return []
+    return finalize_windows(spec, [(window_start, groups)])
+
+
+def finalize_windows(
+    spec: TaskSpec, windows: Sequence[tuple[int, Mapping[tuple[Any, ...], Sequence[Any]]]]
+) -> list[dict[str, Any]]:
+    """`finalize_window` of each `(window_start, groups)` in order, evaluated as one Polars
+    frame: a session task closes thousands of sessions with distinct first times in one step,
+    and a frame (and its expressions) per window cost 0.4 ms each."""
     aggregates = aggregates_for(spec.aggregates)
-    keys = list(groups)
-    columns: dict[str, list[Any]] = {
-        "window_start": [window_start] * len(keys),
-        "window_end": [window_end(spec.window, window_start, groups[key]) for key in keys],
-    }
+    starts: list[int] = []
+    ends: list[int] = []
+    keys: list[tuple[Any, ...]] = []
+    states: list[Sequence[Any]] = []
+    for window_start, groups in windows:
+        for key, group_states in groups.items():
+            starts.append(window_start)
+            ends.append(window_end(spec.window, window_start, group_states))
+            keys.append(key)
+            states.append(group_states)
+    if not keys:
+        return []
+    columns: dict[str, list[Any]] = {"window_start": starts, "window_end": ends}
     for i, group_key in enumerate(spec.group_keys):
         columns[group_key.name] = [key[i] for key in keys]
     for i, (call, agg) in enumerate(zip(spec.aggregates, aggregates, strict=True)):
-        columns[call.alias] = [agg.result(groups[key][i]) for key in keys]
+        columns[call.alias] = [agg.result(group_states[i]) for group_states in states]
     frame = pl.DataFrame(
         [pl.Series(name, values, strict=False) for name, values in columns.items()]
     )
@@ -56,20 +71,20 @@ def finalize_window(
     outputs = frame.select(
         [to_polars(output.expression).alias(output.name) for output in spec.outputs]
     )
-    ends = frame.get_column("window_end").to_list()
-    # One ISO string per distinct end (a tumbling window's rows share theirs): formatting a
+    kept_starts = frame.get_column("window_start").to_list()
+    kept_ends = frame.get_column("window_end").to_list()
+    # One ISO string per distinct instant (a tumbling window's rows share theirs): formatting a
     # datetime per row was a third of a closed window's cost on the latency path.
-    end_isos = {end: iso_utc(end) for end in set(ends)}
-    start_iso = iso_utc(window_start)
+    isos = {t: iso_utc(t) for t in {*kept_starts, *kept_ends}}
     return [
         {
-            "window_start": window_start,
+            "window_start": start,
             "window_end": end,
-            "window_start_iso": start_iso,
-            "window_end_iso": end_isos[end],
+            "window_start_iso": isos[start],
+            "window_end_iso": isos[end],
             **row,
         }
-        for end, row in zip(ends, outputs.to_dicts(), strict=True)
+        for start, end, row in zip(kept_starts, kept_ends, outputs.to_dicts(), strict=True)
     ]
 
 
@@ -114,7 +129,17 @@ def window_rows(
 ) -> list[dict[str, Any]]:
     """The rows of one window as results carry them: HAVING, outputs, then top-k (`spec` from
     `result_spec`); each row starts with the task id."""
-    rows = finalize_window(spec, window_start, groups)
+    return windows_rows(spec, [(window_start, groups)])
+
+
+def windows_rows(
+    spec: TaskSpec, windows: Sequence[tuple[int, Mapping[tuple[Any, ...], Sequence[Any]]]]
+) -> list[dict[str, Any]]:
+    """`window_rows` of each `(window_start, groups)`, in order, finalized together."""
+    rows = finalize_windows(spec, windows)
     if spec.top_k is not None:
-        rows = select_top_k(spec.top_k, rows)
+        by_window: dict[int, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_window.setdefault(row["window_start"], []).append(row)
+        rows = [row for kept in by_window.values() for row in select_top_k(spec.top_k, kept)]
     return [{"task": spec.id, **row} for row in rows]

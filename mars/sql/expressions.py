@@ -9,6 +9,8 @@ in particular a WHERE that evaluates to NULL drops the row, so filter with
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import polars as pl
 import sqlglot
 from sqlglot import exp
@@ -51,11 +53,14 @@ def syntax_error_message(err: ParseError) -> str:
     return f"syntax error{near}"
 
 
+@lru_cache(maxsize=4096)
 def to_polars(sql: str) -> pl.Expr:
     """Compile an SQL expression (as stored in a TaskSpec) to a Polars expression.
 
     Column references become `pl.col(name)`. Raises TaskError for unknown functions,
-    aggregates, subqueries or anything outside the task language.
+    aggregates, subqueries or anything outside the task language. Cached: the reducer
+    finalizes every closed window with the task's same few expressions (Polars expressions
+    are immutable, so one can be shared).
     """
     node = parse_expression(sql)
     try:

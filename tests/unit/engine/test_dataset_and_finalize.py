@@ -16,7 +16,14 @@ from mars.engine.dataset import (
     merge_into,
 )
 from mars.engine.errors import DataSetFormatError
-from mars.engine.finalize import finalize_window, iso_utc, select_top_k
+from mars.engine.finalize import (
+    finalize_window,
+    iso_utc,
+    result_spec,
+    select_top_k,
+    window_rows,
+    windows_rows,
+)
 from mars.sql import parse_task
 from mars.tasks.spec import AggFunc, AggregateCall, TopK
 
@@ -184,3 +191,30 @@ def test_iso_utc() -> None:
     assert iso_utc(0) == "1970-01-01T00:00:00.000Z"
     assert iso_utc(-1) == "1969-12-31T23:59:59.999Z"
     assert iso_utc(1_714_564_800_123) == "2024-05-01T12:00:00.123Z"
+
+
+def test_windows_finalized_together_give_each_windows_own_rows() -> None:
+    # The reducer finalizes a step's closed windows in one frame: the same rows, in the same
+    # order, as one window at a time, with HAVING and top-k per window.
+    spec = result_spec(
+        parse_task(
+            "SELECT sip, count(*) AS n, sum(v) AS total FROM S GROUP BY sip "
+            "HAVING count(*) > 1 ORDER BY n DESC LIMIT 2 WINDOWING 10 s",
+            task_id="t",
+        )
+    )
+    windows = [
+        (0, groups_for(spec, {("a",): [1, 2, 3], ("b",): [4], ("c",): [5, 6], ("d",): [7, 8]})),
+        (10_000, groups_for(spec, {("a",): [1], ("e",): [None, 2]})),  # type: ignore[list-item]
+        (20_000, {}),
+        (30_000, groups_for(spec, {("b",): [1, 1, 1, 1]})),
+    ]
+    together = windows_rows(spec, windows)
+    one_by_one = [row for start, groups in windows for row in window_rows(spec, start, groups)]
+    assert together == one_by_one
+    assert [(r["window_start"], r["sip"]) for r in together] == [
+        (0, "a"),
+        (0, "c"),
+        (10_000, "e"),
+        (30_000, "b"),
+    ]
