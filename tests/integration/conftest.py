@@ -39,7 +39,11 @@ def pipeline(
 
 @pytest.fixture(scope="session")
 def spark(settings: Settings) -> Iterator[Any]:
-    session = build_spark_session(master="local[2]", jars_dir=settings.local.jars_dir)
+    session = build_spark_session(
+        master="local[2]",
+        jars_dir=settings.local.jars_dir,
+        conf={"spark.ui.showConsoleProgress": "false"},  # no progress bars in the test log
+    )
     yield session
     session.stop()
 
