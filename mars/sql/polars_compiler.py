@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from mars.sql.errors import TaskError
 from mars.sql.like import like_to_regex
-from mars.sql.polars_functions import FUNCTION_COMPILERS
+from mars.sql.polars_functions import FUNCTION_COMPILERS, as_number
 from mars.sql.positions import node_position
 
 Compile = Callable[[exp.Expr], pl.Expr]
@@ -111,6 +111,7 @@ def _divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
 
 def _modulo(left: pl.Expr, right: pl.Expr) -> pl.Expr:
     # SQL's remainder has the sign of the dividend; Polars' `%` is floored like Python's.
+    left, right = as_number(left), as_number(right)
     remainder = (left.abs() % right.abs()) * left.sign()
     return pl.when(right == 0).then(None).otherwise(remainder)
 
@@ -242,7 +243,7 @@ _NODE_COMPILERS: dict[type[exp.Expr], Callable[[exp.Expr], pl.Expr]] = {
     exp.Boolean: lambda node: pl.lit(bool(node.this)),
     exp.Null: lambda node: pl.lit(None),
     exp.Paren: lambda node: compile_node(node.this),
-    exp.Neg: lambda node: -compile_node(node.this),
+    exp.Neg: lambda node: -as_number(compile_node(node.this)),
     exp.Add: _binary(lambda a, b: a + b),
     exp.Sub: _binary(lambda a, b: a - b),
     exp.Mul: _binary(lambda a, b: a * b),

@@ -37,8 +37,16 @@ def _length(node: exp.Expr, compile_node: Compile) -> pl.Expr:
     return _text(node.this, compile_node).str.len_chars().cast(pl.Int64)
 
 
+def as_number(value: pl.Expr) -> pl.Expr:
+    """An operand of an operation defined on numbers only (abs, negation, remainder). `+ 0`
+    leaves a number as it is and turns a batch column of only NULLs (Polars' Null type, on
+    which those operations fail) into a numeric NULL: the result must not depend on whether a
+    batch happened to hold a value of the field."""
+    return value + 0
+
+
 def _abs(node: exp.Expr, compile_node: Compile) -> pl.Expr:
-    return compile_node(node.this).abs()
+    return as_number(compile_node(node.this)).abs()
 
 
 def _round(node: exp.Expr, compile_node: Compile) -> pl.Expr:

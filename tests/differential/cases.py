@@ -223,6 +223,8 @@ class _StreamStyle:
     disorder: float  # chance a record goes back in time
     bad: float  # chance a record is bad
     pause: float  # chance of a pause longer than any window or session gap
+    omit: float  # chance a field is left out of a record (reads as NULL)
+    v_null: float  # chance `v` is NULL (1: a column of NULLs in every batch)
     keys: list[str | None] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
 
@@ -232,12 +234,14 @@ def random_case(seed: int) -> Case:
     rng = random.Random(seed)
     shape = random_shape(rng)
     step = 1000 if shape.unit == "s" else 1
-    names: list[str | None] = [None, "a", "b", "c", "d", "e", "bb", "ccc"]
+    names: list[str | None] = [None, "a", "b", "c", "d", "e", "bb", "ccc", "", "é", 'q"t']
     style = _StreamStyle(
         equal=rng.choice([0.0, 0.3, 0.7]),
         disorder=rng.choice([0.0, 0.05, 0.2]),
         bad=rng.choice([0.0, 0.0, 0.03]),
         pause=rng.choice([0.0, 0.02]),
+        omit=rng.choice([0.0, 0.0, 0.1]),
+        v_null=rng.choice([0.15, 0.15, 0.15, 1.0]),
         keys=names,
         weights=[1.0 / (i + 1) ** rng.choice([0.5, 1.2]) for i in range(len(names))],
     )
@@ -246,10 +250,12 @@ def random_case(seed: int) -> Case:
     streams: list[list[bytes]] = [[] for _ in range(partitions)]
     idle = {p for p in range(partitions) if partitions > 1 and rng.random() < 0.15}
     scale = max(step, shape.size_ms // rng.choice([2, 5, 20])) // step * step
+    # Some streams start just before 1970: negative epoch times floor into their windows.
+    base = BASE_MS if rng.random() < 0.9 else -rng.randint(0, 20) * scale
     for p in range(partitions):
         if p in idle:
             continue
-        now = BASE_MS + rng.randint(0, 3) * scale
+        now = base + rng.randint(0, 3) * scale
         share = rng.randint(count // (2 * partitions) + 1, 2 * count // partitions + 1)
         for _ in range(share):
             if rng.random() < style.pause:
@@ -290,13 +296,14 @@ def _record(rng: random.Random, style: _StreamStyle, ts_ms: int, unit: TimeUnit)
 
 
 def _fields(rng: random.Random, style: _StreamStyle) -> dict[str, object]:
-    return {
+    fields = {
         "k1": rng.choices(style.keys, weights=style.weights)[0],
         "k2": None if rng.random() < 0.1 else rng.randint(0, 3),
-        "v": None if rng.random() < 0.15 else rng.randint(-20, 100),
+        "v": None if rng.random() < style.v_null else rng.randint(-20, 100),
         "f": round(rng.random(), 3) + 0.0001,
         "s": rng.choice(["x1", "x7", "y7", "yy", "z", "x", "q17"]),
     }
+    return {name: value for name, value in fields.items() if rng.random() >= style.omit}
 
 
 def _time_value(ts_ms: int, unit: TimeUnit, rng: random.Random) -> int | str:
