@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from tests.integration.pipeline import (
     PipelineProcesses,
     ReducerCluster,
     TopicReader,
+    check_exact,
     create_task_topics,
     delete_task_topics,
     wait_for,
@@ -153,14 +153,7 @@ def test_a_backfilled_task_emits_every_window_by_idle_close_without_live_records
         )
         took_s = time.monotonic() - resumed
         reader.poll_for(3.0)  # a duplicate would show up now
-        emitted: Counter[tuple[int, str, str]] = Counter()
-        results: dict[tuple[int, str, str], dict[str, Any]] = {}
-        for row in reader.values(spec.output_topic):
-            key = (row["window_start"], row["sip"], row["type"])
-            emitted[key] += 1
-            results[key] = {"cnt": row["cnt"], "total": row["total"]}
-        assert not [key for key, n in emitted.items() if n > 1], "a result emitted twice"
-        assert results == expected
+        check_exact(reader.values(spec.output_topic), expected, ("sip", "type"), ("cnt", "total"))
         assert not reader.records[spec.late_topic]
         print(
             f"\nbackfill idle close ({mode}): every window {took_s:.1f} s after the resume "
