@@ -87,6 +87,11 @@ _CONDITIONS = (
     "upper(k1) = 'B'",
     "CASE WHEN v > {small} THEN 1 WHEN k1 = 'a' THEN 1 ELSE 0 END = 1",
     "abs(v) > {small}",
+    "-v < {small}",
+    "v % 3 = 1",
+    "-k2 % 2 = 0",
+    "v > 90",  # drops nearly every record
+    "k1 = 'ccc' AND v IS NOT NULL",  # so does this one (a rare key)
 )
 _HAVING = ("n > {few}", "n >= 2 AND n < {many}", "sv > {small}", "n > 1 OR nv = 0")
 

@@ -21,14 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from mars.tasks.spec import TaskSpec
 from tests.differential.cases import Case
 from tests.differential.compare import problems
 from tests.differential.oracle import Expected, expected_of
-from tests.integration.pipeline import TopicReader
+from tests.integration.pipeline import TopicReader, produce_in_order
 from tests.integration.watched import WatchedPipeline, make_topic
 
 IDLE_TIMEOUT = "2 s"
@@ -58,7 +57,11 @@ def run_group(
     updates: list[str | None] = []  # EMIT CHANGES: the updates topic
     for i, case in enumerate(cases):
         topic = make_topic(admin, f"{prefix}_{i}", partitions=len(case.partitions))
-        _produce(bootstrap, topic, case)
+        produce_in_order(
+            bootstrap,
+            topic,
+            ((p, value) for p, values in enumerate(case.partitions) for value in values),
+        )
         task = f"{prefix}t{i}"
         paused = backfill is not None and case.via_backfill
         body = _call(
@@ -171,14 +174,6 @@ def _rows_wanted(case: Case, expected: Expected) -> int:
     for key in expected.rows:
         per_window[key[0]] += 1
     return sum(min(case.shape.top_k[1], n) for n in per_window.values())
-
-
-def _produce(bootstrap: str, topic: str, case: Case) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for partition, values in enumerate(case.partitions):
-        for value in values:
-            producer.produce(topic, value, partition=partition)
-    assert producer.flush(30) == 0, "records left unsent"
 
 
 def _call(

@@ -17,11 +17,11 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
@@ -300,6 +300,15 @@ class OracleInBackground:
     def close(self) -> None:
         self._pool.terminate()
         self._pool.join()
+
+
+def produce_in_order(bootstrap: str, topic: str, records: Iterable[tuple[int, bytes]]) -> None:
+    """Produce `(partition, value)` records, each partition's in the given order (idempotent
+    producer: a retry cannot reorder or repeat them)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for partition, value in records:
+        producer.produce(topic, value, partition=partition)
+    assert producer.flush(30) == 0, "records left unsent"
 
 
 def create_task_topics(

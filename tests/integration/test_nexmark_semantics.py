@@ -16,11 +16,10 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from mars.local import ClusterState
-from tests.integration.pipeline import TopicReader, wait_for
+from tests.integration.pipeline import TopicReader, produce_in_order, wait_for
 from tests.integration.watched import WatchedPipeline, make_topic
 from tests.session_oracle import Session, expected_sessions
 
@@ -55,10 +54,7 @@ def bids(rng: random.Random, *, count: int, span_ms: int) -> Iterator[tuple[int,
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[int, dict[str, int]]]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for partition, bid in records:
-        producer.produce(topic, json.dumps(bid).encode(), partition=partition)
-    assert producer.flush(30) == 0
+    produce_in_order(bootstrap, topic, ((p, json.dumps(bid).encode()) for p, bid in records))
 
 
 @pytest.mark.pipeline(mappers=2, reducers=2)
