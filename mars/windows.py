@@ -77,6 +77,11 @@ class WindowAssigner:
 
     # Vectorised variants over a Polars column of epoch ms (Int64).
 
+    def late_from_expr(self, ts: pl.Expr) -> pl.Expr:
+        """Polars: the smallest stream time at which each record is late (`is_late`): its
+        latest window's `end + grace`."""
+        return self.last_start_expr(ts) + (self.size_ms + self.grace_ms)
+
     def last_start_expr(self, ts: pl.Expr) -> pl.Expr:
         """Polars: start of the latest window containing each timestamp."""
         return (ts // self.slide_ms) * self.slide_ms
@@ -131,6 +136,10 @@ class SessionWindows:
         """A record (or a partial session starting at `ts_ms`) is late when it is more than
         `grace` behind `stream_time_ms`: a session it would join may be closed by then."""
         return stream_time_ms is not None and ts_ms + self.grace_ms < stream_time_ms
+
+    def late_from_expr(self, ts: pl.Expr) -> pl.Expr:
+        """Polars: the smallest stream time at which each record is late (`is_late`)."""
+        return ts + (self.grace_ms + 1)
 
 
 def window_end(spec: WindowSpec, start_ms: int, states: Sequence[Any]) -> int:

@@ -4,9 +4,9 @@ Steps, all vectorised in Polars: decode -> event time -> stream time before each
 WHERE -> group-key and argument expressions -> lateness -> window assignment -> group by
 (window, keys) into partial states -> split by bucket -> one encoded data set per bucket.
 
-Event time and lateness follow docs/semantics.md. Stream time advances with every decodable
-record that has a valid event time, in partition order, whether WHERE keeps it, an expression
-fails on it or it is late (late ones cannot raise it): a filter never holds windows open, as
+Event time and lateness follow docs/semantics.md. Stream time advances, in partition order,
+with every record that has a valid event time and is not bad, whether WHERE keeps it or not
+and whether it is late (late ones cannot raise it): a filter never holds windows open, as
 Flink's watermark is its source's. Lateness is decided record by record as if the partition
 were read one record at a time: a record is late when the largest event time seen *before it*
 in its partition (starting from the partition's stream time before the batch) has reached its
@@ -131,8 +131,11 @@ class Preaggregator:
                 .otherwise(pl.col(_TIME))
                 .alias(_TIME)
             )
-        has_time = pl.col(_TIME).is_not_null()
-        timed = timing.filter(has_time) if timing.get_column(_TIME).null_count() else timing
+        timed = (
+            timing.filter(pl.col(_TIME).is_not_null())
+            if timing.get_column(_TIME).null_count()
+            else timing
+        )
         latest_times = _latest_times(timed) if timed.height else {}
         new_stream_times = {p: t for p, t in stream_times.items() if t is not None}
         for partition, latest in latest_times.items():
@@ -210,13 +213,9 @@ class Preaggregator:
         return frame
 
     def _late_from(self) -> pl.Expr:
-        """Per row, the smallest stream time at which the record is late: its latest window's
-        `end + grace`, or for sessions `time + grace + 1` (only strictly older than GRACE
-        allows is late, so equal timestamps are on time)."""
-        window, session = self._task.window, self._task.session
-        if session is not None:
-            return pl.col(_TIME) + (session.grace_ms + 1)
-        return window.last_start_expr(pl.col(_TIME)) + (window.size_ms + window.grace_ms)
+        """Per row, the smallest stream time at which the record is late (mars.windows)."""
+        windows = self._task.session or self._task.window
+        return windows.late_from_expr(pl.col(_TIME))
 
     def _with_stream_time_before(
         self,

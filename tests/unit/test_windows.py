@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mars.tasks.spec import WindowSpec
-from mars.windows import WindowAssigner
+from mars.windows import SessionWindows, WindowAssigner
 
 
 def test_tumbling_windows_are_half_open() -> None:
@@ -88,3 +88,26 @@ def test_from_spec_and_validation() -> None:
         WindowAssigner(size_ms=0, slide_ms=0)
     with pytest.raises(ValueError):
         WindowAssigner(size_ms=5, slide_ms=10)
+
+
+@given(
+    times=st.lists(st.integers(-10_000, 10_000), min_size=1, max_size=30),
+    stream_time=st.integers(-10_000, 10_000),
+    size=st.integers(1, 50),
+    slide_div=st.integers(1, 5),
+    grace=st.integers(0, 20),
+)
+def test_vectorised_lateness_is_the_scalar_rule(
+    times: list[int], stream_time: int, size: int, slide_div: int, grace: int
+) -> None:
+    # The mapper decides lateness with `late_from_expr`; the reducer and docs with `is_late`.
+    slide = max(1, size // slide_div)
+    frame = pl.DataFrame({"t": times})
+    for rule in (
+        WindowAssigner(size_ms=size, slide_ms=slide, grace_ms=grace),
+        SessionWindows(gap_ms=size, grace_ms=grace),
+    ):
+        late_from = frame.select(rule.late_from_expr(pl.col("t")))["t"].to_list()
+        assert [lf <= stream_time for lf in late_from] == [
+            rule.is_late(t, stream_time) for t in times
+        ]
