@@ -7,7 +7,7 @@ setup:
 	@bash scripts/setup.sh
 
 run: setup
-	$(PY) -m mars.cli.main demo
+	$(PY) -m cli.main demo
 
 test: setup lint
 	$(PY) -m pytest -q -p no:cacheprovider --durations=20
@@ -24,10 +24,10 @@ unit: setup
 # them as not measured, hence the `-`.
 bench: setup
 	-@bash scripts/setup_peers.sh
-	$(PY) -m mars.cli.main bench
+	$(PY) -m cli.main bench
 
 down:
-	-$(PY) -m mars.cli.main local down
+	-$(PY) -m cli.main local down
 
 clean: down
 	rm -rf .venv .cache .mars

@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api import routes_cluster, routes_metrics, routes_tasks
+from api.cluster_collector import cluster_registry
 from api.errors import install_error_handlers
-from api.metrics import cluster_registry
 from api.routes_ui import install_ui
 from api.services import ApiServices
 from mars.config import Settings

@@ -145,7 +145,7 @@ def show_task(task_id: str, services: Services) -> Task:
     record = _record(services, task_id)
     body = _task_body(record, _stats(services, task_id))
     body.live = task_live(
-        services.seq_store, services.sampler, task_id, buckets=record.spec.options.layout.units
+        services.seq_store, services.sampler, task_id, buckets=record.spec.options.layout.unit_count
     )
     return body
 
@@ -244,7 +244,7 @@ def task_windows(
         as_of_ms=current.as_of_ms,
         staleness_ms=None if current.as_of_ms is None else measured - current.as_of_ms,
         backlog_datasets=services.seq_store.backlog(
-            task_id, buckets=record.spec.options.layout.units
+            task_id, buckets=record.spec.options.layout.unit_count
         ).unmerged,
         measured_ms=measured,
     )

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 
 from api.live import CounterSampler
 from api.pull_queries import DecodedCheckpoints
-from api.topics import TaskTopics
+from api.task_topic_admin import TaskTopicAdmin
 from mars.clients import RedisClient, connect_redis
 from mars.config import Settings
 from mars.registry import TaskRegistry
@@ -29,7 +29,7 @@ class ApiServices:
     registry: TaskRegistry
     redis: RedisClient
     seq_store: SeqStore
-    topics: TaskTopics
+    topics: TaskTopicAdmin
     sampler: CounterSampler
     checkpoints: DecodedCheckpoints
 
@@ -51,7 +51,7 @@ class ApiServices:
                 registry=registry,
                 redis=redis_client,
                 seq_store=store,
-                topics=TaskTopics(kafka=settings.kafka),
+                topics=TaskTopicAdmin(kafka=settings.kafka),
                 sampler=sampler,
                 checkpoints=DecodedCheckpoints(),
             )

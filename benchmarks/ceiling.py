@@ -4,7 +4,7 @@
         [--consumer confluent|native]
 
 Each worker sets up its heap as a mapper does (`mars.heap`), assigns its partitions from the
-beginning with the mapper's consumer settings (`mapper.process.consumer_config`), consumes
+beginning with the mapper's consumer settings (`mapper.mapper_process.consumer_config`), consumes
 batches of `--batch` records split by partition (confluent-kafka's `consume` and the mapper's
 own loop, `group_by_partition`; or the native consumer's `consume_grouped`) and decodes each
 partition's values with the paper task's decoder (the mapper's decode path), until it reaches
@@ -24,8 +24,8 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from benchmarks.workload import paper_sql
+from mapper.mapper_process import consumer_config
 from mapper.partition_batches import consume_by_partition
-from mapper.process import consumer_config
 from mars.clients.native_consumer import NativeConsumer
 from mars.config import load_settings
 from mars.engine.compiled import CompiledTask

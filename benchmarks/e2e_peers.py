@@ -28,7 +28,7 @@ from benchmarks.procstat import tree_cpu_seconds, tree_peak_rss_mb
 from benchmarks.results_reader import ResultReader
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
 from benchmarks.workload import PAPER_WINDOW_S, SENTINEL_TYPE, Dataset
-from mars.gen import FIELD_NAMES
+from devtools.gen import FIELD_NAMES
 
 WINDOW_MS = PAPER_WINDOW_S * 1000
 

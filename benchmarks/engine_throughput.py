@@ -1,4 +1,4 @@
-"""Per-core throughput of the batch engine on the paper's 20-field tuples (`mars.gen`).
+"""Per-core throughput of the batch engine on the paper's 20-field tuples (`devtools.gen`).
 
 For each query, in batches of `--batch` records (one partition, offsets in order):
 
@@ -25,10 +25,10 @@ from collections.abc import Callable
 from unittest import mock
 
 import mars.engine.bucketed_datasets as bucketed_datasets
+from devtools.gen import FIELD_NAMES, Encoding, GeneratorConfig, generate
 from mars.engine.compiled import CompiledTask
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceBatch, SourceRecord
-from mars.gen import FIELD_NAMES, Encoding, GeneratorConfig, generate
 from mars.sql import parse_task
 
 QUERIES = {

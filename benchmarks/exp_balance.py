@@ -39,9 +39,9 @@ from benchmarks.stats import percentile
 from benchmarks.watermark_times import window_latencies
 from benchmarks.workload import Dataset, csv_options, preload
 from mars.registry import TaskRegistry
-from mars.registry.assignment import read_assignment
 from mars.registry.membership import list_members
 from mars.registry.paths import ZkPaths
+from mars.registry.unit_assignment import read_assignment
 from mars.registry.units import Unit
 from mars.store.reducer_stats import figure_float
 

@@ -29,9 +29,9 @@ from benchmarks.watermark_times import (
     window_latencies,
 )
 from benchmarks.workload import paper_sql
+from devtools.gen import Encoding, GeneratorConfig
+from devtools.gen.produce import produce
 from mars.config import KafkaSettings
-from mars.gen import Encoding, GeneratorConfig
-from mars.gen.produce import produce
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,7 @@
 """Experiment 12: Nexmark's q5, q7 and q11 in Mars and in Flink SQL, on the same preloaded bids
 topic in the same invocation, every result checked against the DuckDB oracle.
 
-The bids (`mars.gen.nexmark`, JSON, in time order in each partition) are produced once, with
+The bids (`devtools.gen.nexmark`, JSON, in time order in each partition) are produced once, with
 one sentinel bid per partition a day after the data; the oracle computes every query's
 expected rows from the same columns. Then, for each run and query, Mars (a fresh task on
 `mappers` mappers + `reducers` reducers, already up and idle) and Flink SQL (a fresh job in
@@ -36,8 +36,8 @@ from benchmarks.procstat import cpu_seconds, tree_cpu_seconds, tree_peak_rss_mb
 from benchmarks.result_rows import RowCollector
 from benchmarks.stats import summarize
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
-from mars.gen.nexmark import NexmarkConfig, encode_bids, generate_bids
-from mars.gen.nexmark_produce import produce_bids
+from devtools.gen.nexmark import NexmarkConfig, encode_bids, generate_bids
+from devtools.gen.nexmark_produce import produce_bids
 
 Log = Callable[[str], None]
 SENTINEL_AFTER_MS = 86_400_000  # a day after the data: past every data window and session

@@ -46,7 +46,7 @@ from benchmarks.pull_figures import (
     per_query_cost,
     phase_figures,
 )
-from mars.gen.fields import TYPES
+from devtools.gen.fields import TYPES
 from mars.store.keys import TaskKeys
 
 PULL_WINDOW_S = 3600

@@ -113,7 +113,7 @@ def spark_mode(
             **run.env,
             "MARS_LOCAL__JARS_DIR": str(bench.settings.local.jars_dir),
         }
-        command = [sys.executable, "-m", "mars.cli.main", "spark", "stream", spec.id]
+        command = [sys.executable, "-m", "cli.main", "spark", "stream", spec.id]
         command += ["--master", master, "--trigger", str(plan.trigger_s)]
         command += ["--chunk-size", str(plan.batch_size)]
         command += ["--conf", f"spark.executor.memory={plan.executor_memory}"]

@@ -27,7 +27,7 @@ from benchmarks.state_figures import (
     window_label,
 )
 from benchmarks.workload import csv_options
-from mars.gen.fields import TYPES
+from devtools.gen.fields import TYPES
 
 
 def state_sql(topic: str, *, window_s: int) -> str:

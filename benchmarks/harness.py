@@ -22,11 +22,11 @@ from kazoo.client import KazooClient
 from benchmarks.procstat import cpu_seconds, peak_rss_mb, rss_mb
 from benchmarks.stats import MemorySample, ProgressSample
 from benchmarks.workload import KEEP_RECORDS
+from devtools.local import LocalCluster
+from devtools.local.process_handle import ProcessHandle, free_port
+from devtools.local.roles import start_role
 from mars.clients import RedisClient, admin_client, connect_redis
 from mars.config import MAPPER_BATCH_SIZE, Settings, load_settings
-from mars.local import LocalCluster
-from mars.local.process import ProcessHandle, free_port
-from mars.local.roles import start_role
 from mars.registry import TaskRegistry
 from mars.registry.paths import ZkPaths
 from mars.sql import parse_task

@@ -37,7 +37,7 @@ from benchmarks.harness import BenchCluster
 from mars.clients import client_config
 from mars.config import KafkaSettings
 from mars.store import SeqStore, watermark_of
-from reducer.progress import PROGRESS_TOPIC
+from mars.tasks.topics import PROGRESS_TOPIC
 
 IDLE_TIMEOUT_MS = 60_000
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from benchmarks.nexmark_oracle import GAP_MS, Expected
-from mars.gen.nexmark import SENTINEL_ID
+from devtools.gen.nexmark import SENTINEL_ID
 
 Keyed = list[tuple[Any, Any]]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from mars.gen.nexmark import Bids
+from devtools.gen.nexmark import Bids
 
 HOP_SIZE_MS, HOP_SLIDE_MS = 10_000, 2_000  # q5
 TUMBLE_MS = 10_000  # q7

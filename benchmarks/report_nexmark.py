@@ -27,9 +27,10 @@ def nexmark_section(found: dict[str, Any] | None) -> list[str]:
         "(`--quick`: 100,000 bids, one run); it needs the peers' virtualenv for Flink "
         "(`scripts/setup_peers.sh`), else Mars alone is measured and Flink noted as missing.",
         "",
-        f"{fmt(found['records'])} Nexmark-style bids (`mars.gen.nexmark`, seed {found['seed']}), "
-        f"JSON ({fmt(found['mean_bytes'], '.0f')} bytes mean), {found['partitions']} "
-        f"partitions in time order, {fmt(found['span_s'])} s of event time with "
+        f"{fmt(found['records'])} Nexmark-style bids (`devtools.gen.nexmark`, "
+        f"seed {found['seed']}), JSON ({fmt(found['mean_bytes'], '.0f')} bytes mean), "
+        f"{found['partitions']} partitions in time order, {fmt(found['span_s'])} s of event "
+        f"time with "
         f"{fmt(found['distinct_times'])} distinct milliseconds (bursts of up to "
         f"{config.get('max_burst', '?')} bids share one); half the bids go to "
         f"{config.get('hot_auctions', '?')} hot auctions and three quarters to "

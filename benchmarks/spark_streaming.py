@@ -16,7 +16,7 @@ import time
 
 from mars.clients import spark_kafka_options
 from mars.config import KafkaSettings, load_settings
-from mars.spark.session import build_spark_session
+from spark.session import build_spark_session
 
 
 def main(argv: list[str] | None = None) -> int:

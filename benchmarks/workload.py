@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
+from devtools.gen import FIELD_NAMES, Encoding, GeneratorConfig
+from devtools.gen.config import DEFAULT_START_S
+from devtools.gen.produce import THROUGHPUT_CONFIG, produce
 from mars.clients import admin_client, client_config
 from mars.config import KafkaSettings
-from mars.gen import FIELD_NAMES, Encoding, GeneratorConfig
-from mars.gen.config import DEFAULT_START_S
-from mars.gen.produce import THROUGHPUT_CONFIG, produce
 from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 
 CSV_COLUMNS = ",".join(FIELD_NAMES)
@@ -141,7 +141,7 @@ def write_sentinels(
 
 
 def _sample_values(config: GeneratorConfig) -> list[list[bytes]]:
-    from mars.gen import iter_chunks
+    from devtools.gen import iter_chunks
 
     sample_config = GeneratorConfig(
         count=min(config.count, 20_000),

@@ -19,7 +19,7 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mapper.progress import TaskView
+from mapper.source_state_book import TaskView
 from mapper.task_router import ActiveTask
 from mars.chunk_writer import apply_chunk
 from mars.engine.records import PartitionBatch, SourceBatch, SourceRecord

@@ -10,7 +10,7 @@ broker and feeds the answers in.
 
 from __future__ import annotations
 
-from mars.end_offsets import PartitionKey
+from mars.clients.end_offsets import PartitionKey
 
 
 class CaughtUpTracker:

@@ -24,21 +24,21 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
 
-from mapper.assignment import RETRY_BACKOFF_S, Assignment
 from mapper.backpressure import BackpressureGate, PressureMarks
 from mapper.batch_writer import TaskBatchWriter, TopicBatch, WriteOutcome
 from mapper.caught_up import CaughtUpTracker
-from mapper.errors import SideTopicError, StopRequested
+from mapper.errors import SideTopicError, StopRequested, retry_delays
 from mapper.liveness import LivenessReporter
-from mapper.metrics import MapperMetrics
+from mapper.mapper_metrics import MapperMetrics
+from mapper.partition_assignment import PartitionAssignment
 from mapper.partition_batches import consume_by_partition
-from mapper.progress import ProgressBook
+from mapper.source_state_book import SourceStateBook
 from mapper.task_router import ActiveTask, TaskRouter, TaskSetChange
 from mars.clients import REDIS_ERRORS, admin_client
+from mars.clients.end_offsets import EndOffsetQuery, PartitionKey
 from mars.clients.native_consumer import SourceConsumer
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
-from mars.end_offsets import EndOffsetQuery, PartitionKey
 from mars.engine.records import PartitionBatch, SourceBatch, TopicBatches
 from mars.registry.mapper_status import MapperStatus, PartitionStatus
 from mars.side_topics import SideRecordSink
@@ -56,7 +56,7 @@ _WRITE_ERRORS: tuple[type[Exception], ...] = (SideTopicError, *_BACKEND_ERRORS)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoopParts:
-    """The collaborators of a `MapperLoop` (built by `mapper.process`, or by tests)."""
+    """The collaborators of a `MapperLoop` (built by `mapper.mapper_process`, or by tests)."""
 
     consumer: SourceConsumer
     admin: AdminClient
@@ -82,8 +82,8 @@ class MapperLoop:
         self._router = parts.router
         self._clock_ms = parts.clock_ms
         self._stop = stop
-        self._progress = ProgressBook(parts.store)
-        self._assignment = Assignment(
+        self._progress = SourceStateBook(parts.store)
+        self._assignment = PartitionAssignment(
             consumer=parts.consumer, router=parts.router, progress=self._progress, stop=stop
         )
         self._writer = TaskBatchWriter(
@@ -193,7 +193,7 @@ class MapperLoop:
         extra = self.metrics.take_unflushed_paused(task.id)
         started = time.monotonic()
         reread = False  # after a failure, re-read the truth from Redis before trying again
-        for attempt in range(1_000_000):
+        for delay in retry_delays():
             try:
                 # Inside the try: Redis may still be down or loading its AOF (BusyLoadingError).
                 view = (
@@ -207,7 +207,6 @@ class MapperLoop:
                 break
             except _WRITE_ERRORS as exc:
                 # Nothing is committed to Kafka until this succeeds; Redis decides what applied.
-                delay = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
                 log.warning("task %s: write failed (%s), retrying in %.1f s", task.id, exc, delay)
                 if self._stop.wait(delay):
                     raise StopRequested from exc
@@ -220,8 +219,8 @@ class MapperLoop:
             self.metrics.return_unflushed_paused(task.id, extra)
         self.metrics.record_write(task.id, outcome, seconds=time.monotonic() - started)
         if outcome.datasets:
-            units = task.spec.options.layout.units
-            self._gate.note_written(task.id, outcome.datasets, buckets=units)
+            buckets = task.spec.options.layout.unit_count
+            self._gate.note_written(task.id, outcome.datasets, buckets=buckets)
         return outcome
 
     def _commit(self, *, asynchronous: bool) -> None:
@@ -298,7 +297,7 @@ class MapperLoop:
         tasks = self._router.tasks
         try:
             backlogs = {
-                task_id: self._store.backlog(task_id, buckets=task.spec.options.layout.units)
+                task_id: self._store.backlog(task_id, buckets=task.spec.options.layout.unit_count)
                 for task_id, task in tasks.items()
             }
             memory = self._store.memory_used()
@@ -312,7 +311,7 @@ class MapperLoop:
                 self.metrics.add_paused(task_id, elapsed)
         self._gate.update(now_ms=now, backlogs=backlogs, memory_used=memory)
         for task_id, task in tasks.items():
-            self._gate.evaluate(task_id, buckets=task.spec.options.layout.units)
+            self._gate.evaluate(task_id, buckets=task.spec.options.layout.unit_count)
             self.metrics.set_backlog(task_id, backlogs[task_id].unmerged)
         self._sync_pauses()
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from mapper.task_router import ActiveTask
 from mars.clients import REDIS_ERRORS
-from mars.end_offsets import PartitionKey
+from mars.clients.end_offsets import PartitionKey
 from mars.store import SeqStore
 
 log = logging.getLogger(__name__)

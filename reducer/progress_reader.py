@@ -18,8 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from mars.clients.kafka_config import client_config
 from mars.config import KafkaSettings
-from reducer.progress import Progress
-from reducer.topics import partition_for
+from reducer.progress_record import ProgressRecord, partition_for
 
 
 class ProgressReadTimeoutError(TimeoutError):
@@ -33,7 +32,7 @@ def read_progress(
     key: str,
     partitions: int,
     timeout_s: float = 90.0,
-) -> Progress | None:
+) -> ProgressRecord | None:
     """The value of the newest committed record with `key`, or None if there is none."""
     partition = partition_for(key, partitions)
     consumer = _consumer(kafka, isolation="read_committed")
@@ -71,7 +70,7 @@ def read_progress(
         probe.close()
     if not found or latest is None:  # a tombstone forgets the unit
         return None
-    return Progress.from_bytes(latest)
+    return ProgressRecord.from_bytes(latest)
 
 
 def _consumer(kafka: KafkaSettings, *, isolation: str) -> Consumer:

@@ -11,8 +11,8 @@ import redis
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
+from devtools.local import ClusterState, LocalCluster
 from mars.config import Settings, load_settings
-from mars.local import ClusterState, LocalCluster
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,9 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from mars.registry.assignment import read_assignment
 from mars.registry.membership import list_members
 from mars.registry.paths import ZkPaths
+from mars.registry.unit_assignment import read_assignment
 
 
 def _leader(client: KazooClient, paths: ZkPaths) -> str | None:

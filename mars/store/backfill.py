@@ -13,7 +13,7 @@ script, seeds the live source state (`src[p] = handover - 1`), so live mappers, 
 mappers already applied records without a recorded hand-over: their first offset is unknown,
 so any backfill below it could double count.
 
-Part of the store (not of mars.spark) because the reducer reads the holds too
+Part of the store (not of spark) because the reducer reads the holds too
 (`SeqStore.snapshot_unit`, which reads them before the snapshots).
 """
 

@@ -51,7 +51,8 @@ class TaskKeys:
 
     @property
     def reducer_stats(self) -> str:
-        """Hash: `<bucket>.<name>` -> a reducer unit's counters and gauges (reducer/metrics.py)."""
+        """Hash: `<bucket>.<name>` -> a reducer unit's counters and gauges
+        (reducer/reducer_metrics.py)."""
         return self.prefix + "reducer_stats"
 
     @property
@@ -83,9 +84,10 @@ class TaskKeys:
         """Last data set number the bucket's owner has merged (a backpressure hint, monotone)."""
         return self.bucket_prefix(bucket) + "merged"
 
-    def checkpoints(self, unit: int) -> str:
-        """Hash: checkpoint field `<number>:<token>` -> a reducer unit's encoded open windows."""
-        return f"{self.prefix}u:{unit}:ck"
+    def checkpoints(self, bucket: int) -> str:
+        """Hash: checkpoint field `<number>:<token>` -> the encoded open windows of the reducer
+        unit (this task, `bucket`)."""
+        return f"{self.prefix}u:{bucket}:ck"
 
     def datasets(self, bucket: int) -> str:
         """Hash: data set number -> encoded partials. One key per bucket (not one per data

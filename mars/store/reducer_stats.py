@@ -1,8 +1,9 @@
-"""The reducers' published figures in Redis, written by `reducer.metrics` and read by the API
-(`GET /tasks/{id}`, `GET /cluster`, the dashboard, `mars top`), which see every reducer at once.
+"""The reducers' published figures in Redis, written by `reducer.reducer_metrics` and read by
+the API (`GET /tasks/{id}`, `GET /cluster`, the dashboard, `mars top`), which see every reducer
+at once.
 
 - per unit, hash `mars:{<task>}:reducer_stats`, fields `<bucket>.<name>` (names in
-  `reducer.metrics`);
+  `reducer.reducer_metrics`);
 - per process, hash `mars:reducer:<member id>` (`owned_units`, `merge_rate`, `cpu` (CPU seconds
   per second, `mars.cpu_meter`), `updated_ms`), with
   a time to live: it goes when the process stops refreshing it.

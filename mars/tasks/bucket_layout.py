@@ -10,7 +10,7 @@ so a window closes whole and is emitted once.
 `change_layout` and `apply_batch` scripts, docs/protocol.md): `W` = the largest window start
 any writer has written so far + 1, so no data set of a window from `W` on was written under
 the old count, and a writer still on the old count is refused once it writes such a window.
-The reducers own `units` buckets: the largest count of any epoch, so the buckets of an older,
+The reducers own `unit_count` buckets: the largest count of any epoch, so the buckets of an older,
 larger count keep their owner while their windows are still open.
 """
 
@@ -56,8 +56,8 @@ class BucketLayout:
         return self.changes[-1].from_window_ms if self.changes else FROM_ANY_WINDOW
 
     @property
-    def units(self) -> int:
-        """How many buckets the reducers own: the most any epoch has."""
+    def unit_count(self) -> int:
+        """How many units (buckets) the reducers own for the task: the most any epoch has."""
         return max([self.initial, *(change.buckets for change in self.changes)])
 
     def buckets_at(self, window_start_ms: int) -> int:

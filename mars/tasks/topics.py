@@ -13,7 +13,8 @@ never depend on who came first.
 
 All of them get `kafka.result_partitions` partitions, `kafka.replication_factor` replicas and
 `kafka.min_insync_replicas` (`Replication.of`). The source topic is the user's and is never
-created here.
+created here. A task's topic names come from its spec (`TaskSpec.output_topic` and the
+others); the one topic that belongs to no task, the reducers' progress topic, is planned here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mars.config import KafkaSettings
 from mars.tasks.spec import TaskSpec
 
 COMPACTED: Mapping[str, str] = {"cleanup.policy": "compact"}
+PROGRESS_TOPIC = "mars.progress"  # one record per reducer commit (reducer/progress_record.py)
 
 
 class TopicError(RuntimeError):
@@ -158,3 +160,16 @@ def topic_partitions(
 def partition_count(client: MetadataClient, topic: str, *, timeout_s: float = 30.0) -> int:
     """The topic's partition count, waiting as `topic_partitions` does."""
     return len(topic_partitions(client, topic, timeout_s=timeout_s))
+
+
+# Compaction keeps the latest progress per unit; small segments let the cleaner run early, so a
+# new owner's scan of one partition stays short.
+PROGRESS_TOPIC_PLAN = TopicPlan(
+    name=PROGRESS_TOPIC,
+    partitions=8,
+    config={
+        "cleanup.policy": "compact",
+        "segment.ms": "600000",
+        "min.cleanable.dirty.ratio": "0.1",
+    },
+)

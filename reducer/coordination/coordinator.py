@@ -33,9 +33,9 @@ from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.recipe.election import Election
 from kazoo.recipe.watchers import DataWatch
 
-from mars.registry.assignment import Assignment, AssignmentFormatError, read_assignment
 from mars.registry.membership import MemberIdInUseError, Membership
 from mars.registry.paths import ZkPaths
+from mars.registry.unit_assignment import UnitAssignment, UnitAssignmentFormatError, read_assignment
 from mars.registry.units import Unit
 from reducer.coordination.leader import AssignmentLeader, LeadershipLostError, Refinement
 from reducer.coordination.load_balance import LoadBalancer
@@ -83,7 +83,7 @@ class ReducerCoordinator:
         )
 
         self._callback_lock = threading.RLock()  # serializes the user callbacks + their state
-        self._assignment: Assignment | None = None
+        self._assignment: UnitAssignment | None = None
         self._delivered: frozenset[Unit] | None = None  # None: deliver on next chance
         self._suspended = False
         self._session_lost = False
@@ -108,7 +108,7 @@ class ReducerCoordinator:
         with self._state_lock:
             return self._leader is not None
 
-    def current_assignment(self) -> Assignment | None:
+    def current_assignment(self) -> UnitAssignment | None:
         """The whole assignment as last seen (None before the first leader wrote one)."""
         with self._callback_lock:
             return self._assignment
@@ -172,8 +172,8 @@ class ReducerCoordinator:
             assignment = None
         else:
             try:
-                assignment = Assignment.from_bytes(data, version=stat.version)
-            except AssignmentFormatError as exc:
+                assignment = UnitAssignment.from_bytes(data, version=stat.version)
+            except UnitAssignmentFormatError as exc:
                 log.error("ignoring assignment update: %s", exc)
                 return True
         with self._callback_lock:
@@ -181,7 +181,7 @@ class ReducerCoordinator:
             self._deliver(force=False)
         return True
 
-    def _remember(self, assignment: Assignment | None) -> None:
+    def _remember(self, assignment: UnitAssignment | None) -> None:
         """Keep the newest assignment seen (watch and resync may race)."""
         current = self._assignment
         if assignment is None or current is None or assignment.version >= current.version:

@@ -28,8 +28,8 @@ from kazoo.exceptions import (
 from kazoo.recipe.watchers import ChildrenWatch
 
 from mars.registry import TaskRecord, TaskRegistry
-from mars.registry.assignment import Assignment, read_assignment, units_of
 from mars.registry.paths import ZkPaths
+from mars.registry.unit_assignment import UnitAssignment, read_assignment, units_of
 from mars.registry.units import Unit
 from reducer.coordination.load_balance import LoadBalancer, Refined
 from reducer.coordination.placement import place
@@ -128,7 +128,7 @@ class AssignmentLeader:
             return Refined(units=dict(placement), moves={})
         return self._balancer.refine(placement, members, moves or {})
 
-    def publish(self) -> Assignment | None:
+    def publish(self) -> UnitAssignment | None:
         """Write the computed assignment if it differs from the stored one; fenced."""
         current = read_assignment(self._client, self._paths.assignment, lenient=True)
         refined = self.compute(None if current is None else current.moves)
@@ -140,7 +140,7 @@ class AssignmentLeader:
             and current.leader == self._member_id
         ):
             return None
-        assignment = Assignment(
+        assignment = UnitAssignment(
             generation=(current.generation + 1) if current else 1,
             leader=self._member_id,
             units=units,

@@ -21,7 +21,7 @@ the least loaded other reducer, until it is at the mean load.
 
 A unit's load and backlog are what its owner publishes with its figures: partial groups merged
 per second, smoothed, the work a reducer does per unit, and the data sets written but not yet
-merged after its last read (`reducer.bucket_owner`); the last known load is kept while a unit
+merged after its last read (`reducer.unit_owner`); the last known load is kept while a unit
 changes owner. A move costs the unit one hand-over: the old owner stops, the
 new one fences it and rebuilds from the committed checkpoint (docs/reducer.md), so a move can
 neither lose nor double count.

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from devtools.local import LocalCluster
 from mars.config import Settings
-from mars.local import LocalCluster
-from mars.spark.session import build_spark_session
+from spark.session import build_spark_session
 from tests.integration.watched import WatchedPipeline
 
 

@@ -25,13 +25,13 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from devtools.gen import GeneratorConfig, generate
+from devtools.gen.partitioning import PartitionStrategy
+from devtools.gen.produce import ProduceReport, produce
+from devtools.local import LocalCluster
+from devtools.local.process_handle import ProcessHandle, log_tail
+from devtools.local.roles import start_role
 from mars.config import KafkaSettings
-from mars.gen import GeneratorConfig, generate
-from mars.gen.partitioning import PartitionStrategy
-from mars.gen.produce import ProduceReport, produce
-from mars.local import LocalCluster
-from mars.local.process import ProcessHandle, log_tail
-from mars.local.roles import start_role
 from mars.registry.cluster_view import cluster_view
 from mars.tasks.spec import TaskSpec
 from mars.tasks.topics import topic_partitions
@@ -209,7 +209,7 @@ class TopicReader:
 
 
 class BackgroundProducer:
-    """`mars.gen.produce` of one generated stream on a thread, at a bounded rate
+    """`devtools.gen.produce` of one generated stream on a thread, at a bounded rate
     (`client_properties`: the brokers' `kafka.client_properties`, e.g. SASL)."""
 
     def __init__(

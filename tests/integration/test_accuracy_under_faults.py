@@ -30,8 +30,8 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from mars.gen import GeneratorConfig
-from mars.local import ClusterState, LocalCluster
+from devtools.gen import GeneratorConfig
+from devtools.local import ClusterState, LocalCluster
 from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.store import SeqStore, TaskKeys

@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from devtools.local import ClusterState
 from mars.config import Settings
-from mars.local import ClusterState
-from mars.spark.job import BackfillJob, run_backfill
-from mars.spark.sources import KafkaSource
 from mars.tasks.spec import TaskSpec
+from spark.backfill_job import BackfillJob, run_backfill
+from spark.sources import KafkaSource
 from tests.differential.cases import random_case
 from tests.differential.run import Outcome, run_group, shrink
 from tests.integration.watched import WatchedPipeline

@@ -20,8 +20,8 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from mars.gen import GeneratorConfig
-from mars.local import ClusterState
+from devtools.gen import GeneratorConfig
+from devtools.local import ClusterState
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,

@@ -18,8 +18,8 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from mars.gen import GeneratorConfig
-from mars.local import ClusterState
+from devtools.gen import GeneratorConfig
+from devtools.local import ClusterState
 from mars.registry.units import Unit
 from reducer.coordination.balance import balance_unit_counts
 from reducer.coordination.load_balance import member_loads

@@ -25,8 +25,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from mars.gen import GeneratorConfig, generate
-from mars.local import ClusterState, LocalCluster
+from devtools.gen import GeneratorConfig, generate
+from devtools.local import ClusterState, LocalCluster
 from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.store import SeqStore

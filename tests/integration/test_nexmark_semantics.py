@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from mars.local import ClusterState
+from devtools.local import ClusterState
 from tests.integration.pipeline import TopicReader, produce_in_order, wait_for
 from tests.integration.watched import WatchedPipeline, make_topic
 from tests.session_oracle import Session, expected_sessions

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from mars.local import ClusterState
+from devtools.local import ClusterState
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.watched import WatchedPipeline, make_topic
 from tests.session_oracle import Session, expected_sessions

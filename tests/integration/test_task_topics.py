@@ -9,9 +9,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from api.topics import TaskTopics
+from api.task_topic_admin import TaskTopicAdmin
+from devtools.local import LocalCluster
 from mars.config import Settings
-from mars.local import LocalCluster
 from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.tasks.spec import TaskSpec
@@ -47,7 +47,7 @@ def test_every_role_creates_a_tasks_topics_alike(
     )
     registry = TaskRegistry(zk_client, root=zk_root)
     try:
-        TaskTopics(kafka=settings.kafka).create_for(specs["api"])
+        TaskTopicAdmin(kafka=settings.kafka).create_for(specs["api"])
         assert_task_topics_as_planned(kafka_admin, specs["api"], settings.kafka)
         for role in ("mapper", "reducer"):
             spec = specs[role]

@@ -17,10 +17,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from mars.gen import GeneratorConfig, generate
-from mars.local import LocalCluster
-from mars.local.process import free_port
-from mars.local.roles import start_role
+from devtools.gen import GeneratorConfig, generate
+from devtools.local import LocalCluster
+from devtools.local.process_handle import free_port
+from devtools.local.roles import start_role
 from tests.integration.pipeline import (
     BackgroundProducer,
     OracleInBackground,

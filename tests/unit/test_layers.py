@@ -1,10 +1,11 @@
 """The package layers read top-down (docs/architecture.md, "Layers"): a module imports only
-from its own layer's package or from layers below it, and the roles never import each other.
+from its own package or from layers below it, so the roles and tools never import each other.
 
-    mars.cli                                  entry points: the `mars` command
-    benchmarks                                the harness that drives and measures the roles
-    api | mapper | reducer | mars.spark       the roles, independent of each other
-    mars (everything else)                    the core every role shares
+    cli                                           entry points: the `mars` command
+    benchmarks                                    the harness that drives and measures the roles
+    api | mapper | reducer | spark | devtools     the roles and the dev tools, independent of
+                                                  each other
+    mars                                          the core every role shares
 """
 
 from __future__ import annotations
@@ -13,21 +14,21 @@ import ast
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("mars", "api", "mapper", "reducer", "benchmarks")
-ROLES = ("api", "mapper", "reducer", "mars.spark")
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("mars",),
+    ("api", "mapper", "reducer", "spark", "devtools"),
+    ("benchmarks",),
+    ("cli",),
+)
+PACKAGES = tuple(package for layer in LAYERS for package in layer)
 
 
 def layer_of(module: str) -> tuple[int, str] | None:
-    """(rank, package) with rank 3 at the top; None for a module outside the project."""
-    if module == "mars.cli" or module.startswith("mars.cli."):
-        return 3, "mars.cli"
-    if module.split(".")[0] == "benchmarks":
-        return 2, "benchmarks"
-    for role in ROLES:
-        if module == role or module.startswith(role + "."):
-            return 1, role
-    if module.split(".")[0] == "mars":
-        return 0, "mars"
+    """(rank, package) with rank 0 for the core; None for a module outside the project."""
+    package = module.split(".")[0]
+    for rank, layer in enumerate(LAYERS):
+        if package in layer:
+            return rank, package
     return None
 
 
@@ -65,23 +66,25 @@ def violations(modules: dict[str, list[str]]) -> list[str]:
 
 def test_layers_import_only_downwards() -> None:
     modules = project_modules()
-    assert len(modules) > 100 and "reducer.bucket_owner" in modules
+    assert len(modules) > 100 and "reducer.unit_owner" in modules
     assert violations(modules) == []
 
 
 def test_the_rule_sees_each_kind_of_violation() -> None:
     wrong = {
-        "mars.store.seq_store": ["reducer.progress"],  # core -> role (upwards)
+        "mars.store.seq_store": ["reducer.progress_record"],  # core -> role (upwards)
         "api.routes_cluster": ["reducer.coordination"],  # role -> role (sideways)
-        "mars.spark.job": ["mapper.batch_writer"],  # role -> role
-        "mapper.process": ["benchmarks.workload"],  # role -> harness
-        "benchmarks.workload": ["mars.cli.gen_command"],  # harness -> command
+        "spark.backfill_job": ["mapper.batch_writer"],  # role -> role
+        "devtools.local.cluster": ["mapper.mapper_process"],  # tool -> role
+        "mars.tasks.spec": ["devtools.gen"],  # core -> tool
+        "mapper.mapper_process": ["benchmarks.workload"],  # role -> harness
+        "benchmarks.workload": ["cli.gen_command"],  # harness -> command
     }
     assert len(violations(wrong)) == len(wrong)
     right = {
-        "mars.cli.main": ["benchmarks.runner", "api.app", "mars.config"],
-        "benchmarks.ceiling": ["mapper.partition_batches", "mars.engine"],
-        "reducer.process": ["reducer.bucket_owner", "mars.store", "redis"],
+        "cli.main": ["benchmarks.runner", "api.app", "devtools.local", "mars.config"],
+        "benchmarks.ceiling": ["mapper.partition_batches", "devtools.gen", "mars.engine"],
+        "reducer.reducer_process": ["reducer.unit_owner", "mars.store", "redis"],
         "mars.store.seq_store": ["mars.store.keys"],
     }
     assert violations(right) == []

@@ -1,8 +1,8 @@
 """configs/prometheus.yml and the Grafana dashboard agree with the metrics the code serves.
 
-KNOWN is written out by hand from api/metrics.py, mapper/metrics.py, reducer/metrics.py and
-mars/metrics_http.py: renaming a metric without updating the dashboard fails here, instead of
-leaving an empty panel nobody notices.
+KNOWN is written out by hand from api/cluster_collector.py, mapper/mapper_metrics.py,
+reducer/reducer_metrics.py and mars/metrics_server.py: renaming a metric without updating the
+dashboard fails here, instead of leaving an empty panel nobody notices.
 """
 
 from __future__ import annotations

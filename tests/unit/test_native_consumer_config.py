@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaException
 
-from mapper.process import FETCH_QUEUE_BACKOFF_MS, consumer_config, source_consumer
+from mapper.mapper_process import FETCH_QUEUE_BACKOFF_MS, consumer_config, source_consumer
 from mars.clients.native_consumer import NativeConsumer, _librdkafka_config
 from mars.config import load_settings
 

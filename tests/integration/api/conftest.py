@@ -16,9 +16,9 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from devtools.local import ClusterState
+from devtools.local.process_handle import free_port
 from mars.config import Settings
-from mars.local import ClusterState
-from mars.local.process import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 STARTUP_TIMEOUT_S = 60.0
@@ -65,7 +65,7 @@ def running_api(
     log = tmp_path_factory.mktemp("mars-api") / "api.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "mars.cli.main", "api"],
+            [sys.executable, "-m", "cli.main", "api"],
             env=env,
             cwd=PROJECT_ROOT,
             stdout=out,

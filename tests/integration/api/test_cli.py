@@ -19,7 +19,7 @@ from tests.integration.api.conftest import PROJECT_ROOT, RunningApi
 
 def mars(api: RunningApi, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mars.cli.main", *args],
+        [sys.executable, "-m", "cli.main", *args],
         env=api.env,
         cwd=PROJECT_ROOT,
         capture_output=True,
@@ -162,7 +162,7 @@ def test_results_follow_prints_windows_as_they_are_committed(
 ) -> None:
     output = _register(http, running_api, source_topic, unique_name)
     process = subprocess.Popen(
-        [sys.executable, "-m", "mars.cli.main", "results", unique_name, "--follow"],
+        [sys.executable, "-m", "cli.main", "results", unique_name, "--follow"],
         env=running_api.env,
         cwd=PROJECT_ROOT,
         stdout=subprocess.PIPE,

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 import redis
 
+from devtools.local.kafka_server import start_kafka
+from devtools.local.process_handle import ServiceError, port_is_open, start_time_of
+from devtools.local.redis_server import start_redis
 from mars.config import Settings, load_settings
-from mars.local.kafka_server import start_kafka
-from mars.local.process import ServiceError, port_is_open, start_time_of
-from mars.local.redis_server import start_redis
 
 
 def _mars(*args: str, run_dir: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MARS_LOCAL__RUN_DIR": str(run_dir)}
     return subprocess.run(
-        [sys.executable, "-m", "mars.cli.main", *args],
+        [sys.executable, "-m", "cli.main", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -96,7 +96,7 @@ def test_missing_jars_name_the_service_and_the_fix(tmp_path: Path) -> None:
 def test_bad_setting_stops_with_its_name(tmp_path: Path) -> None:
     env = {**os.environ, "MARS_MAPPER__BATCH_SIZE": "-3"}
     result = subprocess.run(
-        [sys.executable, "-m", "mars.cli.main", "local", "status"],
+        [sys.executable, "-m", "cli.main", "local", "status"],
         env=env,
         capture_output=True,
         text=True,

@@ -9,7 +9,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from mars.local import ClusterState
+from devtools.local import ClusterState
 
 
 def test_kafka_transactional_produce_and_read_committed_consume(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from mars.local import ClusterState
+from devtools.local import ClusterState
 from mars.store import SeqStore
 from tests.integration.mapper.mapper_harness import MapperGroup
 

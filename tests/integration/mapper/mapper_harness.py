@@ -21,9 +21,9 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from devtools.local import ClusterState
 from mars.config import PROJECT_ROOT
 from mars.engine.dataset import OpenWindows, decode_dataset, merge_into
-from mars.local import ClusterState
 from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.store import SeqStore
@@ -77,7 +77,7 @@ class MapperGroup:
         if profile_dir:
             extra_args = (*extra_args, "--profile", f"{profile_dir}/{self.name}-{index}.txt")
         process = subprocess.Popen(
-            [sys.executable, "-m", "mars.cli.main", "mapper", *extra_args],
+            [sys.executable, "-m", "cli.main", "mapper", *extra_args],
             cwd=PROJECT_ROOT,
             env=self.env(),
             stdout=log,

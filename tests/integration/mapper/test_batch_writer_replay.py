@@ -9,12 +9,12 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from devtools.gen import GeneratorConfig, generate
 from mapper.batch_writer import TaskBatchWriter
-from mapper.progress import TaskView
+from mapper.source_state_book import TaskView
 from mapper.task_router import ActiveTask
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
-from mars.gen import GeneratorConfig, generate
 from mars.sql import parse_task
 from mars.store import SeqStore, SourceState, TaskKeys
 from tests.integration.mapper.mapper_harness import PAPER_SQL, merge_all, results_of

@@ -7,9 +7,9 @@ from __future__ import annotations
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mars.end_offsets import EndOffsetQuery, end_offsets
-from mars.local import ClusterState, LocalCluster
-from mars.local.process import free_port
+from devtools.local import ClusterState, LocalCluster
+from devtools.local.process_handle import free_port
+from mars.clients.end_offsets import EndOffsetQuery, end_offsets
 from tests.integration.pipeline import wait_for
 
 

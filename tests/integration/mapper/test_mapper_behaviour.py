@@ -10,11 +10,11 @@ from confluent_kafka import Consumer, Message, Producer
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
+from devtools.gen import GeneratorConfig, generate
+from devtools.gen.partitioning import PartitionStrategy
+from devtools.gen.produce import produce
+from devtools.local import ClusterState
 from mars.engine.dataset import OpenWindows, decode_dataset, merge_into
-from mars.gen import GeneratorConfig, generate
-from mars.gen.partitioning import PartitionStrategy
-from mars.gen.produce import produce
-from mars.local import ClusterState
 from mars.registry import TaskStatus
 from mars.side_topics import REASON_HEADER, SOURCE_HEADER
 from mars.store import SeqStore

@@ -18,10 +18,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from mars.gen import GeneratorConfig, generate
-from mars.gen.partitioning import PartitionStrategy
-from mars.gen.produce import produce
-from mars.local import ClusterState
+from devtools.gen import GeneratorConfig, generate
+from devtools.gen.partitioning import PartitionStrategy
+from devtools.gen.produce import produce
+from devtools.local import ClusterState
 from mars.store import SeqStore
 from tests.integration.mapper.conftest import MapperGroupFactory
 from tests.integration.mapper.mapper_harness import (

@@ -20,10 +20,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
+from devtools.local import ClusterState
 from mapper.partition_batches import group_by_partition
 from mars.clients.native_consumer import NativeConsumer
 from mars.engine.records import TopicBatches
-from mars.local import ClusterState
 from mars.native import native_available
 from tests.integration.mapper.mapper_harness import create_topic
 

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from mars.local import ClusterState
+from devtools.local import ClusterState
 from tests.integration.watched import WatchedPipeline, live_producer, make_topic
 
 pytestmark = pytest.mark.integration
@@ -139,7 +139,7 @@ def test_dashboard_shows_live_tasks_and_changes_them(
         shutil.copy(shot, PROJECT_ROOT / "docs" / "img" / "dashboard.png")
     # The same figures in the terminal.
     top = subprocess.run(
-        [sys.executable, "-m", "mars.cli.main", "top", "--once", "--api", pipeline.api_url],
+        [sys.executable, "-m", "cli.main", "top", "--once", "--api", pipeline.api_url],
         capture_output=True,
         text=True,
         timeout=60,

@@ -17,7 +17,7 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from mars.local import ClusterState
+from devtools.local import ClusterState
 from tests.integration.pipeline import BackgroundProducer, TopicReader, wait_for
 from tests.integration.watched import (
     Scrape,

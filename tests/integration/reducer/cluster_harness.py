@@ -17,7 +17,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError
 
-from mars.local import ClusterState
+from devtools.local import ClusterState
 from mars.store.keys import process_stats_key
 from tests.integration.reducer.harness import ScriptedMapper
 
@@ -31,7 +31,7 @@ class WallClock:
 
 @dataclass
 class ReducerProcs:
-    """`python -m mars.cli.main reducer` processes with the cluster's environment."""
+    """`python -m cli.main reducer` processes with the cluster's environment."""
 
     cluster: ClusterState
     zk_root: str
@@ -51,7 +51,7 @@ class ReducerProcs:
         }
         log = open(self.log_dir / f"{member_id}.log", "ab")  # noqa: SIM115 - lives with the proc
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mars.cli.main", "reducer", "--id", member_id],
+            [sys.executable, "-m", "cli.main", "reducer", "--id", member_id],
             cwd=PROJECT_ROOT,
             env=env,
             stdout=log,

@@ -12,9 +12,10 @@ from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
 from mars.store import SeqStore, SourceState
 from mars.tasks.spec import TaskSpec
-from reducer.bucket_owner import OwnerWiring, UnitOwner
+from mars.tasks.topics import PROGRESS_TOPIC
 from reducer.output import OutRecord
-from reducer.progress import PROGRESS_TOPIC, Progress
+from reducer.progress_record import ProgressRecord
+from reducer.unit_owner import OwnerWiring, UnitOwner
 from reducer.wakeups import WriteWakeups
 
 
@@ -107,9 +108,9 @@ class MemoryOutput:
     def records(self, topic: str) -> list[dict[str, Any]]:
         return [json.loads(r.value) for batch in self.commits for r in batch if r.topic == topic]
 
-    def progress(self) -> Progress | None:
+    def progress(self) -> ProgressRecord | None:
         values = self.records(PROGRESS_TOPIC)
-        return Progress.from_bytes(json.dumps(values[-1]).encode()) if values else None
+        return ProgressRecord.from_bytes(json.dumps(values[-1]).encode()) if values else None
 
 
 def make_owner(

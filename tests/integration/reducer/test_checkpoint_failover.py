@@ -20,7 +20,7 @@ import pytest
 import redis
 from kazoo.client import KazooClient
 
-from mars.local import ClusterState
+from devtools.local import ClusterState
 from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.store import SeqStore, TaskKeys

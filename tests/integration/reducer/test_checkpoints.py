@@ -14,8 +14,8 @@ from mars.engine.dataset import decode_dataset
 from mars.sql import parse_task
 from mars.store import SeqStore, TaskKeys
 from mars.tasks.spec import TaskSpec
-from reducer.bucket_owner import RedisDataLostError
 from reducer.output import OutputError
+from reducer.unit_owner import RedisDataLostError
 from tests.integration.reducer.harness import FakeClock, MemoryOutput, ScriptedMapper, make_owner
 from tests.integration.reducer.test_owner_recovery import FailingOutput
 

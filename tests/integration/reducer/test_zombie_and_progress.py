@@ -9,16 +9,21 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from devtools.local import ClusterState
 from mars.config import Settings
-from mars.local import ClusterState
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
-from mars.tasks.topics import Replication, TopicPlan, ensure_topics
-from reducer.bucket_owner import OwnerWiring, UnitOwner
+from mars.tasks.topics import (
+    PROGRESS_TOPIC,
+    PROGRESS_TOPIC_PLAN,
+    Replication,
+    TopicPlan,
+    ensure_topics,
+)
 from reducer.output import FencedError, OutRecord, TransactionalOutput, transactional_id
-from reducer.progress import PROGRESS_TOPIC, Progress, progress_key
 from reducer.progress_reader import read_progress
-from reducer.topics import PROGRESS_TOPIC_PLAN, partition_for
+from reducer.progress_record import ProgressRecord, partition_for, progress_key
+from reducer.unit_owner import OwnerWiring, UnitOwner
 from tests.integration.reducer.cluster_harness import CommittedReader
 from tests.integration.reducer.harness import FakeClock, ScriptedMapper
 from tests.integration.reducer.test_owner_recovery import produce
@@ -117,7 +122,7 @@ def test_progress_read_waits_for_an_open_transaction_of_another_unit(
     other.start()
 
     def record(watermark: int) -> OutRecord:
-        progress = Progress(closed_watermark=watermark, rseqs={0: watermark}, merged={0: 0})
+        progress = ProgressRecord(closed_watermark=watermark, rseqs={0: watermark}, merged={0: 0})
         return OutRecord(
             topic=progress_topic, key=key.encode(), value=progress.to_bytes(), partition=partition
         )

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from devtools.local import LocalCluster
 from mars.config import load_settings
-from mars.local import LocalCluster
 
 
 @pytest.fixture(scope="module")

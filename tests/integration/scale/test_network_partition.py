@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from mars.local import ClusterState
-from reducer.progress import PROGRESS_TOPIC
+from devtools.local import ClusterState
+from mars.tasks.topics import PROGRESS_TOPIC
 from tests.integration.pipeline import ExpectedTopic, TopicReader, wait_exact, wait_for
 from tests.integration.watched import (
     PAPER_AGGREGATES,

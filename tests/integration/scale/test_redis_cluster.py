@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from redis.cluster import RedisCluster
 
+from devtools.local import LocalCluster
 from mars.clients import admin_client, connect_redis
 from mars.config import RedisSettings, load_settings
-from mars.local import LocalCluster
 from mars.store import TaskKeys
 from tests.integration.pipeline import ExpectedTopic, wait_exact
 from tests.integration.watched import (

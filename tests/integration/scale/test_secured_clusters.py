@@ -25,13 +25,13 @@ import pytest
 import redis
 from confluent_kafka.admin import NewTopic
 
+from devtools.gen import GeneratorConfig, generate
+from devtools.local import ClusterState, LocalCluster
+from devtools.local.credentials import LocalCredentials
+from devtools.local.process_handle import free_port
+from devtools.local.roles import start_role
 from mars.clients import admin_client
 from mars.config import load_settings
-from mars.gen import GeneratorConfig, generate
-from mars.local import ClusterState, LocalCluster
-from mars.local.credentials import LocalCredentials
-from mars.local.process import free_port
-from mars.local.roles import start_role
 from mars.store import SeqStore
 from tests.integration.pipeline import TopicReader, check_exact, wait_for
 from tests.integration.watched import close_every_window
@@ -75,7 +75,7 @@ def mars(
 ) -> subprocess.Popen[str]:
     """`mars <args>` with the cluster's variables (credentials included) plus `env`."""
     return subprocess.Popen(
-        [sys.executable, "-m", "mars.cli.main", *args],
+        [sys.executable, "-m", "cli.main", *args],
         env={**os.environ, **state.env(), **(env or {})},
         cwd=PROJECT_ROOT,
         stdout=subprocess.PIPE,

@@ -21,9 +21,9 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from devtools.local import LocalCluster
 from mars.clients import admin_client
 from mars.config import load_settings
-from mars.local import LocalCluster
 from mars.tasks.topics import topic_partitions
 from tests.integration.pipeline import ExpectedTopic, wait_exact
 from tests.integration.watched import (

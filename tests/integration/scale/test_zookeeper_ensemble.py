@@ -27,16 +27,16 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from mars.config import Settings, load_settings
-from mars.local import ClusterState, LocalCluster
-from mars.local.process import ProcessHandle
-from mars.local.zookeeper_server import (
+from devtools.local import ClusterState, LocalCluster
+from devtools.local.process_handle import ProcessHandle
+from devtools.local.zookeeper_server import (
     client_port,
     respawn_zookeeper,
     session_ids,
     start_zookeeper_ensemble,
     zookeeper_mode,
 )
+from mars.config import Settings, load_settings
 from mars.registry.paths import ZkPaths
 from tests.integration.pipeline import BackgroundProducer, ExpectedTopic, wait_exact, wait_for
 from tests.integration.watched import (

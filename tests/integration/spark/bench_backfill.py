@@ -17,14 +17,14 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
+from devtools.gen import GeneratorConfig
+from devtools.gen.produce import produce
+from devtools.local import LocalCluster
 from mars.config import load_settings
-from mars.gen import GeneratorConfig
-from mars.gen.produce import produce
-from mars.local import LocalCluster
-from mars.spark.job import BackfillJob, run_backfill
-from mars.spark.session import build_spark_session
-from mars.spark.sources import KafkaSource
 from mars.sql import parse_task
+from spark.backfill_job import BackfillJob, run_backfill
+from spark.session import build_spark_session
+from spark.sources import KafkaSource
 from tests.integration.spark.helpers import create_topic
 
 SQL = (

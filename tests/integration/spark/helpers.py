@@ -12,12 +12,12 @@ import redis
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from devtools.gen import GeneratorConfig
+from devtools.gen.tuples import iter_chunks
 from mars.engine.dataset import OpenWindows, decode_dataset, merge_into
 from mars.engine.finalize import finalize_window
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
-from mars.gen import GeneratorConfig
-from mars.gen.tuples import iter_chunks
 from mars.store import SeqStore, SourceState, TaskKeys
 from mars.tasks.spec import TaskSpec
 from tests.oracle import SIP_TYPE_COUNT_SUM, ExpectedResults, expected_results

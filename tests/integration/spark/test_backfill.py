@@ -20,19 +20,19 @@ import redis
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from devtools.gen import GeneratorConfig
+from devtools.gen.produce import produce
+from devtools.gen.tuples import iter_chunks
 from mars.config import Settings
-from mars.gen import GeneratorConfig
-from mars.gen.produce import produce
-from mars.gen.tuples import iter_chunks
 from mars.side_topics import REASON_HEADER, SOURCE_HEADER
-from mars.spark.job import BackfillJob, run_backfill, topic_watermarks
-from mars.spark.sources import FileSource, KafkaSource
-from mars.spark.summary import BackfillSummary
 from mars.sql import parse_task
 from mars.store import SeqStore
 from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import TaskSpec
 from mars.tasks.topics import topic_partitions
+from spark.backfill_job import BackfillJob, run_backfill, topic_watermarks
+from spark.sources import FileSource, KafkaSource
+from spark.summary import BackfillSummary
 from tests.integration.spark.helpers import (
     BACKFILL_ORACLE,
     BACKFILL_SQL,

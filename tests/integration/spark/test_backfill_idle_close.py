@@ -22,11 +22,11 @@ import redis
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
+from devtools.gen import generate
+from devtools.gen.partitioning import PartitionStrategy
+from devtools.gen.produce import produce
+from devtools.local import ClusterState, LocalCluster
 from mars.config import Settings
-from mars.gen import generate
-from mars.gen.partitioning import PartitionStrategy
-from mars.gen.produce import produce
-from mars.local import ClusterState, LocalCluster
 from mars.registry import TaskRegistry, TaskStatus
 from mars.sql import parse_task
 from mars.store import SeqStore

@@ -41,18 +41,18 @@ import redis
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
+from devtools.gen.partitioning import PartitionStrategy
+from devtools.gen.produce import produce
+from devtools.local import ClusterState, LocalCluster
 from mars.config import Settings
-from mars.gen.partitioning import PartitionStrategy
-from mars.gen.produce import produce
-from mars.local import ClusterState, LocalCluster
 from mars.registry import TaskRegistry, TaskStatus
-from mars.spark.job import BackfillJob, run_backfill
-from mars.spark.sources import KafkaSource
-from mars.spark.summary import BackfillSummary
 from mars.sql import parse_task
 from mars.store import SeqStore
 from mars.store.backfill import BackfillCoordination
 from mars.tasks.spec import TaskSpec
+from spark.backfill_job import BackfillJob, run_backfill
+from spark.sources import KafkaSource
+from spark.summary import BackfillSummary
 from tests.integration.pipeline import (
     BackgroundProducer,
     PipelineProcesses,
@@ -127,7 +127,7 @@ class BackfillProcess:
 
     def __init__(self, *, master: str, spec: TaskSpec, env: dict[str, str], log: Path) -> None:
         self._log = log
-        command = [sys.executable, "-m", "mars.cli.main", "spark", "preagg", spec.id]
+        command = [sys.executable, "-m", "cli.main", "spark", "preagg", spec.id]
         command += ["--master", master, "--job", "history"]
         command += ["--conf", "spark.executor.memory=512m"]  # a worker offers 1 GiB
         with log.open("wb") as out:

@@ -10,7 +10,10 @@ import pytest
 import redis
 
 from mars.config import KafkaSettings, RedisSettings
-from mars.spark.offsets import (
+from mars.sql import parse_task
+from mars.store import SeqStore
+from mars.tasks.spec import TaskSpec
+from spark.offsets import (
     ALL_PARTITIONS,
     EARLIEST,
     LATEST,
@@ -19,15 +22,12 @@ from mars.spark.offsets import (
     parse_offsets_spec,
     resolve_ranges,
 )
-from mars.spark.partition_writer import (
+from spark.partition_writer import (
     PartitionBackfillWriter,
     WriterConfig,
     backfill_source_id,
 )
-from mars.spark.record_columns import RecordColumns, RecordOrderError, as_columns, partition_runs
-from mars.sql import parse_task
-from mars.store import SeqStore
-from mars.tasks.spec import TaskSpec
+from spark.record_columns import RecordColumns, RecordOrderError, as_columns, partition_runs
 from tests.integration.spark.helpers import merged_windows
 from tests.recording_sink import RecordingSink
 

@@ -23,9 +23,9 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from devtools.gen import GeneratorConfig
+from devtools.local import ClusterState, LocalCluster
 from mars.config import Settings
-from mars.gen import GeneratorConfig
-from mars.local import ClusterState, LocalCluster
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -138,7 +138,7 @@ def _start_stream(
         **pipeline.cluster.state.env(),  # type: ignore[union-attr]
         "MARS_LOCAL__JARS_DIR": str(settings.local.jars_dir),
     }
-    command = [sys.executable, "-m", "mars.cli.main", "spark", "stream", task]
+    command = [sys.executable, "-m", "cli.main", "spark", "stream", task]
     command += ["--master", master, "--trigger", "1", "--conf", "spark.executor.memory=512m"]
     with log.open("wb") as out:
         return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -12,9 +12,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from mars.registry import TaskRegistry, TaskStatus
-from mars.registry.assignment import read_assignment
 from mars.registry.cluster_view import cluster_view
 from mars.registry.paths import ZkPaths
+from mars.registry.unit_assignment import read_assignment
 from mars.registry.units import Unit
 from mars.tasks.spec import TaskSpec
 from reducer.coordination import AssignmentLeader, LeadershipLostError, ReducerCoordinator

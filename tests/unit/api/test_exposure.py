@@ -28,7 +28,7 @@ def test_a_token_of_ones_own_may_listen_anywhere() -> None:
 
 def test_mars_api_says_why_and_exits_2() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "mars.cli.main", "api"],
+        [sys.executable, "-m", "cli.main", "api"],
         env={"MARS_API__HOST": "0.0.0.0", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks.runner import EXPERIMENTS
-from mars.cli.bench_command import EXPERIMENT_NAMES
+from cli.bench_command import EXPERIMENT_NAMES
 
 
 def test_the_cli_lists_every_experiment_of_the_runner() -> None:

@@ -14,7 +14,7 @@ from benchmarks.flink_sql import FlinkJob, configuration, insert_sql, parse, sin
 from benchmarks.flink_sql import settings as flink_settings
 from benchmarks.peers import PeerUnavailable, flink_kafka_jar
 from benchmarks.report import render_report
-from mars.gen import FIELD_NAMES
+from devtools.gen import FIELD_NAMES
 from tests.unit.bench.test_bench_e2e import SMALL_DATASET, e2e, system
 
 JAR = Path("/jars/flink-sql-connector-kafka-5.0.0-2.2.jar")

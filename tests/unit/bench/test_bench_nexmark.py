@@ -17,7 +17,7 @@ from benchmarks.nexmark_queries import QUERIES
 from benchmarks.report import SECTIONS, render_report
 from benchmarks.report_nexmark import NEXMARK_HEADING, nexmark_section
 from benchmarks.runner import BenchConfig
-from mars.gen.nexmark import SENTINEL_ID, Bids
+from devtools.gen.nexmark import SENTINEL_ID, Bids
 from mars.sql import parse_task
 
 T0 = 1_700_000_000_000  # a multiple of 10 s

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from api.client import ApiCallError
-from mars.cli.top_command import Snapshot, fetch_snapshot, print_once, render_frame
+from cli.top_command import Snapshot, fetch_snapshot, print_once, render_frame
+from mars.clients.api_client import ApiCallError
 
 TASK: dict[str, Any] = {
     "id": "flows-by-sip",

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mars.registry import CorruptTaskRecordError, TaskRecord, TaskStatus, ZkPaths
-from mars.registry.assignment import Assignment, AssignmentFormatError, units_of
+from mars.registry.unit_assignment import UnitAssignment, UnitAssignmentFormatError, units_of
 from mars.registry.units import Unit
 from mars.tasks.spec import (
     AggFunc,
@@ -50,7 +50,7 @@ def test_unit_keys_round_trip() -> None:
 
 
 def test_assignment_json_round_trip_and_ownership() -> None:
-    assignment = Assignment(
+    assignment = UnitAssignment(
         generation=3,
         leader="r-a",
         units={Unit("t", 0): "r-a", Unit("t", 1): "r-b"},
@@ -64,16 +64,16 @@ def test_assignment_json_round_trip_and_ownership() -> None:
         "units": units,
         "moves": {"t/1": "r-b"},
     }
-    decoded = Assignment.from_bytes(data, version=5)
+    decoded = UnitAssignment.from_bytes(data, version=5)
     assert decoded.units == assignment.units and decoded.version == 5
     assert decoded.moves == assignment.moves
-    old = Assignment.from_bytes(b'{"generation": 1, "leader": "x", "units": {"t/0": "r"}}')
+    old = UnitAssignment.from_bytes(b'{"generation": 1, "leader": "x", "units": {"t/0": "r"}}')
     assert old.moves == {}  # written before load moves existed
     assert decoded.owned_by("r-b") == frozenset({Unit("t", 1)})
     assert decoded.owned_by("r-z") == frozenset()
     for bad in (b"{", b"[]", b'{"generation": 1, "leader": "x", "units": {"t": "r"}}'):
-        with pytest.raises(AssignmentFormatError):
-            Assignment.from_bytes(bad)
+        with pytest.raises(UnitAssignmentFormatError):
+            UnitAssignment.from_bytes(bad)
 
 
 def test_units_are_every_bucket_of_running_tasks_only() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mars.cli.main import entry_point_names
+from cli.main import entry_point_names
 from mars.config import PROJECT_ROOT, known_setting_env_names
 
 COMPOSE_FILE = PROJECT_ROOT / "docker-compose.yml"

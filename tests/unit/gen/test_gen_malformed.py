@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from mars.gen import FIELD_NAMES, Encoding, GeneratorConfig, MalformedKind, generate
+from devtools.gen import FIELD_NAMES, Encoding, GeneratorConfig, MalformedKind, generate
 
 
 def _json_problem(value: bytes) -> str | None:

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from mars.gen.nexmark import (
+from devtools.gen.nexmark import (
     FIRST_AUCTION_ID,
     FIRST_PERSON_ID,
     HOT_CHANNELS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mars.gen.pacing import RatePacer
+from devtools.gen.pacing import RatePacer
 
 
 class FakeTime:

@@ -7,8 +7,8 @@ from collections import defaultdict
 
 import pytest
 
-from mars.gen import GeneratorConfig, generate
-from mars.gen.partitioning import PartitionChooser, PartitionStrategy, key_partition, murmur2
+from devtools.gen import GeneratorConfig, generate
+from devtools.gen.partitioning import PartitionChooser, PartitionStrategy, key_partition, murmur2
 
 # Apache Kafka's own vectors (clients/.../common/utils/UtilsTest.java, testMurmur2).
 KAFKA_MURMUR2_VECTORS = {

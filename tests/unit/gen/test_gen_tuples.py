@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mars.gen import (
+from devtools.gen import (
     FIELD_NAMES,
     Encoding,
     GeneratedBatch,
@@ -17,8 +17,8 @@ from mars.gen import (
     generate,
     iter_chunks,
 )
-from mars.gen.fields import field_pools
-from mars.gen.tuples import BLOCK_SIZE
+from devtools.gen.fields import field_pools
+from devtools.gen.tuples import BLOCK_SIZE
 from mars.tasks.spec import TimeFormat
 
 

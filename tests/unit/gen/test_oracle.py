@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mars.gen import FIELD_NAMES, Encoding, GeneratorConfig, generate
+from devtools.gen import FIELD_NAMES, Encoding, GeneratorConfig, generate
 from tests.oracle import event_time_ms, expected_results
 
 

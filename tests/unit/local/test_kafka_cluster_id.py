@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from mars.local.kafka_server import new_cluster_id
+from devtools.local.kafka_server import new_cluster_id
 
 
 def test_cluster_ids_are_valid_and_never_start_with_a_dash() -> None:

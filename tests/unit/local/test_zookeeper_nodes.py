@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from devtools.local import ClusterState, LocalCluster, ServiceError
+from devtools.local.cluster import ProcessRecord
+from devtools.local.process_handle import spawn
+from devtools.local.zookeeper_server import EnsembleNode, zoo_cfg
 from mars.config import load_settings
-from mars.local import ClusterState, LocalCluster, ServiceError
-from mars.local.cluster import ProcessRecord
-from mars.local.process import spawn
-from mars.local.zookeeper_server import EnsembleNode, zoo_cfg
 
 NODES = [
     EnsembleNode(myid=1, client_port=2181, peer_port=2888, election_port=3888),

@@ -4,7 +4,7 @@ bookkeeping that rides along with the next apply."""
 from __future__ import annotations
 
 from mapper.batch_writer import WriteOutcome, unapplied
-from mapper.metrics import MapperMetrics
+from mapper.mapper_metrics import MapperMetrics
 from mars.engine.records import SourceRecord
 
 

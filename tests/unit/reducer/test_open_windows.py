@@ -8,7 +8,7 @@ from mars.aggregates import CountAll, Sum
 from mars.engine.dataset import DataSet
 from mars.windows import WindowAssigner
 from reducer.open_windows import DataSetOrderError, OpenWindowState
-from reducer.progress import Progress, ProgressFormatError
+from reducer.progress_record import ProgressFormatError, ProgressRecord
 
 AGGS = (CountAll(), Sum())
 
@@ -64,13 +64,13 @@ def test_data_sets_must_arrive_in_seq_order() -> None:
 
 
 def test_progress_round_trip_and_bad_record() -> None:
-    progress = Progress(
+    progress = ProgressRecord(
         closed_watermark=7, rseqs={0: 3, 1: 1}, merged={0: 5, 1: 0}, counters={"late_records": 2}
     )
-    assert Progress.from_bytes(progress.to_bytes()) == progress
-    assert Progress.from_bytes(progress.to_bytes()).covering([1, 2]).rseqs == {1: 1, 2: 1}
+    assert ProgressRecord.from_bytes(progress.to_bytes()) == progress
+    assert ProgressRecord.from_bytes(progress.to_bytes()).covering([1, 2]).rseqs == {1: 1, 2: 1}
     with pytest.raises(ProgressFormatError):
-        Progress.from_bytes(b"{}")
+        ProgressRecord.from_bytes(b"{}")
 
 
 def test_changes_are_the_current_values_of_changed_groups_of_open_windows() -> None:

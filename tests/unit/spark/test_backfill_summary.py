@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mars.spark.summary import BackfillSummary, PartitionSummary
+from spark.summary import BackfillSummary, PartitionSummary
 
 
 def summary(*times: int | None) -> BackfillSummary:

@@ -31,14 +31,14 @@ def test_each_window_takes_the_count_of_its_epoch() -> None:
         6,
         3,
     ]
-    assert (GROWN.generation, GROWN.current, GROWN.current_from_ms, GROWN.units) == (
+    assert (GROWN.generation, GROWN.current, GROWN.current_from_ms, GROWN.unit_count) == (
         2,
         3,
         180_000,
         6,
     )
     fixed = BucketLayout(initial=8)
-    assert (fixed.generation, fixed.current, fixed.current_from_ms, fixed.units) == (
+    assert (fixed.generation, fixed.current, fixed.current_from_ms, fixed.unit_count) == (
         0,
         8,
         FROM_ANY_WINDOW,
