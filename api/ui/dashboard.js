@@ -25,12 +25,15 @@ function el(tag, attrs = {}, ...children) {
 
 const number = (n) => (n == null ? "–" : Math.round(n).toLocaleString("en-US"));
 
+// A duration, never negative: a lag below zero (event time ahead of the wall clock, as in the
+// demo's x10 time) reads "ahead by 45.0 min".
 function duration(ms) {
   if (ms == null) return "–";
-  const s = ms / 1000;
-  if (Math.abs(s) < 10) return `${s.toFixed(1)} s`;
-  if (Math.abs(s) < 600) return `${Math.round(s)} s`;
-  return `${(s / 60).toFixed(1)} min`;
+  const s = Math.abs(ms) / 1000;
+  const text = s < 10 ? `${s.toFixed(1)} s`
+    : s < 600 ? `${Math.round(s)} s`
+    : `${(s / 60).toFixed(1)} min`;
+  return ms < 0 && text !== "0.0 s" ? `ahead by ${text}` : text;
 }
 
 const cpu = (share) => (share == null ? "–" : `${Math.round(share * 100)} %`);

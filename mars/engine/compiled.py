@@ -76,7 +76,7 @@ class CompiledTask:
             plan=plan,
             decoder=decoder_for(
                 plan=plan,
-                input_format=spec.options.input_format.value,
+                input_format=spec.options.input_format,
                 csv_format=spec.options.csv,
             ),
         )

@@ -27,7 +27,7 @@ import polars as pl
 from mars.engine.errors import EngineError
 from mars.engine.joined_values import join_values
 from mars.native import mars_native
-from mars.tasks.spec import CsvFormat
+from mars.tasks.spec import CsvFormat, InputFormat
 
 ROW = "__row"  # index of the record in the batch, kept through every step
 
@@ -363,11 +363,18 @@ def _series(name: str, values: list[Any], *, numeric: bool) -> pl.Series:
 
 
 def decoder_for(
-    *, plan: FieldPlan, input_format: str, csv_format: CsvFormat | None
+    *, plan: FieldPlan, input_format: InputFormat, csv_format: CsvFormat | None
 ) -> RecordDecoder:
-    """The decoder of a task's input format."""
-    if input_format == "csv":
+    """The decoder of a task's input format; an unknown format is an `EngineError` (never
+    silently JSON)."""
+    if input_format is InputFormat.JSON:
+        return JsonRecordDecoder(plan)
+    if input_format is InputFormat.CSV:
         if csv_format is None:
             raise EngineError("CSV input needs a header spec (columns and delimiter)")
         return CsvRecordDecoder(plan, csv_format)
-    return JsonRecordDecoder(plan)
+    known = ", ".join(f"InputFormat.{member.name}" for member in InputFormat)
+    raise EngineError(
+        f"unknown input format {input_format!r} (a {type(input_format).__name__}): "
+        f"expected one of {known}"
+    )

@@ -2,7 +2,9 @@
 real local cluster: a running task's counts grow live, the current values of its open windows
 show and its results table fills as windows close, the token guards the actions, a task
 registered through the form appears, a bad query's SQL error is shown at its position, and
-pause / resume / delete work from the page. `mars top --once` shows the same task and mappers
+pause / resume / delete work from the page. A task whose event time runs ahead of the wall clock
+(as the demo's x10 time does) shows its watermark lag and result latency as "ahead by ...",
+never as a negative duration. `mars top --once` shows the same task and mappers
 in the terminal.
 
 The screenshot goes to the test's folder; with `MARS_UPDATE_SCREENSHOT=1` it also replaces
@@ -12,6 +14,7 @@ The screenshot goes to the test's folder; with `MARS_UPDATE_SCREENSHOT=1` it als
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +35,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SQL = "SELECT type, count(*) FROM {topic} GROUP BY type WINDOWING 5 s"
 BAD_SQL = "SELECT type, count(*) FROM {topic}\nGROUP BY type WINDOWING 5 parsecs"
 LIVE_S = 90  # longer than the test needs: the counts must be growing while it looks
+AHEAD_S = 45 * 60  # the event time of the "ahead" task's records, past the wall clock
 
 
 @pytest.fixture
@@ -58,6 +62,7 @@ def test_dashboard_shows_live_tasks_and_changes_them(
     kafka_admin: AdminClient,
     unique_name: str,
     tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=2)
     first, second = f"{unique_name}a", f"{unique_name}b"
@@ -65,6 +70,18 @@ def test_dashboard_shows_live_tasks_and_changes_them(
     producer = live_producer(
         cluster.kafka_bootstrap, topic, start_s=int(time.time()), rate=500, seconds=LIVE_S
     )
+    request.addfinalizer(producer.stop)  # also when an assertion fails
+    ahead_topic = make_topic(kafka_admin, f"{unique_name}_ahead", partitions=1)
+    ahead = f"{unique_name}z"
+    pipeline.register(SQL.format(topic=ahead_topic), task_id=ahead, options={"idle_timeout": "5 s"})
+    ahead_producer = live_producer(
+        cluster.kafka_bootstrap,
+        ahead_topic,
+        start_s=int(time.time()) + AHEAD_S,
+        rate=100,
+        seconds=LIVE_S,
+    )
+    request.addfinalizer(ahead_producer.stop)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{pipeline.api_url}/ui")
 
@@ -88,6 +105,15 @@ def test_dashboard_shows_live_tasks_and_changes_them(
     expect(page.locator("#results tbody tr").first).to_be_visible(timeout=30_000)
     expect(page.locator("#mappers tbody tr")).to_have_count(1)
     expect(page.locator("#reducers .badge.leader")).to_be_visible()
+
+    # Event time ahead of the wall clock: "ahead by ...", no negative duration in any row.
+    ahead_row = page.locator(f'#tasks tr[data-task="{ahead}"]')
+    for column in ("watermark-lag", "result-latency"):
+        expect(ahead_row.locator(f"td.{column}")).to_have_text(
+            re.compile(r"^ahead by 4\d\.\d min$"), timeout=30_000
+        )
+        for cell in page.locator(f"#tasks td.{column}").all():
+            assert "-" not in cell.inner_text(), (column, cell.inner_text())
 
     # Without the token the API refuses; the page says so.
     row.locator('button[data-action="pause"]').click()
@@ -148,4 +174,3 @@ def test_dashboard_shows_live_tasks_and_changes_them(
     assert top.returncode == 0, top.stderr
     assert first in top.stdout and "RUNNING" in top.stdout
     assert next(iter(pipeline.get("/cluster")["mappers"])) in top.stdout
-    producer.stop()

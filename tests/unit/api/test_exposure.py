@@ -1,9 +1,7 @@
-"""The API refuses the development token on an address other hosts can reach."""
+"""The API refuses the development token on an address other hosts can reach (`mars api`
+saying so as a process: tests/integration/api/test_exposure.py)."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import pytest
 
@@ -24,15 +22,3 @@ def test_the_development_token_is_refused_elsewhere(host: str) -> None:
 
 def test_a_token_of_ones_own_may_listen_anywhere() -> None:
     check_exposure(load_settings(api={"host": "0.0.0.0", "token": "s3cret-token-x"}))
-
-
-def test_mars_api_says_why_and_exits_2() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "cli.main", "api"],
-        env={"MARS_API__HOST": "0.0.0.0", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert "development token" in done.stderr and "MARS_API__TOKEN" in done.stderr
