@@ -67,14 +67,18 @@ def number(value: float | None) -> str:
 
 
 def duration(ms: float | None) -> str:
+    """A lag or latency; a negative one (event time ahead of the wall clock, as in the demo's
+    sped-up time) reads "ahead by ...", never as a negative duration."""
     if ms is None:
         return MISSING
-    seconds = ms / 1000
-    if abs(seconds) < 10:
-        return f"{seconds:.1f} s"
-    if abs(seconds) < 600:
-        return f"{round(seconds)} s"
-    return f"{seconds / 60:.1f} min"
+    seconds = abs(ms) / 1000
+    if seconds < 10:
+        text = f"{seconds:.1f} s"
+    elif seconds < 600:
+        text = f"{round(seconds)} s"
+    else:
+        text = f"{seconds / 60:.1f} min"
+    return f"ahead by {text}" if ms < 0 and text != "0.0 s" else text
 
 
 def size(count: float | None) -> str:

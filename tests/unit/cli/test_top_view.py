@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from cli.top_command import Snapshot, fetch_snapshot, print_once, render_frame
+from cli.top_command import Snapshot, duration, fetch_snapshot, print_once, render_frame
 from mars.clients.api_client import ApiCallError
 
 TASK: dict[str, Any] = {
@@ -176,3 +176,19 @@ def test_once_prints_an_unreachable_api_to_stderr_and_fails(
     assert code == 1
     assert "cannot reach the API" in capsys.readouterr().err
     assert console.export_text() == ""
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (None, "–"),
+        (1_500, "1.5 s"),
+        (45_000, "45 s"),
+        (2_700_000, "45.0 min"),
+        (-2_700_000, "ahead by 45.0 min"),
+        (-12_000, "ahead by 12 s"),
+        (-20, "0.0 s"),  # clock skew of a few ms is no lead
+    ],
+)
+def test_durations_never_read_negative(ms: float | None, text: str) -> None:
+    assert duration(ms) == text
