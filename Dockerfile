@@ -26,7 +26,10 @@ COPY pyproject.toml README.md ./
 COPY mars ./mars
 COPY mapper ./mapper
 COPY reducer ./reducer
+COPY spark ./spark
 COPY api ./api
+COPY devtools ./devtools
+COPY cli ./cli
 COPY configs ./configs
 RUN pip install --no-cache-dir .
 COPY --from=native /wheels /wheels

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import copy
+import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +104,16 @@ def test_the_image_carries_the_spark_kafka_jars_where_the_settings_look() -> Non
     assert "-f /build/jars/spark-kafka/pom.xml" in dockerfile
     assert "MARS_LOCAL__JARS_DIR=/opt/mars/jars" in dockerfile
     assert "COPY --from=jars /jars /opt/mars/jars" in dockerfile  # spark-kafka/ beneath it
+
+
+def test_the_image_copies_every_installed_package() -> None:
+    """`pip install .` in the image installs what pyproject's package list finds in the build
+    context: a top-level package the Dockerfile does not copy would be missing at run time."""
+    pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {pattern.removesuffix("*") for pattern in patterns}
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", DOCKERFILE.read_text(), flags=re.M))
+    assert packages <= copied, sorted(packages - copied)
 
 
 def test_every_mars_role_is_in_compose() -> None:
