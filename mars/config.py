@@ -4,6 +4,9 @@ Precedence, highest first: explicit overrides passed to `load_settings`, environ
 (`MARS_<SECTION>__<NAME>`, e.g. `MARS_MAPPER__BATCH_SIZE=5000`), the TOML file
 (`MARS_CONFIG_FILE` or `configs/mars.toml`), then the defaults below. The object is frozen and
 passed explicitly; nothing reads the environment behind its back.
+
+The fields below are the one source of every setting's default and meaning (`description`):
+`configs/mars.toml` and the README's table are generated from them (`mars.settings_docs`).
 """
 
 from __future__ import annotations
@@ -45,13 +48,30 @@ class KafkaSettings(_Section):
     ...) given to every Kafka client Mars makes, and with the `kafka.` prefix to Spark's Kafka
     source: `mars.clients.kafka_config` builds every client's configuration from this section."""
 
-    bootstrap_servers: str = "127.0.0.1:9092"
-    client_properties: dict[str, str] = Field(default_factory=dict)
-    result_partitions: int = Field(default=4, ge=1)
-    # Of the topics Mars creates (results, updates, late, dead letters, progress; `mars gen`'s
-    # source topic): on 3 brokers, 3 and 2, so one broker down loses no acknowledged write.
-    replication_factor: int = Field(default=1, ge=1)
-    min_insync_replicas: int = Field(default=1, ge=1)
+    bootstrap_servers: str = Field(default="127.0.0.1:9092", description="Kafka brokers")
+    client_properties: dict[str, str] = Field(
+        default_factory=dict,
+        description="librdkafka properties (`security.protocol`, `sasl.*`, `ssl.*`, ...) for "
+        "every Kafka client, as a JSON object (or the `[kafka.client_properties]` table); "
+        "Spark's Kafka source gets them with the `kafka.` prefix (docs/deployment.md)",
+    )
+    result_partitions: int = Field(
+        default=4,
+        ge=1,
+        description="partitions of a task's topics (results, updates, late, dead letters)",
+    )
+    # On 3 brokers, 3 and 2: one broker down loses no acknowledged write (docs/deployment.md).
+    replication_factor: int = Field(
+        default=1,
+        ge=1,
+        description="replication factor of the topics Mars creates (results, updates, late, "
+        "dead letters, progress; `mars gen`'s source topic)",
+    )
+    min_insync_replicas: int = Field(
+        default=1,
+        ge=1,
+        description="their `min.insync.replicas`, at most `replication_factor`",
+    )
 
     @model_validator(mode="after")
     def _in_sync_within_replicas(self) -> KafkaSettings:
@@ -64,13 +84,18 @@ class KafkaSettings(_Section):
 
 
 class RedisSettings(_Section):
-    url: str = "redis://127.0.0.1:6379/0"
+    url: str = Field(
+        default="redis://127.0.0.1:6379/0",
+        description="Redis holding the partials; credentials go in it "
+        "(`redis://:password@host:port/db`, `redis://user:password@...`); a Redis Cluster: "
+        "`redis+cluster://host-1:6379,host-2:6379,...` (docs/deployment.md)",
+    )
 
 
 class ZooKeeperSettings(_Section):
-    hosts: str = "127.0.0.1:2181"
-    root: str = "/mars"
-    session_timeout_s: float = Field(default=10.0, gt=0)
+    hosts: str = Field(default="127.0.0.1:2181", description="ZooKeeper ensemble")
+    root: str = Field(default="/mars", description="root znode")
+    session_timeout_s: float = Field(default=10.0, gt=0, description="session timeout")
 
 
 # Records per Kafka batch. Larger batches share the per-batch work (Polars calls, a data set's
@@ -81,43 +106,88 @@ MAPPER_BATCH_SIZE = 50_000
 
 
 class MapperSettings(_Section):
-    group_id: str = "mars-mappers"
-    # The source consumer: "native" (mars_native, Rust: a batch by partition without a Python
-    # object per message; confluent-kafka's when the extension is not built) or "confluent".
-    consumer: Literal["native", "confluent"] = "native"
-    batch_size: int = Field(default=MAPPER_BATCH_SIZE, ge=1)
-    batch_timeout_ms: int = Field(default=100, ge=1)
-    heartbeat_interval_ms: int = Field(default=500, ge=10)
-    backlog_high_datasets: int = Field(default=20_000, ge=1)
-    redis_memory_high_bytes: int = Field(default=512 * 1024 * 1024, ge=1024 * 1024)
+    group_id: str = Field(default="mars-mappers", description="the mappers' consumer group")
+    consumer: Literal["native", "confluent"] = Field(
+        default="native",
+        description="the source consumer: `native` (the Rust extension in native/, a batch by "
+        "partition without a Python object per message; confluent-kafka's when the extension "
+        "is not built) or `confluent`",
+    )
+    batch_size: int = Field(
+        default=MAPPER_BATCH_SIZE,
+        ge=1,
+        description="records per batch at most (docs/mapper.md: why not the paper's 5,000)",
+    )
+    batch_timeout_ms: int = Field(
+        default=100,
+        ge=1,
+        description="longest wait to fill a batch (a caught-up mapper writes at least this "
+        "often: the first hop of result latency)",
+    )
+    heartbeat_interval_ms: int = Field(default=500, ge=10, description="idle-partition heartbeats")
+    backlog_high_datasets: int = Field(
+        default=20_000,
+        ge=1,
+        description="pause partitions above this many data sets no reducer has merged; "
+        "resume at half",
+    )
+    redis_memory_high_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="... or above this Redis memory while the task has data sets not yet released",
+    )
 
 
 class ReducerSettings(_Section):
-    # How often an idle owner looks for new data sets when no wake-up can reach it (the
-    # process's pub/sub subscription is down); with it, every `idle_poll_interval_ms`.
-    poll_interval_ms: int = Field(default=100, ge=1)
-    # An idle owner woken when a mapper writes its task (reducer/wakeups.py) still steps this
-    # often: closing on idle partitions, checkpoints and EMIT CHANGES intervals are time-driven.
-    idle_poll_interval_ms: int = Field(default=500, ge=1)
-    max_datasets_per_read: int = Field(default=500, ge=1)
-    transaction_timeout_ms: int = Field(default=60_000, ge=1000)
-    results_kept: int = Field(default=200, ge=0)
-    # A partition counts as idle only while its mapper's caught-up heartbeat is younger than
-    # this: a mapper that died just after reporting "caught up" must not make its partition
-    # look idle for a whole idle_timeout (its unread records would turn late).
-    idle_heartbeat_timeout_ms: int = Field(default=3000, ge=100)
-    # How often an owner checkpoints its open windows into Redis, which lets it release every
-    # data set it merged (docs/reducer.md). 0: at every step that merged something.
-    checkpoint_interval_ms: int = Field(default=2000, ge=0)
+    poll_interval_ms: int = Field(
+        default=100,
+        ge=1,
+        description="how often an idle owner looks for new data sets while write wake-ups "
+        "cannot reach it (Redis pub/sub down)",
+    )
+    # Woken owners still step this often: closing on idle partitions, checkpoints and EMIT
+    # CHANGES intervals are time-driven.
+    idle_poll_interval_ms: int = Field(
+        default=500,
+        ge=1,
+        description="how often an idle owner steps although no mapper wrote its task (owners "
+        'wake on every write: docs/reducer.md, "Wake-ups instead of polling")',
+    )
+    max_datasets_per_read: int = Field(default=500, ge=1, description="data sets per Redis read")
+    transaction_timeout_ms: int = Field(
+        default=60_000, ge=1000, description="Kafka transaction timeout"
+    )
+    results_kept: int = Field(
+        default=200, ge=0, description="latest results kept for `GET /tasks/{id}/results`"
+    )
+    # A mapper that died just after reporting "caught up" must not make its partition look idle
+    # for a whole idle_timeout (its unread records would turn late).
+    idle_heartbeat_timeout_ms: int = Field(
+        default=3000,
+        ge=100,
+        description="a partition is idle only while its mapper's caught-up heartbeat is "
+        "younger than this",
+    )
+    checkpoint_interval_ms: int = Field(
+        default=2000,
+        ge=0,
+        description="how often an owner checkpoints its open windows into Redis and releases "
+        "the data sets it merged (docs/reducer.md; 0: every step that merged something)",
+    )
 
 
 DEV_TOKEN = "mars-dev-token"  # fine on loopback only: `api.server` refuses it elsewhere
 
 
 class ApiSettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = Field(default=8640, ge=1, le=65535)
-    token: str = Field(default=DEV_TOKEN, min_length=8)
+    host: str = Field(default="127.0.0.1", description="REST API address")
+    port: int = Field(default=8640, ge=1, le=65535, description="REST API port")
+    token: str = Field(
+        default=DEV_TOKEN,
+        min_length=8,
+        description="bearer token for mutating endpoints; the API refuses to start with this "
+        "development token on an address other than loopback, saying how to set one",
+    )
 
 
 class MetricsSettings(_Section):
@@ -125,17 +195,37 @@ class MetricsSettings(_Section):
     API port). Port 0 takes a free port; the address is published in ZooKeeper either way, and
     `GET /metrics/targets` lists every process for Prometheus's HTTP service discovery."""
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=0, ge=0, le=65535)
+    host: str = Field(
+        default="127.0.0.1",
+        description="where a mapper or reducer serves Prometheus `/metrics` (`0.0.0.0`: every "
+        "interface)",
+    )
+    port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="its port (0: a free one; the address is published in ZooKeeper and "
+        "listed by `GET /metrics/targets`)",
+    )
 
 
 class ElasticitySettings(_Section):
     """The CPU band of the elasticity advice (seed 000's TUT, UUT, LUT), as a share of one core
     per process (`mars.elasticity`)."""
 
-    cpu_target: float = Field(default=0.6, gt=0)
-    cpu_upper: float = Field(default=0.8, gt=0)
-    cpu_lower: float = Field(default=0.3, gt=0)
+    cpu_target: float = Field(
+        default=0.6,
+        gt=0,
+        description="the elasticity advice in `GET /cluster`: outside [`cpu_lower`, "
+        "`cpu_upper`], the count of a role's processes that puts each at this mean CPU share "
+        "(1.0 = one core)",
+    )
+    cpu_upper: float = Field(
+        default=0.8, gt=0, description="above this mean CPU share, the advice is more processes"
+    )
+    cpu_lower: float = Field(
+        default=0.3, gt=0, description="below this mean CPU share, the advice is fewer processes"
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> ElasticitySettings:
@@ -149,23 +239,56 @@ class BalanceSettings(_Section):
     load_balance`): units move from the busiest reducer to the idlest when the spread of their
     loads passes `imbalance_threshold` (UIT: standard deviation over mean)."""
 
-    enabled: bool = True
-    imbalance_threshold: float = Field(default=0.1, ge=0)
-    interval_s: float = Field(default=10.0, gt=0)  # at most one round of moves per interval
-    unit_cooldown_s: float = Field(default=60.0, ge=0)  # a moved unit stays put this long
-    max_moves: int = Field(default=4, ge=1)  # per round
-    min_gain: float = Field(default=0.05, ge=0)  # a round must cut the busiest load this much
-    # A unit's backlog of unmerged data sets that counts as a full queue (seed 001's pressure).
-    pressure_backlog: int = Field(default=400, ge=1)
+    enabled: bool = Field(
+        default=True,
+        description='the leader\'s load moves (docs/reducer.md, "Load-aware placement"); '
+        "`false`: units stay where consistent hashing puts them",
+    )
+    imbalance_threshold: float = Field(
+        default=0.1,
+        ge=0,
+        description="move units when the reducers' loads (partial groups merged per second) "
+        "spread more than this (standard deviation / mean)",
+    )
+    interval_s: float = Field(
+        default=10.0, gt=0, description="at most one round of moves per interval"
+    )
+    unit_cooldown_s: float = Field(
+        default=60.0, ge=0, description="a moved unit stays put this long"
+    )
+    max_moves: int = Field(
+        default=4, ge=1, description="units moved per round at most, busiest reducer to idlest"
+    )
+    min_gain: float = Field(
+        default=0.05, ge=0, description="a round must cut the busiest load by this share"
+    )
+    # Seed 001's pressure: a unit's backlog that counts as a full queue.
+    pressure_backlog: int = Field(
+        default=400,
+        ge=1,
+        description="a reducer whose unit backlog reaches 80 % of this many data sets while "
+        "growing is relieved first",
+    )
 
 
 class LocalSettings(_Section):
-    run_dir: Path = PROJECT_ROOT / ".mars" / "local"
-    jars_dir: Path = PROJECT_ROOT / ".cache" / "jars"
-    kafka_heap_mb: int = Field(default=768, ge=256)
-    # Redis `maxmemory` (policy noeviction): a runaway fails writes loudly instead of evicting.
-    redis_maxmemory_mb: int = Field(default=2048, ge=64)
-    start_timeout_s: float = Field(default=90.0, gt=0)
+    run_dir: Path = Field(
+        default=PROJECT_ROOT / ".mars" / "local", description="the local cluster's run folder"
+    )
+    jars_dir: Path = Field(
+        default=PROJECT_ROOT / ".cache" / "jars", description="where `make setup` puts the jars"
+    )
+    kafka_heap_mb: int = Field(default=768, ge=256, description="local broker heap")
+    redis_maxmemory_mb: int = Field(
+        default=2048,
+        ge=64,
+        description="local Redis `maxmemory`, policy `noeviction` (also in "
+        "`docker-compose.yml`): when full, writes fail loudly and are retried; nothing is "
+        "evicted",
+    )
+    start_timeout_s: float = Field(
+        default=90.0, gt=0, description="how long a service may take to answer"
+    )
 
 
 class Settings(BaseSettings):
