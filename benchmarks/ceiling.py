@@ -28,7 +28,7 @@ from mapper.mapper_process import consumer_config
 from mapper.partition_batches import consume_by_partition
 from mars.clients.native_consumer import NativeConsumer
 from mars.config import load_settings
-from mars.engine.compiled import CompiledTask
+from mars.engine.compiled_task import CompiledTask
 from mars.engine.joined_values import JoinedValues
 from mars.heap import keep_freed_heap
 from mars.sql import parse_task

@@ -26,7 +26,7 @@ from unittest import mock
 
 import mars.engine.bucketed_datasets as bucketed_datasets
 from devtools.gen import FIELD_NAMES, Encoding, GeneratorConfig, generate
-from mars.engine.compiled import CompiledTask
+from mars.engine.compiled_task import CompiledTask
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceBatch, SourceRecord
 from mars.sql import parse_task

@@ -1,5 +1,5 @@
 """The `mars mapper` process: build the clients, serve `/metrics`, register in ZooKeeper (the
-node holds the status, `mapper.status`), run the loop.
+node holds the status, `mapper.status_publisher`), run the loop.
 
 SIGTERM / SIGINT set the stop event: the loop finishes the batch in hand (written to Redis),
 commits its Kafka offsets and leaves the consumer group, so the partitions move to the other
@@ -23,7 +23,7 @@ from kazoo.client import KazooClient
 from prometheus_client import CollectorRegistry
 
 from mapper.consumer_loop import LoopParts, MapperLoop, wall_clock_ms
-from mapper.status import ZkStatusPublisher
+from mapper.status_publisher import ZkStatusPublisher
 from mapper.task_router import TaskRouter
 from mars.clients import admin_client, client_config, connect_redis
 from mars.clients.native_consumer import NativeConsumer, SourceConsumer

@@ -1,6 +1,6 @@
 """The pure batch engine shared by the mapper, the Spark job and the reducer."""
 
-from mars.engine.compiled import CompiledTask
+from mars.engine.compiled_task import CompiledTask
 from mars.engine.dataset import (
     DataSet,
     OpenWindows,

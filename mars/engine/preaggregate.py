@@ -32,7 +32,7 @@ import polars as pl
 
 from mars.aggregates import Max
 from mars.engine.bucketed_datasets import encode_bucketed_datasets
-from mars.engine.compiled import CompiledTask, argument_column, key_column
+from mars.engine.compiled_task import CompiledTask, argument_column, key_column
 from mars.engine.dataset import encode_key
 from mars.engine.decode import ROW, RecordDecoder
 from mars.engine.event_time import event_time_ms

@@ -9,9 +9,9 @@ from mars.registry.errors import (
     TaskNotFoundError,
 )
 from mars.registry.paths import ZkPaths
-from mars.registry.record import TaskRecord, TaskStatus
-from mars.registry.registry import TaskRegistry, validate_task_id
-from mars.registry.watch import TaskSetCallback, TaskSetWatch
+from mars.registry.task_record import TaskRecord, TaskStatus
+from mars.registry.task_registry import TaskRegistry, validate_task_id
+from mars.registry.task_set_watch import TaskSetCallback, TaskSetWatch
 
 __all__ = [
     "ConcurrentUpdateError",

@@ -2,7 +2,8 @@
 
 Ephemeral (it goes with the process's session), JSON: where to scrape the process, and per
 owned partition the read position, the broker's end offset and the lag, paused or not; per task
-the backlog. Written by `mapper.status`, read by `GET /cluster`, the dashboard and `mars top`.
+the backlog. Written by `mapper.status_publisher`, read by `GET /cluster`, the dashboard and
+`mars top`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from mars.registry.errors import CorruptTaskRecordError
-from mars.registry.record import TaskRecord, TaskStatus
+from mars.registry.task_record import TaskRecord, TaskStatus
 
 log = logging.getLogger(__name__)
 

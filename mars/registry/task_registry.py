@@ -25,8 +25,8 @@ from mars.registry.errors import (
     TaskNotFoundError,
 )
 from mars.registry.paths import ZkPaths
-from mars.registry.record import TaskRecord, TaskStatus
-from mars.registry.watch import TaskSetWatch
+from mars.registry.task_record import TaskRecord, TaskStatus
+from mars.registry.task_set_watch import TaskSetWatch
 from mars.tasks.bucket_layout import BucketChange
 from mars.tasks.spec import Preaggregation, TaskSpec
 
