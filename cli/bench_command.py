@@ -1,4 +1,4 @@
-"""`mars bench`: the paper's experiments on a fresh local cluster (docs/benchmarks.md)."""
+"""`mars bench`: [Mars]'s experiments on a fresh local cluster (docs/benchmarks.md)."""
 
 from __future__ import annotations
 

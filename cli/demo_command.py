@@ -1,9 +1,9 @@
 """`mars demo` (what `make run` runs): the whole pipeline on the local cluster, live.
 
 Starts (or reuses) the local cluster with 2 mappers, 2 reducers and the REST API, registers the
-paper's task through the API, produces the paper's tuples with event time running 10x faster
-than the wall clock (so a 60 s window closes every 6 s), and prints each window as it closes,
-read from the result topic with read_committed.
+reference query (docs/references.md) as task `paper` through the API, produces the reference
+tuples with event time running 10x faster than the wall clock (so a 60 s window closes every
+6 s), and prints each window as it closes, read from the result topic with read_committed.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def _task_stats(settings: Settings) -> dict[str, Any]:
 
 
 def _print_sum_check(settings: Settings, in_results: int) -> None:
-    """The paper's accuracy check: every produced record is in a result, late or bad."""
+    """[Mars]'s accuracy check: every produced record is in a result, late or bad."""
     stats = _task_stats(settings)
     counters = stats.get("counters", {})
     late = counters.get("late", 0) + counters.get("late_reducer", 0)

@@ -1,4 +1,4 @@
-"""`mars gen`: produce the paper's simulated network tuples into a Kafka topic."""
+"""`mars gen`: produce the reference tuples (docs/references.md) into a Kafka topic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Backpressure: pause a task's source partitions before Redis holds too much (seed 001).
+"""Backpressure: pause a task's source partitions before Redis holds too much ([BPMigration]).
 
 Two reasons to pause a task, each with hysteresis (pause at the mark, resume below half):
 

@@ -1,9 +1,9 @@
-"""Elasticity advice (seed 000, SPSPS): how many processes of a role the current load needs.
+"""Elasticity advice ([SPSPS], docs/references.md): how many processes of a role the load needs.
 
 Each mapper and reducer publishes its CPU share (CPU seconds per wall second; 1.0 = one core).
 While the mean share stays inside [lower, upper] the count is right; outside it, the number
 needed is computed in one step, so that the same total load would sit at `target` per process
-(SPSPS: no cascade of +1s). Pure; `GET /cluster`, the dashboard and the API's metrics show it,
+([SPSPS]: no cascade of +1s). Pure; `GET /cluster`, the dashboard and the API's metrics show it,
 `mars local scale` acts on it.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CpuBand:
-    """TUT, UUT and LUT of the paper: the target share per process and the band around it."""
+    """[SPSPS]'s TUT, UUT and LUT: the target share per process and the band around it."""
 
     target: float = 0.6
     upper: float = 0.8

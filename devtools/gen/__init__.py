@@ -1,4 +1,4 @@
-"""Simulated input for Mars: the paper's 20-field network tuples, and a Kafka producer for them.
+"""Simulated input: [Mars]'s 20-field network tuples (docs/references.md), and their producer.
 
     from devtools.gen import GeneratorConfig, generate, iter_chunks
     batch = generate(GeneratorConfig(count=10_000, seed=7, malformed_ratio=0.01))

@@ -1,9 +1,9 @@
 """The catalogue of the simulated network tuple: 20 fields and the value set of each.
 
-The paper's tuples have 20 fields. `timestamp` comes first and is computed from the record's
-position (see `devtools.gen.timestamps`); every other field draws its value from a known, finite
-pool, uniformly or Zipf-skewed. Pools are built deterministically from code, never from the
-random seed, so a value's pool rank means the same thing in every run.
+The reference tuples of [Mars] (docs/references.md) have 20 fields. `timestamp` comes first and
+is computed from the record's position (see `devtools.gen.timestamps`); every other field draws
+its value from a known, finite pool, uniformly or Zipf-skewed. Pools are built deterministically
+from code, never from the random seed, so a value's pool rank means the same thing in every run.
 
 IP addresses are spread over their address space with a multiplicative scramble (an odd
 multiplier is a bijection modulo a power of two), so small pools still look like real traffic
@@ -126,7 +126,7 @@ def dip_values() -> list[str]:
 
 
 def field_pools(*, sip_cardinality: int) -> tuple[FieldPool, ...]:
-    """The 19 non-timestamp fields, in record order (the paper's query fields first)."""
+    """The 19 non-timestamp fields, in record order (the reference query's fields first)."""
     return (
         FieldPool("type", TYPES),
         FieldPool(SIP_FIELD, sip_values(sip_cardinality)),

@@ -1,4 +1,4 @@
-"""The paper's simulated network tuples: `generate` a batch or `iter_chunks` of a stream.
+"""The reference tuples (docs/references.md): `generate` a batch or `iter_chunks` of a stream.
 
 Records are produced in fixed internal blocks, each with its own random stream seeded by
 `(seed, block number)`, so the output depends only on the config: `generate(c)` equals the

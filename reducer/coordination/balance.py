@@ -1,4 +1,4 @@
-"""Load-aware refinement of a placement: SPSPS's greedy BalanceLoad (seed 000).
+"""Load-aware refinement of a placement: [SPSPS]'s greedy BalanceLoad (docs/references.md).
 
 Starting from a placement (usually consistent hashing), repeatedly move the hottest unit of
 the busiest member to the least loaded member, as long as the receiver ends up less loaded
@@ -44,7 +44,7 @@ def balance_load(
         idlest = min(member_load, key=lambda m: (member_load[m], m))
         gap = member_load[busiest] - member_load[idlest]
         # Only moves that improve: the receiver must end below the donor's old load. The
-        # hottest such unit (SPSPS moves the hottest; we skip ones too hot to fit the gap).
+        # hottest such unit ([SPSPS] moves the hottest; we skip ones too hot to fit the gap).
         movable = [
             u for u in member_units[busiest] if u not in fixed and 0 < loads.get(u, 0.0) < gap
         ]

@@ -1,6 +1,6 @@
-"""Load moves on top of consistent hashing: SPSPS's BalanceLoad (seed 000), rate-limited.
+"""Load moves over consistent hashing: [SPSPS]'s BalanceLoad, rate-limited (docs/references.md).
 
-The leader places units by consistent hashing with virtual nodes (seed 003) and evens out
+The leader places units by consistent hashing with virtual nodes ([XORTrack]) and evens out
 unit counts (`balance_unit_counts`); that is the default and what a unit falls back to. On top
 of it `LoadBalancer.refine` keeps *moves*: units placed elsewhere because of load, recorded in
 the assignment (`Assignment.moves`) so a new leader keeps them. A round of new moves runs when
@@ -14,10 +14,11 @@ reducer to the idlest, while that lowers the busiest load), never a unit moved l
 `unit_cooldown_s` ago, and is dropped unless it cuts the busiest reducer's load by `min_gain`.
 So noise in the measured loads does not make units flap.
 
-Pressure comes first (seed 001): a reducer one of whose units has a backlog of unmerged data
-sets 80 % of `pressure_backlog` or more, while its units' backlogs grow in total (input above
-output), is relieved in the next round whatever the spread: its hottest units move, each to
-the least loaded other reducer, until it is at the mean load.
+Pressure comes first ([BPMigration]): a reducer one of whose units has a backlog of unmerged
+data sets 80 % of `pressure_backlog` or more, while its units' backlogs grow in total (input
+above output), is relieved in the next round whatever the spread: its hottest unit moves to the
+least loaded other reducer, one unit a round while the pressure lasts (not down to the mean
+load: a reducer that falls behind merges less, so its measured load understates its input).
 
 A unit's load and backlog are what its owner publishes with its figures: partial groups merged
 per second, smoothed, the work a reducer does per unit, and the data sets written but not yet
@@ -39,7 +40,7 @@ from mars.registry.units import Unit
 from mars.store.reducer_stats import ReducerStats, figure_float, figure_int
 from reducer.coordination.balance import balance_load
 
-PRESSURED_QUEUE = 0.8  # seed 001: a queue this full, and growing, is backpressure
+PRESSURED_QUEUE = 0.8  # [BPMigration]: a queue this full, and growing, is backpressure
 MIN_GROWTH_SPAN_S = 1.0  # backlog growth is measured over at least this long
 
 
@@ -138,7 +139,7 @@ class LoadBalancer:
         return Refined(units=units, moves={u: m for u, m in units.items() if base[u] != m})
 
     def pressured(self, units: Mapping[Unit, str], members: Iterable[str]) -> str | None:
-        """The most pressured reducer, if one is (seed 001): a unit's queue (its backlog of
+        """The most pressured reducer, if one is ([BPMigration]): a unit's queue (its backlog of
         data sets over `pressure_backlog`) is 80 % full and its backlog grows in total. A
         unit that moved within the cooldown is left out: it is still catching up, and its
         queue says nothing about its new owner yet."""

@@ -1,4 +1,4 @@
-"""Consistent hashing of units onto reducers, with virtual nodes (seed 003).
+"""Consistent hashing of units onto reducers, with virtual nodes ([XORTrack], docs/references.md).
 
 Each member owns `vnodes` points on a 64-bit ring; a unit belongs to the first member point at
 or after the unit's own point (wrapping around). Adding or removing one member therefore only

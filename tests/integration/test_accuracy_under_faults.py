@@ -1,6 +1,6 @@
-"""The paper's accuracy experiment, automated: the whole pipeline under the fault matrix.
+"""[Mars]'s accuracy experiment (docs/references.md), automated, under the fault matrix.
 
-2 `mars mapper` + 2 `mars reducer` processes run the paper's task over >= 2,000,000 generated
+2 `mars mapper` + 2 `mars reducer` processes run the reference query over >= 2,000,000 generated
 20-field tuples (1 % malformed) on a 4-partition topic, produced at a bounded rate. While data
 flows, one after the other: SIGKILL the reducer leader; kill -9 Redis and start it again (AOF);
 SIGKILL a reducer follower; kill -9 the Kafka broker and start it again; SIGKILL a mapper; kill

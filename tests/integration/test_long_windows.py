@@ -1,11 +1,11 @@
 """Long windows under sustained traffic with backpressure engaged: bounded state, no stall.
 
-Two tasks on one topic, run by 2 `mars mapper` + 2 `mars reducer` processes: the paper's
-count per (sip, type) over 10-minute tumbling windows with grace, and a count and sum per type
-over hopping windows of 10 minutes sliding by 5. The stream spans 40 minutes of event time
-(several windows of each) produced at a bounded rate, in slightly disordered time. The mappers'
-backlog mark is set very low; the reducers start only once the mappers have paused, and later
-both freeze for a few seconds, so the mappers pause and resume under load.
+Two tasks on one topic, run by 2 `mars mapper` + 2 `mars reducer` processes: the reference
+query's count per (sip, type) over 10-minute tumbling windows with grace, and a count and sum
+per type over hopping windows of 10 minutes sliding by 5. The stream spans 40 minutes of event
+time (several windows of each) produced at a bounded rate, in slightly disordered time. The
+mappers' backlog mark is set very low; the reducers start only once the mappers have paused, and
+later both freeze for a few seconds, so the mappers pause and resume under load.
 
 - every window of each task is emitted exactly once, equal to the DuckDB oracle;
 - nothing stalls: paused partitions never hold back the windows whose closing they wait for

@@ -30,7 +30,7 @@ from tests.integration.pipeline import (
 from tests.oracle import ExpectedResults
 
 Labels = frozenset[tuple[str, str]]
-PAPER_GROUPS = ("sip", "type")  # the paper's query: count per (window, sip, type)
+PAPER_GROUPS = ("sip", "type")  # the reference query (docs/references.md): count per sip, type
 PAPER_AGGREGATES: Mapping[str, str] = {"count_star": "count(*)"}
 
 
@@ -206,7 +206,7 @@ def close_every_window(
 
 @dataclass
 class PaperStream:
-    """The paper's query's live stream (`live_producer`, `seconds` of traffic at `rate` records
+    """The reference query's live stream (`live_producer`, `seconds` of traffic at `rate` records
     per second from now) with its DuckDB oracle computed meanwhile; `finish` waits for the
     stream, closes every window and returns what the task must emit."""
 

@@ -1,6 +1,6 @@
 """The mapper cluster end to end: real Kafka, ZooKeeper, Redis and `mars mapper` subprocesses.
 
-One stream of the paper's shape (1,000,000 generated records, 20 fields, 4 partitions) is
+One stream of the reference tuples (1,000,000 generated records, 20 fields, 4 partitions) is
 produced once per module and shared; every test registers its own task on it under its own
 ZooKeeper root and consumer group, and compares the merge of everything the mappers wrote to
 Redis with the DuckDB oracle over the produced records.

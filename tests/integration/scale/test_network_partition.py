@@ -1,5 +1,6 @@
 """The reducer leader cut off from the network mid-run, longer than its ZooKeeper session, then
-healed (issue 17, "Beyond one machine"; the paper's Table 1 cut nodes off mid-run).
+healed: exactly-once beyond one machine (docs/deployment.md, "A network partition"; [Mars]'s
+accuracy experiment cut nodes off mid-run too).
 
 The leader runs in a group of its own (`nogroup`, through `setpriv`), so one firewall rule drops
 every packet it sends (`iptables -I OUTPUT -m owner --gid-owner ... -j DROP`): ZooKeeper, Kafka,

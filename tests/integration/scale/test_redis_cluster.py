@@ -1,4 +1,4 @@
-"""Redis Cluster loses a master mid-run (issue 17, "Beyond one machine").
+"""Redis Cluster loses a master mid-run: exactly-once beyond one machine (docs/deployment.md).
 
 The module starts a cluster of its own as `mars local up --redis-cluster` does: three Redis
 Cluster masters (`redis-1..3`, the 16,384 slots split between them, AOF on), beside a Kafka
@@ -6,11 +6,11 @@ and a ZooKeeper; every Mars process gets `redis.url = redis+cluster://...` namin
 Each task's keys share the hash tag `{task}`, so each Lua script runs on the one master that
 serves the task's slot.
 
-The paper's query, with 10 s windows, runs over 500,000 live records (two partitions, two
-mappers, two reducers). A third of the way in, the master serving the task's slot is killed
-with SIGKILL and started again a few seconds later from its AOF: while it is down every
-script of the task fails, mappers and reducers retry. Every (window, sip, type) must then come
-exactly once with the DuckDB oracle's count.
+The reference query (docs/references.md), with 10 s windows, runs over 500,000 live records (two
+partitions, two mappers, two reducers). A third of the way in, the master serving the task's
+slot is killed with SIGKILL and started again a few seconds later from its AOF: while it is down
+every script of the task fails, mappers and reducers retry. Every (window, sip, type) must then
+come exactly once with the DuckDB oracle's count.
 """
 
 from __future__ import annotations

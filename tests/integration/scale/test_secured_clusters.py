@@ -1,12 +1,13 @@
-"""Secured clusters (issue 17): a Kafka broker whose client listener takes only SASL/PLAIN
+"""Secured clusters (docs/deployment.md): a Kafka broker whose client listener takes only SASL/PLAIN
 logins and a Redis with `requirepass`, started by `LocalCluster(credentials=...)` for this
 module alone (the session's open cluster is not used).
 
-- The paper's task runs end to end through them with real processes configured only by
-  `MARS_...` variables: `mars api`, `mars task add`, `mars gen`, `mars mapper`, `mars reducer`;
-  every window exact against the DuckDB oracle, the malformed records in the dead-letter topic
-  (the side-topic producer authenticates too), the counters moved by the Lua scripts readable
-  through a `decode_responses` client (`SeqStore` rebuilds it with the password).
+- The reference query (docs/references.md) runs end to end through them with real processes
+  configured only by `MARS_...` variables: `mars api`, `mars task add`, `mars gen`, `mars
+  mapper`, `mars reducer`; every window exact against the DuckDB oracle, the malformed records
+  in the dead-letter topic (the side-topic producer authenticates too), the counters moved by
+  the Lua scripts readable through a `decode_responses` client (`SeqStore` rebuilds it with the
+  password).
 - Wrong credentials stop `mars mapper` and `mars gen` within seconds with an error naming
   `kafka.client_properties` / `redis.url`, never the password, instead of retrying for ever.
 """

@@ -1,4 +1,4 @@
-"""Three Kafka brokers lose one mid-run (issue 17, "Beyond one machine").
+"""Three Kafka brokers lose one mid-run: exactly-once beyond one machine (docs/deployment.md).
 
 The module starts a cluster of its own as `mars local up --kafka-brokers 3` does: three KRaft
 nodes (each broker and controller), every topic replicated three times with
@@ -6,12 +6,12 @@ nodes (each broker and controller), every topic replicated three times with
 reducers run on it, and the topics Mars creates (results, late, dead letters, progress) get 3
 replicas and `min.insync.replicas` 2 from the cluster's settings.
 
-The paper's query, with 10 s windows, runs over live traffic (1,500 records/s for 45 s, two
-partitions). A third of the way in, while the producer still sends, the node that is the
-active KRaft controller is killed with SIGKILL, and started again a few seconds later. Its
-partition leaderships, its share of the transaction coordinators and the controller role move
-to the survivors and back. Every (window, sip, type) must then come exactly once with the
-DuckDB oracle's count.
+The reference query (docs/references.md), with 10 s windows, runs over live traffic (1,500
+records/s for 45 s, two partitions). A third of the way in, while the producer still sends, the
+node that is the active KRaft controller is killed with SIGKILL, and started again a few seconds
+later. Its partition leaderships, its share of the transaction coordinators and the controller
+role move to the survivors and back. Every (window, sip, type) must then come exactly once with
+the DuckDB oracle's count.
 """
 
 from __future__ import annotations

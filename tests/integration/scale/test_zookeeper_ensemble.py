@@ -1,20 +1,20 @@
-"""A 3-node ZooKeeper ensemble loses its quorum leader mid-run (issue 17, "Beyond one machine").
+"""A 3-node ZooKeeper ensemble loses its quorum leader mid-run (docs/deployment.md).
 
 The module starts only a ZooKeeper ensemble of three quorum peers (`start_zookeeper_ensemble`,
 what `mars local up --zookeeper-nodes 3` starts) beside the session's Kafka and Redis. `mars
 api`, one `mars mapper` and two `mars reducer` processes reach ZooKeeper only through the
 connect string of the three nodes (`MARS_ZOOKEEPER__HOSTS`).
 
-The paper's query, with 10 s windows, runs over live traffic: 1,500 records/s for 45 s on two
-partitions. A third of the way in, while the producer is still sending, the node that is the
-quorum leader is killed with SIGKILL. The node killed is always the quorum leader, whichever
-node the reducer leader's session is connected to (kazoo picks a random host of the connect
-string); the test prints whether the two were the same. Killing the quorum leader is the
-harder case anyway: until the two survivors have elected a new leader no node serves, so every
-Mars session is disconnected, and those of the killed node must move to another node. A few
-seconds later the node is started again and must rejoin as a follower. Then every window is
-closed and each (window, sip, type) must be emitted exactly once with the DuckDB oracle's
-count.
+The reference query (docs/references.md), with 10 s windows, runs over live traffic: 1,500
+records/s for 45 s on two partitions. A third of the way in, while the producer is still
+sending, the node that is the quorum leader is killed with SIGKILL. The node killed is always
+the quorum leader, whichever node the reducer leader's session is connected to (kazoo picks a
+random host of the connect string); the test prints whether the two were the same. Killing the
+quorum leader is the harder case anyway: until the two survivors have elected a new leader no
+node serves, so every Mars session is disconnected, and those of the killed node must move to
+another node. A few seconds later the node is started again and must rejoin as a follower. Then
+every window is closed and each (window, sip, type) must be emitted exactly once with the DuckDB
+oracle's count.
 """
 
 from __future__ import annotations

@@ -71,8 +71,9 @@ from tests.integration.spark.helpers import (
 
 pytestmark = pytest.mark.integration
 
-# History records per case: a million on the standalone cluster (issue 16's acceptance), fewer
-# in local[2], whose cases check the order of events rather than the volume.
+# History records per case: a million on the standalone cluster (the backfill's acceptance
+# volume, docs/spark.md), fewer in local[2], whose cases check the order of events rather than
+# the volume.
 HISTORY = {
     "standalone": int(os.environ.get("MARS_TEST_SPARK_HISTORY", "1000000")),
     "before": 300_000,

@@ -1,6 +1,6 @@
 """The outcome of pre-aggregation must not depend on where batch boundaries fall.
 
-A per-record reference model (the semantics in DESIGN.md, written the slow obvious way) is
+A per-record reference model (the rules of docs/semantics.md, written the slow obvious way) is
 compared with the engine run over the same input in batches of 1, 7, 5,000 and random sizes:
 same merged partial states, same late records, same bad records.
 """

@@ -10,7 +10,8 @@ from mars.tasks.spec import AggFunc
 
 
 def test_design_example_only_the_last_zero_is_late() -> None:
-    # DESIGN.md: tumbling 2 ms, grace 1 ms, event times 0,1,2,1,0,5,0 in one partition.
+    # The worked example of docs/semantics.md ("Lateness per window kind"): tumbling 2 ms,
+    # grace 1 ms, event times 0,1,2,1,0,5,0 in one partition.
     spec = make_spec(size_ms=2, grace_ms=1)
     records = json_records([{"ts": t, "k": "a"} for t in [0, 1, 2, 1, 0, 5, 0]])
     partials = preaggregate(spec, records, {}, 0)

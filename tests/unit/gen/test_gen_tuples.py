@@ -55,7 +55,7 @@ def test_csv_average_size_is_the_papers_150_bytes() -> None:
 
 
 def test_json_average_size_is_stable() -> None:
-    # 20 named JSON fields cannot fit the paper's 150 bytes: the keys and punctuation alone
+    # 20 named JSON fields cannot fit [Mars]'s 150-byte tuples: the keys and punctuation alone
     # take ~185 bytes. Pin the measured size so throughput numbers stay comparable.
     values = generate(GeneratorConfig(count=20_000, seed=1)).values
     average = sum(map(len, values)) / len(values)

@@ -1,4 +1,5 @@
-"""The paper's query, verbatim, gives exactly this TaskSpec; specs survive a JSON round trip."""
+"""The reference query (docs/references.md), verbatim, gives exactly this TaskSpec; specs
+survive a JSON round trip."""
 
 from __future__ import annotations
 
