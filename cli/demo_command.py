@@ -75,7 +75,7 @@ def _demo(args: argparse.Namespace) -> int:
     traffic.start()
     print(f"producing {args.rate:,.0f} tuples/s for {args.duration}s (event time x{SPEEDUP})")
     print(
-        "records arrive up to 2 s out of order; with the paper's GRACE 0 the ones behind an\n"
+        "records arrive up to 2 s out of order; with the task's GRACE 0 the ones behind an\n"
         "already closed window are counted as late (add `GRACE 5 s` to the query to keep them)\n"
     )
     try:

@@ -25,7 +25,7 @@ from mars.config import load_settings
 
 
 def register(subparsers: Any) -> None:
-    gen = subparsers.add_parser("gen", help="produce the paper's 20-field tuples into a topic")
+    gen = subparsers.add_parser("gen", help="produce the reference 20-field tuples into a topic")
     gen.add_argument("--topic", default="S", help="target topic (created if missing)")
     gen.add_argument("--partitions", type=int, default=4, help="partitions when creating it")
     gen.add_argument("--count", type=int, default=100_000, help="records to produce")

@@ -100,7 +100,7 @@ class ZooKeeperSettings(_Section):
 
 # Records per Kafka batch. Larger batches share the per-batch work (Polars calls, a data set's
 # groups, one Redis round trip per task) among more records: at 3,000,000 records end to end,
-# 50,000 took about 30 % fewer CPU-seconds than the paper's 5,000 (docs/mapper.md). A caught-up
+# 50,000 took about 30 % fewer CPU-seconds than [Mars]'s 5,000 (docs/mapper.md). A caught-up
 # mapper's batches are bounded by `batch_timeout_ms` instead, so latency does not grow with it.
 MAPPER_BATCH_SIZE = 50_000
 
@@ -116,7 +116,7 @@ class MapperSettings(_Section):
     batch_size: int = Field(
         default=MAPPER_BATCH_SIZE,
         ge=1,
-        description="records per batch at most (docs/mapper.md: why not the paper's 5,000)",
+        description="records per batch at most (docs/mapper.md: why not [Mars]'s 5,000)",
     )
     batch_timeout_ms: int = Field(
         default=100,
@@ -210,7 +210,7 @@ class MetricsSettings(_Section):
 
 
 class ElasticitySettings(_Section):
-    """The CPU band of the elasticity advice (seed 000's TUT, UUT, LUT), as a share of one core
+    """The CPU band of the elasticity advice ([SPSPS]'s TUT, UUT, LUT), as a share of one core
     per process (`mars.elasticity`)."""
 
     cpu_target: float = Field(
@@ -235,7 +235,7 @@ class ElasticitySettings(_Section):
 
 
 class BalanceSettings(_Section):
-    """Load moves of the reducer leader (seed 000's BalanceLoad; `reducer.coordination.
+    """Load moves of the reducer leader ([SPSPS]'s BalanceLoad; `reducer.coordination.
     load_balance`): units move from the busiest reducer to the idlest when the spread of their
     loads passes `imbalance_threshold` (UIT: standard deviation over mean)."""
 
@@ -262,7 +262,7 @@ class BalanceSettings(_Section):
     min_gain: float = Field(
         default=0.05, ge=0, description="a round must cut the busiest load by this share"
     )
-    # Seed 001's pressure: a unit's backlog that counts as a full queue.
+    # [BPMigration]'s pressure: a unit's backlog that counts as a full queue.
     pressure_backlog: int = Field(
         default=400,
         ge=1,
