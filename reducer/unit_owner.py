@@ -23,6 +23,9 @@ One `step` (`_read`, `_watermark`, then `_commit` if anything is to be committed
 `recover` (on start and after any failure) opens an `OwnerSession`: init_transactions (fences
 a zombie, aborts its open transaction), read the unit's committed progress, load the checkpoint
 it names, replay from its rseq. See docs/reducer.md.
+
+The owner keeps the lifecycle and the step; a commit's records are built by `commit_records`
+(pure), the Redis work after it is `CommitCleanup`'s, the figures are `UnitOwnerMetrics`'.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol
 
 from mars.aggregates import state_aggregates, wire_name
 from mars.config import ReducerSettings
@@ -44,30 +47,19 @@ from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, wa
 from mars.store.watermark import watermark_held_by_backfills
 from mars.tasks.spec import TaskSpec
 from mars.windows import SessionWindows, WindowAssigner
+from reducer.commit_cleanup import CommitCleanup
+from reducer.commit_records import CommitTarget, UnitChanges, commit_records
 from reducer.open_sessions import OpenSessionState
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, WindowGroups
 from reducer.output import FencedError, OutputError, OutRecord
-from reducer.progress_record import (
-    COUNTER_NAMES,
-    CheckpointRef,
-    ProgressRecord,
-    partition_for,
-    progress_key,
-)
-from reducer.reducer_metrics import CommitFigures, ReducerMetrics, UnitGauges
-from reducer.results import (
-    late_record,
-    result_records,
-    rows_of,
-    update_records,
-    update_tombstone,
-)
+from reducer.progress_record import CheckpointRef, ProgressRecord, progress_key
+from reducer.reducer_metrics import ReducerMetrics
+from reducer.unit_owner_metrics import UnitOwnerMetrics
 from reducer.wakeups import WriteWakeups
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]  # wall clock in epoch ms
-LOAD_SMOOTHING = 0.3  # weight of the last second in the published load (about 3 s memory)
 UnitState = OpenWindowState | OpenSessionState  # windows, or session windows
 
 
@@ -159,21 +151,27 @@ class UnitOwner:
         self.buckets = list(buckets)
         self._wiring = wiring
         self._settings = settings
-        self._member_id = member_id
         self._key = progress_key(spec.id, unit_bucket)
-        self._result_spec = result_spec(spec)
         self._aggregates = state_aggregates(spec)
         self._session: OwnerSession | None = None
-        self._merged_total = 0
-        self._groups_total = 0
-        self._rate_mark = (time.monotonic(), 0, 0)
-        self._merge_rate = 0.0
-        self._load: float | None = None
-        self._backlog: int | None = None
         self._woken = threading.Event()  # a mapper wrote the task, or the owner must stop
-        self._commit_latency_ms: float | None = None
-        self._result_latency_ms: int | None = None
-        self._last_publish = 0.0
+        self._target = CommitTarget(
+            spec=spec,
+            result_spec=result_spec(spec),
+            key=self._key,
+            progress_topic=wiring.progress_topic,
+            progress_partitions=wiring.progress_partitions,
+            owner=member_id,
+        )
+        self._cleanup = CommitCleanup(
+            wiring.store,
+            task_id=spec.id,
+            unit_bucket=unit_bucket,
+            results_kept=settings.results_kept,
+        )
+        self._metrics = UnitOwnerMetrics(
+            wiring.metrics, task_id=spec.id, bucket=unit_bucket, member_id=member_id
+        )
 
     @property
     def committed(self) -> ProgressRecord | None:
@@ -181,7 +179,7 @@ class UnitOwner:
 
     @property
     def merge_rate(self) -> float:
-        return self._merge_rate
+        return self._metrics.merge_rate
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -258,8 +256,7 @@ class UnitOwner:
         session, self._session = self._session, None
         if session is not None:
             session.output.close()
-        if self._wiring.metrics is not None:
-            self._wiring.metrics.unit_stopped(self.spec.id, self.unit_bucket)
+        self._metrics.stopped()
 
     def run(self, stop: threading.Event) -> StopReason:
         """Step until `stop` (then call `wake()` too, so an idle owner notices at once);
@@ -313,8 +310,7 @@ class UnitOwner:
         if read.complete:
             outcome.watermark = self._watermark(read.unit, now)
         outcome.closed = session.state.close(outcome.watermark)
-        self._note_merges(outcome.merged, outcome.groups)
-        self._backlog = outcome.backlog
+        self._metrics.read(merged=outcome.merged, groups=outcome.groups, backlog=outcome.backlog)
         checkpoint = self._checkpoint_due(session, now)
         updates = self._updates_due(session, now)
         if (
@@ -330,7 +326,7 @@ class UnitOwner:
                 session, outcome, read.unit.snapshots, now, checkpoint=checkpoint, updates=updates
             )
             outcome.committed = True
-        self._publish(now, force=outcome.committed)
+        self._publish(session, now, force=outcome.committed)
         return outcome
 
     def _read(self, state: UnitState, outcome: StepOutcome) -> ReadResult:
@@ -401,10 +397,7 @@ class UnitOwner:
         data = encode_dataset(self._aggregates, state.windows, canonical=False)
         self._wiring.store.write_checkpoint(self.spec.id, self.unit_bucket, ref.field, data)
         state.checkpointed()
-        if self._wiring.metrics is not None:
-            self._wiring.metrics.checkpointed(
-                self.spec.id, self.unit_bucket, size=len(data), seconds=time.monotonic() - started
-            )
+        self._metrics.checkpointed(size=len(data), seconds=time.monotonic() - started)
         return ref
 
     def _commit(
@@ -418,150 +411,66 @@ class UnitOwner:
         updates: bool,
     ) -> None:
         """ONE transaction: results, updates (EMIT CHANGES), late records and the progress
-        (naming the checkpoint); then release data sets below rseq, drop older checkpoints,
-        push the REST rows."""
-        state, committed = session.state, session.committed
-        checkpoint_ref = committed.checkpoint
+        naming the checkpoint, so all count or none. Only once it committed do the session's
+        progress and Redis move (release below rseq, older checkpoints, REST rows)."""
+        state, previous = session.state, session.committed
+        checkpoint_ref = previous.checkpoint
         if checkpoint:
-            checkpoint_ref = self._write_checkpoint(state, committed.checkpoint)
+            checkpoint_ref = self._write_checkpoint(state, previous.checkpoint)
             session.last_checkpoint_ms = now
-        rows = rows_of(self._result_spec, outcome.closed)
-        counters = {name: committed.counter(name) for name in COUNTER_NAMES}
-        counters["windows_emitted"] += len(outcome.closed)
-        counters["results_emitted"] += len(rows)
-        counters["late_records"] += sum(late.records for late in outcome.late)
-        counters["late_contributions"] += len(outcome.late)
-        progress = ProgressRecord(
+        commit = commit_records(
+            self._target,
+            previous=previous,
+            closed=outcome.closed,
+            late=outcome.late,
+            changes=self._take_changes(state, updates=updates),
             closed_watermark=state.closed_watermark,
             rseqs=state.rseqs(),
-            merged=dict(state.merged),
-            counters=counters,
+            merged=state.merged,
             checkpoint=checkpoint_ref,
-            owner=self._member_id,
-            committed_ms=now,
+            now=now,
         )
-        results = result_records(self._result_spec, rows)
-        updated = self._update_records(state, rows, changes=updates)
-        progress_record = OutRecord(
-            topic=self._wiring.progress_topic,
-            key=self._key.encode(),
-            value=progress.to_bytes(),
-            partition=partition_for(self._key, self._wiring.progress_partitions),
-        )
-        late = [late_record(self.spec, late) for late in outcome.late]
         started = time.monotonic()
-        session.output.commit([*results, *updated, *late, progress_record])
+        session.output.commit(commit.records)
         seconds = time.monotonic() - started
-        self._commit_latency_ms = seconds * 1000
-        session.committed = progress
+        session.committed = commit.progress
         if updates:
             session.last_updates_ms = now
         if checkpoint:
             session.checkpoint_written_ms = now
-        self._note_commit(state, outcome, rows=len(rows), seconds=seconds)
-        store = self._wiring.store
-        for bucket, rseq in progress.rseqs.items():
-            if rseq > snapshots[bucket].rseq:
-                store.release(self.spec.id, bucket, rseq)
-        if checkpoint_ref is not None and checkpoint_ref != committed.checkpoint:
-            store.drop_checkpoints_before(self.spec.id, self.unit_bucket, checkpoint_ref.number)
-        if results and self._settings.results_kept > 0:
-            values = [record.value for record in results if record.value is not None]
-            store.results.push_encoded(self.spec.id, values, keep=self._settings.results_kept)
+        self._metrics.committed(
+            closes_at=[state.closes_at(window) for window in outcome.closed],
+            rows=commit.rows,
+            late=outcome.late,
+            seconds=seconds,
+            now=self._wiring.clock(),
+        )
+        self._cleanup.after(commit, snapshots=snapshots, previous_checkpoint=previous.checkpoint)
 
-    def _update_records(
-        self, state: UnitState, final_rows: list[dict[str, Any]], *, changes: bool
-    ) -> list[OutRecord]:
-        """EMIT CHANGES: the current rows of the changed groups (a top-k task's whole changed
-        windows: its top k is taken over all groups) and the final rows, for the updates
-        topic. Windows closed in this step carry only their final rows.
+    def _take_changes(self, state: UnitState, *, updates: bool) -> UnitChanges | None:
+        """EMIT CHANGES: the changed groups if the updates are due (a top-k task's whole
+        changed windows: its top k is taken over all groups; windows closed in this step carry
+        only their final rows) and the sessions merged away. None: no updates topic.
 
-        Tombstones of merged-away sessions go with every commit, not on the interval: a
-        checkpoint in this commit forgets those sessions, so an owner recovering from it could
-        never delete their keys."""
+        The merged-away sessions go with every commit, not on the interval: a checkpoint in
+        this commit forgets those sessions, so an owner recovering from it could never delete
+        their keys."""
         if self.spec.updates_topic is None:
-            return []
-        changed = state.take_changes() if changes else []
+            return None
+        changed = state.take_changes() if updates else []
         gone = state.take_gone()
         if self.spec.top_k is not None:
             changed = [WindowGroups(start=w.start, groups=state.windows[w.start]) for w in changed]
-        spec = self._result_spec
-        deleted = [update_tombstone(spec, start, key) for start, key in gone]
-        current = update_records(spec, rows_of(spec, changed), final=False)
-        return deleted + current + update_records(spec, final_rows, final=True)
+        return UnitChanges(changed=changed, gone=gone)
 
-    # -- metrics --------------------------------------------------------------------------
-
-    def _note_merges(self, merged: int, groups: int) -> None:
-        """Count merges; about once a second, the merge rate and the load (partial groups
-        merged per second, smoothed over a few seconds: what the leader balances)."""
-        if self._wiring.metrics is not None:
-            self._wiring.metrics.merged(self.spec.id, self.unit_bucket, merged)
-        self._merged_total += merged
-        self._groups_total += groups
-        mark_time, mark_merged, mark_groups = self._rate_mark
-        elapsed = time.monotonic() - mark_time
-        if elapsed >= 1.0:
-            self._merge_rate = (self._merged_total - mark_merged) / elapsed
-            rate = (self._groups_total - mark_groups) / elapsed
-            self._load = (
-                rate
-                if self._load is None
-                else LOAD_SMOOTHING * rate + (1 - LOAD_SMOOTHING) * self._load
-            )
-            self._rate_mark = (time.monotonic(), self._merged_total, self._groups_total)
-
-    def _note_commit(
-        self, state: UnitState, outcome: StepOutcome, *, rows: int, seconds: float
-    ) -> None:
-        """After a successful commit: what it carried, and how long each closed window waited
-        for it (wall clock now minus end + grace)."""
-        now = self._wiring.clock()
-        latencies = [now - state.closes_at(window) for window in outcome.closed]
-        if latencies:
-            self._result_latency_ms = max(latencies)
-        if self._wiring.metrics is None:
-            return
-        self._wiring.metrics.committed(
-            self.spec.id,
-            self.unit_bucket,
-            CommitFigures(
-                windows=len(outcome.closed),
-                rows=rows,
-                late_contributions=len(outcome.late),
-                late_records=sum(late.records for late in outcome.late),
-                seconds=seconds,
-                result_latencies_s=[latency / 1000 for latency in latencies],
-            ),
-        )
-
-    def _publish(self, now: int, *, force: bool) -> None:
-        metrics, session = self._wiring.metrics, self._session
-        if metrics is None or session is None:
-            return
-        committed, state = session.committed, session.state
-        if not force and time.monotonic() - self._last_publish < 1.0:
-            return
-        self._last_publish = time.monotonic()
-        watermark = state.closed_watermark
-        checkpoint = committed.checkpoint
-        metrics.publish_unit(
-            self.spec.id,
-            self.unit_bucket,
-            counters={name: committed.counter(name) for name in COUNTER_NAMES},
-            gauges=UnitGauges(
-                watermark=watermark,
-                watermark_lag_ms=None if watermark is None else now - watermark,
-                merge_rate=self._merge_rate,
-                load=self._load,
-                backlog=self._backlog,
-                commit_latency_ms=self._commit_latency_ms,
-                result_latency_ms=self._result_latency_ms,
-                checkpoint=None if checkpoint is None else checkpoint.field,
-                # The committed checkpoint holds the open windows as merged at this time:
-                # now if nothing was merged since it was written.
-                view_ms=session.checkpoint_written_ms if state.needs_checkpoint else now,
-                owner=self._member_id,
-                updated_ms=now,
-            ),
+    def _publish(self, session: OwnerSession, now: int, *, force: bool) -> None:
+        state = session.state
+        self._metrics.publish(
+            now,
+            committed=session.committed,
+            watermark=state.closed_watermark,
+            # The committed checkpoint holds the open windows as merged at this time: now if
+            # nothing was merged since it was written.
+            view_ms=session.checkpoint_written_ms if state.needs_checkpoint else now,
+            force=force,
         )
