@@ -113,8 +113,11 @@ class TransactionalOutput:
             self._producer.abort_transaction(self._timeout_s)
 
     def close(self) -> None:
+        """Release the producer. Never raises: it runs in the owner's `finally`, where a fenced
+        producer's error (its flush raises `_FENCED`) would hide why the owner stopped."""
         self.abort()
-        self._producer.flush(0)
+        with contextlib.suppress(KafkaException):
+            self._producer.flush(0)
 
     def _produce(self, record: OutRecord) -> None:
         while True:
