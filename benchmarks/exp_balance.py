@@ -29,11 +29,13 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from benchmarks.balance_figures import PlacementLook, balance_ratios, move_times, phase_placement
 from benchmarks.exp_latency import source_passages, start_traffic, window_ends
+from benchmarks.experiment import Base, Context, Section
 from benchmarks.harness import BenchCluster, Run, fresh_id
+from benchmarks.report_balance import BALANCE_HEADING, balance_section
 from benchmarks.results_reader import ResultReader
 from benchmarks.stats import percentile
 from benchmarks.watermark_times import window_latencies
@@ -351,3 +353,36 @@ def balance_experiment(
         "variants": variants,
         "ratios": balance_ratios(variants["balanced"], variants["unbalanced"]),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class BalanceSettings:
+    records: int = 1_200_000  # about 30 s end to end: long enough for moves
+    settle_s: int = 30
+    measure_s: int = 45
+    mappers: int = 2
+    reducers: int = 3
+    QUICK: ClassVar[dict[str, object]] = {"records": 100_000, "settle_s": 15, "measure_s": 15}
+
+
+class Balance(Base[BalanceSettings, dict[str, Any]]):
+    """Experiment 9 (the module's docstring)."""
+
+    name = "balance"
+    title = "experiment 9, skewed tasks with and without load moves"
+    sections = (Section(9, BALANCE_HEADING),)
+    settings_type = BalanceSettings
+    result_type = dict[str, Any]
+
+    def run(self, ctx: Context, settings: BalanceSettings) -> dict[str, Any]:
+        plan = BalancePlan(
+            records=settings.records,
+            mappers=settings.mappers,
+            reducers=settings.reducers,
+            settle_s=settings.settle_s,
+            measure_s=settings.measure_s,
+        )
+        return balance_experiment(ctx.bench, plan, log=ctx.log)
+
+    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return ("\n".join(balance_section(result)),) if result else self.not_run()

@@ -17,20 +17,96 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from benchmarks.e2e_peers import WINDOW_MS, flink_run, quix_run, spark_run
+from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.peers import PeerUnavailable
+from benchmarks.report_e2e import (
+    E2E_HEADING,
+    MEMORY_HEADING,
+    STEADY_HEADING,
+    e2e_section,
+    memory_section,
+    steady_section,
+)
 from benchmarks.results_reader import ResultReader
 from benchmarks.stats import merged_progress, steady_rate, summarize
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import Dataset, paper_sql
 from mars.config import MAPPER_BATCH_SIZE
 
-Log = Callable[[str], None]
+
+@dataclass(frozen=True, slots=True)
+class EndToEndSettings:
+    quix_processes: int = 1  # one reads every source partition (benchmarks/quix_streams.py)
+    flink_parallelism: int = 2  # one task slot per core
+
+
+@dataclass(frozen=True, slots=True)
+class SteadySettings(EndToEndSettings):
+    records: int = 3_000_000  # where start-up stops dominating
+    QUICK: ClassVar[dict[str, object]] = {"records": 600_000}
+
+
+class EndToEnd(Base[EndToEndSettings, dict[str, Any]]):
+    """Experiments 3 and 5 over the preloaded topic S (the module's docstring)."""
+
+    name = "e2e"
+    title = (
+        "experiments 3 and 5, end to end Mars vs Spark vs Quix Streams vs Flink SQL vs "
+        "ceiling; memory"
+    )
+    sections = (Section(3, E2E_HEADING), Section(5, MEMORY_HEADING))
+    uses_dataset = True
+    settings_type = EndToEndSettings
+    result_type = dict[str, Any]
+
+    def run(self, ctx: Context, settings: EndToEndSettings) -> dict[str, Any]:
+        return _run(ctx, settings, ctx.dataset(), name=self.name)
+
+    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        if not result:
+            return ("Not run.", "Not run (measured in the end-to-end runs).")
+        return ("\n".join(e2e_section(result, images)), memory_section(result))
+
+
+class Steady(Base[SteadySettings, dict[str, Any]]):
+    """Experiment 3 again over `records` records, preloaded into a topic of its own."""
+
+    name = "steady"
+    title = "experiment 3 again over steady_records records (steady state)"
+    sections = (Section(3.5, STEADY_HEADING),)
+    settings_type = SteadySettings
+    result_type = dict[str, Any]
+
+    def run(self, ctx: Context, settings: SteadySettings) -> dict[str, Any]:
+        data = ctx.preload(topic="S_steady", records=settings.records)
+        found = _run(ctx, settings, data, name=self.name)
+        return {**found, "dataset": {**asdict(data), "mbytes": data.mbytes}}
+
+    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return ("\n".join(steady_section(result)),) if result else self.not_run()
+
+
+def _run(ctx: Context, settings: EndToEndSettings, data: Dataset, *, name: str) -> dict[str, Any]:
+    """Experiment 3 over `data`, its child processes' files under the experiment `name`."""
+    return end_to_end_experiment(
+        ctx.bench,
+        data,
+        runs=ctx.config.runs,
+        mappers=ctx.config.mappers,
+        reducers=ctx.config.reducers,
+        quix_processes=settings.quix_processes,
+        flink_parallelism=settings.flink_parallelism,
+        log_dir=ctx.work_dir(name),
+        timeout_s=ctx.config.timeout_s,
+        log=ctx.log,
+    )
 
 
 def mars_run(

@@ -21,11 +21,12 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from benchmarks.experiment import Base, Context, Section
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.nexmark_check import check, data_rows, keyed_rows
 from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
@@ -33,6 +34,7 @@ from benchmarks.nexmark_oracle import Expected, expected_results
 from benchmarks.nexmark_queries import QUERIES, NexmarkQuery
 from benchmarks.peers import PeerUnavailable, flink_kafka_jar, peer_python
 from benchmarks.procstat import cpu_seconds, tree_cpu_seconds, tree_peak_rss_mb
+from benchmarks.report_nexmark import NEXMARK_HEADING, nexmark_section
 from benchmarks.result_rows import RowCollector
 from benchmarks.stats import summarize
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
@@ -330,3 +332,36 @@ def _note(notes: list[str], note: str, log: Log) -> None:
     log(f"  {note}")
     if note not in notes:
         notes.append(note)
+
+
+@dataclass(frozen=True, slots=True)
+class NexmarkSettings:
+    records: int = 1_000_000  # bids over 30 min of event time (`--nexmark-records`)
+    flink_parallelism: int = 2  # one task slot per core
+    QUICK: ClassVar[dict[str, object]] = {"records": 100_000}
+
+
+class Nexmark(Base[NexmarkSettings, dict[str, Any]]):
+    """Experiment 12 (the module's docstring)."""
+
+    name = "nexmark"
+    title = "experiment 12, Nexmark q5, q7, q11 in Mars and Flink SQL against a DuckDB oracle"
+    sections = (Section(12, NEXMARK_HEADING),)
+    settings_type = NexmarkSettings
+    result_type = dict[str, Any]
+
+    def run(self, ctx: Context, settings: NexmarkSettings) -> dict[str, Any]:
+        config = ctx.config
+        plan = NexmarkPlan(
+            records=settings.records,
+            runs=config.runs,
+            partitions=config.partitions,
+            mappers=config.mappers,
+            reducers=config.reducers,
+            flink_parallelism=settings.flink_parallelism,
+            timeout_s=config.timeout_s,
+        )
+        return nexmark_experiment(ctx.bench, plan, log_dir=ctx.work_dir("nexmark"), log=ctx.log)
+
+    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return ("\n".join(nexmark_section(result)),) if result else self.not_run()

@@ -26,15 +26,16 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
 from benchmarks.exp_latency import LiveTask, live_task
 from benchmarks.exp_state import state_sql
+from benchmarks.experiment import Base, Context, Section
 from benchmarks.harness import BenchCluster
 from benchmarks.procstat import cpu_seconds
 from benchmarks.pull_figures import (
@@ -46,6 +47,7 @@ from benchmarks.pull_figures import (
     per_query_cost,
     phase_figures,
 )
+from benchmarks.report_pull import PULL_HEADING, pull_section
 from mars.gen.fields import TYPES
 from mars.store.keys import TaskKeys
 
@@ -270,3 +272,37 @@ def pull_experiment(
             f"{whole['queries']} queries"
         )
     return {**asdict(plan), "window_s": PULL_WINDOW_S, "by_groups": by_groups}
+
+
+@dataclass(frozen=True, slots=True)
+class PullSettings:
+    sips: tuple[int, ...] = (250, 2500)  # x 8 types: 2,000 and 20,000 open groups
+    rate: float = 4000.0
+    queries: int = 200
+    query_rate: float = 20.0
+    baseline_s: float = 10.0
+    QUICK: ClassVar[dict[str, object]] = {"queries": 50, "baseline_s": 5.0}
+
+
+class PullQueries(Base[PullSettings, dict[str, Any]]):
+    """Experiment 8 (the module's docstring)."""
+
+    name = "pull"
+    title = "experiment 8, pull-query latency and cost under live traffic"
+    sections = (Section(8, PULL_HEADING),)
+    settings_type = PullSettings
+    result_type = dict[str, Any]
+
+    def run(self, ctx: Context, settings: PullSettings) -> dict[str, Any]:
+        plan = PullPlan(
+            rate=settings.rate,
+            queries=settings.queries,
+            query_rate=settings.query_rate,
+            baseline_s=settings.baseline_s,
+            mappers=ctx.config.mappers,
+            reducers=ctx.config.reducers,
+        )
+        return pull_experiment(ctx.bench, plan, sips=settings.sips, log=ctx.log)
+
+    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return ("\n".join(pull_section(result)),) if result else self.not_run()

@@ -24,13 +24,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from benchmarks.experiment import Base, Context, Section
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.procstat import cpu_seconds, tree_cpu_seconds
+from benchmarks.report_spark_stream import SPARK_STREAM_HEADING, spark_stream_section
 from benchmarks.stream_figures import CpuSample, cpu_at, micro_batches, mode_phases, mode_ratios
 from benchmarks.subprocesses import PROJECT_ROOT, stop_group
 from benchmarks.workload import Dataset, paper_sql, preload
@@ -212,3 +214,32 @@ def _describe(mode: dict[str, Any]) -> str:
         f"{mode['seconds']:.1f} s ({mode['records_per_s']:,.0f} records/s), steady "
         f"{mode['steady_records_per_s']:,.0f} records/s, {mode['cpu_s']:.1f} CPU s"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SparkStreamSettings:
+    records: int = 1_000_000
+    QUICK: ClassVar[dict[str, object]] = {"records": 100_000}
+
+
+class SparkStream(Base[SparkStreamSettings, dict[str, Any]]):
+    """Experiment 10 (the module's docstring). The Spark master and workers it starts stay up
+    until the end, hence last in the registry."""
+
+    name = "spark_stream"
+    title = "experiment 10, live pre-aggregation: mapper processes vs the Spark stream"
+    sections = (Section(10, SPARK_STREAM_HEADING),)
+    settings_type = SparkStreamSettings
+    result_type = dict[str, Any]
+
+    def run(self, ctx: Context, settings: SparkStreamSettings) -> dict[str, Any]:
+        plan = StreamPlan(
+            records=settings.records,
+            mappers=ctx.config.mappers,
+            partitions=ctx.config.partitions,
+            span_s=ctx.config.span_s,
+        )
+        return spark_stream_experiment(ctx.bench, plan, log_dir=ctx.work_dir("spark"), log=ctx.log)
+
+    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return ("\n".join(spark_stream_section(result)),) if result else self.not_run()

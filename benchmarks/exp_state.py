@@ -13,21 +13,113 @@ its window closes grows for as long as the run lasts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from benchmarks.exp_latency import live_task
+from benchmarks.experiment import Base, Context, Log, Section, render
 from benchmarks.harness import BenchCluster
 from benchmarks.procstat import rss_mb
+from benchmarks.report_format import fmt, image, med
 from benchmarks.state_figures import (
+    STATE_WINDOWS_S,
     growth,
     per_second,
     run_figures,
     summarize_windows,
     window_label,
 )
+from benchmarks.targets import STATE_GROWTH_TARGET
 from benchmarks.workload import csv_options
 from mars.gen.fields import TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class StateSettings:
+    windows_s: tuple[int, ...] = STATE_WINDOWS_S
+    rate: float = 4000.0
+    sips: int = 250  # x 8 types: 2,000 groups, every one in a window's first seconds
+    duration_s: int = 180
+    runs: int = 1  # unless --runs says otherwise: the 3 lengths x 180 s take 10 min
+    QUICK: ClassVar[dict[str, object]] = {"duration_s": 30}
+
+
+class State(Base[StateSettings, dict[str, Any]]):
+    """Experiment 7 (the module's docstring)."""
+
+    name = "state"
+    title = "experiment 7, Redis and reducer memory vs window length (bounded state)"
+    sections = (Section(7, "## 7. Memory vs window length (bounded state)"),)
+    settings_type = StateSettings
+    result_type = dict[str, Any]
+
+    def run(self, ctx: Context, settings: StateSettings) -> dict[str, Any]:
+        return state_experiment(
+            ctx.bench,
+            windows_s=settings.windows_s,
+            rate=settings.rate,
+            duration_s=settings.duration_s,
+            sips=settings.sips,
+            runs=settings.runs,
+            mappers=ctx.config.mappers,
+            reducers=ctx.config.reducers,
+            log=ctx.log,
+        )
+
+    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        if not result:
+            return self.not_run()
+        by_window = result["by_window"]
+        found = growth(by_window)
+        short, long = window_label(found["shortest_s"]), window_label(found["longest_s"])
+        count = max((len(row.get("runs", [])) for row in by_window.values()), default=0)
+        rows = [
+            f"| {window_label(int(window_s))} | {med(row['redis_state_peak_mb'], '.1f')} "
+            f"| {med(row['redis_state_steady_mb'], '.1f')} "
+            f"| {med(row['reducer_peak_rss_mb'])} | {med(row['reducer_steady_rss_mb'])} "
+            f"| {', '.join(str(r['windows_emitted']) for r in row.get('runs', []))} "
+            f"| {', '.join(fmt(r['records_in']) for r in row.get('runs', []))} |"
+            for window_s, row in by_window.items()
+        ]
+        too_short = result["duration_s"] < 2 * found["shortest_s"]
+        values: dict[str, object] = {
+            "lengths": ", ".join(window_label(int(w)) for w in by_window),
+            "count": count,
+            "runs": "run" if count == 1 else "runs",
+            "rate": fmt(result["rate"]),
+            "records": fmt(result["rate"] * result["duration_s"]),
+            "groups": fmt(result["groups"]),
+            "types": result["groups"] // result["sips"],
+            "warmup_s": result.get("warmup_s", 0),
+            "short": short,
+            "long": long,
+            "target": STATE_GROWTH_TARGET,
+            "rows": "\n".join(rows),
+            "growth": " | ".join(
+                f"{fmt(found[name], '.2f')}x"
+                for name in (
+                    "redis_state_peak_mb",
+                    "redis_state_steady_mb",
+                    "reducer_peak_rss_mb",
+                    "reducer_steady_rss_mb",
+                )
+            ),
+            "redis_idle": _span(by_window, "redis_idle_mb", ".1f"),
+            "reducer_idle": _span(by_window, "reducer_idle_rss_mb", ".0f"),
+            "image": image(images, "state", "memory over time per window length"),
+        }
+        values.update({k: result[k] for k in ("duration_s", "sips", "mappers", "reducers")})
+        too_short_text = render("state_too_short", **values) if too_short else ""
+        return (render("state", too_short=too_short_text, **values),)
+
+
+def _span(by_window: Mapping[str, Any], name: str, spec: str) -> str:
+    """`low–high` of a figure's medians over the window lengths (one value when equal)."""
+    values = [row[name]["median"] for row in by_window.values()]
+    low, high = fmt(min(values, default=math.nan), spec), fmt(max(values, default=math.nan), spec)
+    return low if low == high else f"{low}–{high}"
 
 
 def state_sql(topic: str, *, window_s: int) -> str:
@@ -92,7 +184,7 @@ def state_experiment(
     mappers: int,
     reducers: int,
     warmup_s: int = 10,
-    log: Any = print,
+    log: Log = print,
 ) -> dict[str, Any]:
     """Every window length once per run, interleaved, so the machine's load hits all alike.
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from benchmarks.experiment import Base, Context, Section
 from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.report_tasks import TASKS_HEADING, tasks_section
 from benchmarks.results_reader import ResultReader, TopicsReader
 from benchmarks.task_figures import count_summary, with_time_ratios
 from benchmarks.task_shapes import COUNT_FIELD, SHAPES, Completion, TaskShape, shapes_for
@@ -177,3 +180,35 @@ def _delete_topics(bench: BenchCluster, specs: list[TaskSpec]) -> None:
             delete_task_topics(bench.admin, spec, bench.kafka)
         except TopicError:  # left behind: costs the broker a little, not the measurement
             continue
+
+
+@dataclass(frozen=True, slots=True)
+class TasksSettings:
+    counts: tuple[int, ...] = (1, 10, 50)  # tasks registered at once over topic S
+    QUICK: ClassVar[dict[str, object]] = {"counts": (1, 3)}
+
+
+class ManyTasks(Base[TasksSettings, dict[str, Any]]):
+    """Experiment 11 (the module's docstring)."""
+
+    name = "tasks"
+    title = "experiment 11, many tasks over one topic"
+    sections = (Section(11, TASKS_HEADING),)
+    uses_dataset = True
+    settings_type = TasksSettings
+    result_type = dict[str, Any]
+
+    def run(self, ctx: Context, settings: TasksSettings) -> dict[str, Any]:
+        return tasks_experiment(
+            ctx.bench,
+            ctx.dataset(),
+            counts=settings.counts,
+            runs=ctx.config.runs,
+            mappers=ctx.config.mappers,
+            reducers=ctx.config.reducers,
+            timeout_s=ctx.config.timeout_s,
+            log=ctx.log,
+        )
+
+    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return ("\n".join(tasks_section(result)),) if result else self.not_run()

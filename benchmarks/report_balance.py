@@ -15,10 +15,8 @@ REDUCER_BOUND = 0.5  # a reducer busier than this share of a core may limit the 
 PHASE_LABELS = {"throughput": "throughput, 2nd half", "latency": "paced, measured part"}
 
 
-def balance_section(balance: dict[str, Any] | None) -> list[str]:
-    lines = [BALANCE_HEADING, ""]
-    if not balance:
-        return [*lines, "Not run.", ""]
+def balance_section(balance: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
     variants, ratios = balance["variants"], balance["ratios"]
     data = balance["dataset"]
     rate = variants["unbalanced"]["latency"]["rate"]

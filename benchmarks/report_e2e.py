@@ -3,8 +3,10 @@ Structured Streaming, Quix Streams, Flink SQL) vs the consume+decode ceiling (ex
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from benchmarks.experiment import render
 from benchmarks.report_format import fmt, image, med
 from benchmarks.stats import ratio
 from benchmarks.targets import (
@@ -18,6 +20,7 @@ E2E_HEADING = (
     "vs the ceiling"
 )
 STEADY_HEADING = "## 3b. Steady state: experiment 3 at ten times the records"
+MEMORY_HEADING = "## 5. Memory"
 TABLE = [
     "| system | start-up s | seconds | records/s | MB/s | records/s with start-up "
     "| CPU seconds | CPU seconds per million records |",
@@ -25,10 +28,8 @@ TABLE = [
 ]
 
 
-def e2e_section(e2e: dict[str, Any] | None, images: dict[str, str]) -> list[str]:
-    lines = [E2E_HEADING, ""]
-    if not e2e:
-        return [*lines, "Not run.", ""]
+def e2e_section(e2e: dict[str, Any], images: Mapping[str, str]) -> list[str]:
+    lines: list[str] = []
     quix = e2e.get("quix")
     flink = e2e.get("flink")
     lines += [
@@ -56,14 +57,12 @@ def e2e_section(e2e: dict[str, Any] | None, images: dict[str, str]) -> list[str]
     ]
     if e2e.get("notes"):
         lines.append("")
-    return [*lines, *image(images, "e2e", "end-to-end throughput")]
+    return [*lines, image(images, "e2e", "end-to-end throughput")]
 
 
-def steady_section(steady: dict[str, Any] | None) -> list[str]:
+def steady_section(steady: dict[str, Any]) -> list[str]:
     """Experiment 3 again over a larger preloaded topic, with the issue's steady-state targets."""
-    lines = [STEADY_HEADING, ""]
-    if not steady:
-        return [*lines, "Not run.", ""]
+    lines: list[str] = []
     data = steady.get("dataset", {})
     lines += [
         f"The same systems, query, settings and clocks as experiment 3, over "
@@ -234,3 +233,24 @@ def _sessions(system: dict[str, Any]) -> str:
 def _rate(system: dict[str, Any]) -> float:
     value = system.get("records_per_s", {}).get("median")
     return float(value) if isinstance(value, int | float) else float("nan")
+
+
+def memory_section(e2e: dict[str, Any]) -> str:
+    """Experiment 5: memory, measured in the Mars end-to-end runs (peers for comparison)."""
+    memory = e2e["memory"]
+    peers = [
+        f"| {label} (for comparison) | {value} |"
+        for label, key in (
+            ("Quix Streams RSS, all its processes", "quix_peak_rss_mb"),
+            ("Flink SQL RSS, Python process + JVM", "flink_peak_rss_mb"),
+        )
+        if (value := med(memory.get(key), ".0f")) != "—"
+    ]
+    return render(
+        "memory",
+        redis=med(memory["redis_peak_mb"], ".1f"),
+        mapper=med(memory["mapper_peak_rss_mb"], ".0f"),
+        reducer=med(memory["reducer_peak_rss_mb"], ".0f"),
+        spark=med(memory["spark_peak_rss_mb"], ".0f"),
+        peers="\n".join(peers),
+    )

@@ -28,10 +28,8 @@ def _times(value: Any) -> str:
     return f" ({fmt(value, '.2f')}x)" if fmt(value) != "—" else ""
 
 
-def pull_section(pull: dict[str, Any] | None) -> list[str]:
-    lines = [PULL_HEADING, ""]
-    if not pull:
-        return [*lines, "Not run.", ""]
+def pull_section(pull: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
     sizes = pull["by_groups"]
     return [
         *lines,

@@ -10,10 +10,8 @@ from benchmarks.report_format import fmt
 SPARK_STREAM_HEADING = "## 10. Live pre-aggregation: mapper processes vs the Spark stream"
 
 
-def spark_stream_section(found: dict[str, Any] | None) -> list[str]:
-    lines = [SPARK_STREAM_HEADING, ""]
-    if not found:
-        return [*lines, "Not run.", ""]
+def spark_stream_section(found: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
     data, modes, ratios = found["dataset"], found["modes"], found["ratios"]
     spark = modes["spark"]
     labels = {

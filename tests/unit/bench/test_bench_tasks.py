@@ -142,15 +142,15 @@ def test_verdict_met_missed_and_not_measured() -> None:
 
 
 def test_section_shows_each_count_and_the_verdict() -> None:
-    text = "\n".join(tasks_section(tasks_found([23.4, 22.0, 25.0])))
-    assert text.startswith(TASKS_HEADING)
+    text = render_report({"tasks": tasks_found([23.4, 22.0, 25.0])}, images={})
+    assert f"{TASKS_HEADING}\n\n1, 10 tasks registered at once" in text
     assert "| 1 | 4.5 (4.0–5.0) | 66,667 (60,000–75,000) | 3.2 (3.0–3.5) | 3.20 | 1.00x |" in text
     assert (
         "| 10 | 23.4 (22.0–25.0) |" in text and "| 5.20x (4.40x–5.85x) | distinct (23.4) |" in text
     )
     assert "**missed** by 1.20x" in text
     assert "- top_k: top 10 devices" in text and "WITH (" not in text
-    assert tasks_section(None) == [TASKS_HEADING, "", "Not run.", ""]
+    assert f"{TASKS_HEADING}\n\nNot run.\n" in render_report({}, images={})
 
 
 def test_report_and_targets_carry_the_tasks_experiment() -> None:
@@ -167,8 +167,8 @@ def test_report_and_targets_carry_the_tasks_experiment() -> None:
 def test_quick_runs_fewer_tasks() -> None:
     quick = BenchConfig.build(quick=True, runs=None, experiments=("tasks",), command="x")
     full = BenchConfig.build(quick=False, runs=None, experiments=("tasks",), command="x")
-    assert quick.task_counts == (1, 3) and quick.records < full.records
-    assert full.task_counts == (1, 10, 50) and full.runs == 3
+    assert quick.of("tasks").counts == (1, 3) and quick.records < full.records
+    assert full.of("tasks").counts == (1, 10, 50) and full.runs == 3
 
 
 def test_an_incomplete_count_says_how_many_tasks_completed() -> None:
