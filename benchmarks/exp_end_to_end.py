@@ -18,10 +18,18 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from benchmarks.e2e_figures import (
+    PEER_NAMES,
+    CeilingFigures,
+    EndToEndResult,
+    MemoryFigures,
+    SystemFigures,
+    peak,
+)
 from benchmarks.e2e_peers import WINDOW_MS, flink_run, quix_run, spark_run
 from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster, fresh_id
@@ -35,7 +43,7 @@ from benchmarks.report_e2e import (
     steady_section,
 )
 from benchmarks.results_reader import ResultReader
-from benchmarks.stats import merged_progress, steady_rate, summarize
+from benchmarks.stats import Summary, merged_progress, steady_rate
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import Dataset, paper_sql
 from mars.config import MAPPER_BATCH_SIZE
@@ -53,7 +61,7 @@ class SteadySettings(EndToEndSettings):
     QUICK: ClassVar[dict[str, object]] = {"records": 600_000}
 
 
-class EndToEnd(Base[EndToEndSettings, dict[str, Any]]):
+class EndToEnd(Base[EndToEndSettings, EndToEndResult]):
     """Experiments 3 and 5 over the preloaded topic S (the module's docstring)."""
 
     name = "e2e"
@@ -64,36 +72,36 @@ class EndToEnd(Base[EndToEndSettings, dict[str, Any]]):
     sections = (Section(3, E2E_HEADING), Section(5, MEMORY_HEADING))
     uses_dataset = True
     settings_type = EndToEndSettings
-    result_type = dict[str, Any]
+    result_type = EndToEndResult
 
-    def run(self, ctx: Context, settings: EndToEndSettings) -> dict[str, Any]:
+    def run(self, ctx: Context, settings: EndToEndSettings) -> EndToEndResult:
         return _run(ctx, settings, ctx.dataset(), name=self.name)
 
-    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
+    def report(self, result: EndToEndResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         if not result:
             return ("Not run.", "Not run (measured in the end-to-end runs).")
-        return ("\n".join(e2e_section(result, images)), memory_section(result))
+        return (e2e_section(result, images), memory_section(result.memory))
 
 
-class Steady(Base[SteadySettings, dict[str, Any]]):
+class Steady(Base[SteadySettings, EndToEndResult]):
     """Experiment 3 again over `records` records, preloaded into a topic of its own."""
 
     name = "steady"
     title = "experiment 3 again over steady_records records (steady state)"
     sections = (Section(3.5, STEADY_HEADING),)
     settings_type = SteadySettings
-    result_type = dict[str, Any]
+    result_type = EndToEndResult
 
-    def run(self, ctx: Context, settings: SteadySettings) -> dict[str, Any]:
+    def run(self, ctx: Context, settings: SteadySettings) -> EndToEndResult:
         data = ctx.preload(topic="S_steady", records=settings.records)
         found = _run(ctx, settings, data, name=self.name)
-        return {**found, "dataset": {**asdict(data), "mbytes": data.mbytes}}
+        return replace(found, dataset={**asdict(data), "mbytes": data.mbytes})
 
-    def report(self, result: dict[str, Any] | None, images: Mapping[str, str]) -> tuple[str, ...]:
-        return ("\n".join(steady_section(result)),) if result else self.not_run()
+    def report(self, result: EndToEndResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return (steady_section(result),) if result else self.not_run()
 
 
-def _run(ctx: Context, settings: EndToEndSettings, data: Dataset, *, name: str) -> dict[str, Any]:
+def _run(ctx: Context, settings: EndToEndSettings, data: Dataset, *, name: str) -> EndToEndResult:
     """Experiment 3 over `data`, its child processes' files under the experiment `name`."""
     return end_to_end_experiment(
         ctx.bench,
@@ -182,15 +190,6 @@ def ceiling_run(
     }
 
 
-def _ceiling(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "runs": runs,
-        "records_per_s": summarize([r["records_per_s"] for r in runs]),
-        "mb_per_s": summarize([r["mb_per_s"] for r in runs]),
-        "records_per_cpu_s": summarize([r["records_per_cpu_s"] for r in runs]),
-    }
-
-
 def end_to_end_experiment(
     bench: BenchCluster,
     data: Dataset,
@@ -203,7 +202,7 @@ def end_to_end_experiment(
     log_dir: Path,
     timeout_s: float,
     log: Log = print,
-) -> dict[str, Any]:
+) -> EndToEndResult:
     """Interleaved runs (Mars, Spark, Quix Streams, Flink SQL, ceiling) so the machine's load
     hits all alike. A peer that cannot run (its virtualenv or jar missing) or fails, or a run
     that does not complete, is noted in the result's `notes`; the other systems are measured
@@ -236,46 +235,34 @@ def end_to_end_experiment(
                 )
             )
             log(f"  {consumer} ceiling run {index + 1}: {measured[-1]['records_per_s']:,.0f} rec/s")
-    quix = peers["quix"]
-    flink = peers["flink"]
-    return {
-        "mappers": mappers,
-        "reducers": reducers,
-        "mars": _system(mars, data),
-        "spark": _system(peers["spark"], data),
-        "quix": {
-            **_system(quix, data),
-            "processes": quix_processes,
-            "settings": quix[0]["settings"] if quix else {},
-        },
-        "flink": {
-            **_system(flink, data),
-            "parallelism": flink_parallelism,
-            "settings": flink[0]["settings"] if flink else {},
-        },
-        "ceiling": _ceiling(ceilings["confluent"]),
-        "ceiling_native": _ceiling(ceilings["native"]),
-        "memory": {
-            "redis_peak_mb": summarize([r["redis_peak_mb"] for r in mars]),
-            "mapper_peak_rss_mb": summarize(
-                [max(x for x in r["mapper_peak_rss_mb"] if x is not None) for r in mars]
-            ),
-            "reducer_peak_rss_mb": summarize(
-                [max(x for x in r["reducer_peak_rss_mb"] if x is not None) for r in mars]
-            ),
-            "spark_peak_rss_mb": summarize([r["peak_rss_mb"] for r in peers["spark"]]),
-            "quix_peak_rss_mb": summarize([r["peak_rss_mb"] for r in quix]),
-            "flink_peak_rss_mb": summarize([r["peak_rss_mb"] for r in flink]),
-        },
-        "notes": notes,
-    }
-
-
-PEER_NAMES = {
-    "spark": "PySpark Structured Streaming",
-    "quix": "Quix Streams",
-    "flink": "Flink SQL",
-}
+    quix, flink = peers["quix"], peers["flink"]
+    return EndToEndResult(
+        mappers=mappers,
+        reducers=reducers,
+        mars=SystemFigures.of(mars, data),
+        spark=SystemFigures.of(peers["spark"], data),
+        quix=replace(
+            SystemFigures.of(quix, data),
+            processes=quix_processes,
+            settings=quix[0]["settings"] if quix else {},
+        ),
+        flink=replace(
+            SystemFigures.of(flink, data),
+            parallelism=flink_parallelism,
+            settings=flink[0]["settings"] if flink else {},
+        ),
+        ceiling=CeilingFigures.of(ceilings["confluent"]),
+        ceiling_native=CeilingFigures.of(ceilings["native"]),
+        memory=MemoryFigures(
+            redis_peak_mb=Summary.of([r["redis_peak_mb"] for r in mars]),
+            mapper_peak_rss_mb=peak(mars, "mapper_peak_rss_mb"),
+            reducer_peak_rss_mb=peak(mars, "reducer_peak_rss_mb"),
+            spark_peak_rss_mb=Summary.of([r["peak_rss_mb"] for r in peers["spark"]]),
+            quix_peak_rss_mb=Summary.of([r["peak_rss_mb"] for r in quix]),
+            flink_peak_rss_mb=Summary.of([r["peak_rss_mb"] for r in flink]),
+        ),
+        notes=notes,
+    )
 
 
 def _peer_run(
@@ -299,26 +286,3 @@ def _peer_run(
     if note not in notes:
         notes.append(note)
     return None
-
-
-def _system(runs: list[dict[str, Any]], data: Dataset) -> dict[str, Any]:
-    """Summaries of one system's runs: seconds, records/s and MB/s (the marginal rate: the
-    records over the seconds, start-up excluded), records/s with start-up (over start-up +
-    seconds), CPU seconds (per million records too) and start-up (NaN where a run did not
-    complete)."""
-
-    def per_million(run: dict[str, Any]) -> float:
-        return run["cpu_s"] / data.records * 1e6 if run["complete"] else math.nan
-
-    return {
-        "runs": runs,
-        "seconds": summarize([r["seconds"] for r in runs]),
-        "records_per_s": summarize([r["records_per_s"] for r in runs]),
-        "mb_per_s": summarize([r["records_per_s"] * data.mean_bytes / 1e6 for r in runs]),
-        "records_per_s_with_startup": summarize(
-            [data.records / (r["startup_s"] + r["seconds"]) for r in runs]
-        ),
-        "cpu_s": summarize([r["cpu_s"] for r in runs]),
-        "cpu_s_per_million": summarize([per_million(r) for r in runs]),
-        "startup_s": summarize([r["startup_s"] for r in runs]),
-    }

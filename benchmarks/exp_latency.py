@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import ClassVar
 
+from benchmarks.e2e_figures import EndToEndResult
 from benchmarks.experiment import Base, Context, Log, Section, render
 from benchmarks.harness import BenchCluster, Run, fresh_id
 from benchmarks.report_format import fmt, image
@@ -280,7 +281,7 @@ def half_the_maximum(results: Mapping[str, object]) -> float:
     """Half the end-to-end median if measured, else half 2 mappers', else 5,000 records/s."""
     e2e, processes = results.get("e2e"), results.get("processes")
     candidates = [
-        e2e["mars"]["records_per_s"]["median"] if isinstance(e2e, dict) else None,
+        e2e.mars.records_per_s.median if isinstance(e2e, EndToEndResult) else None,
         processes["2"].records_per_s.median
         if isinstance(processes, dict) and "2" in processes
         else None,
