@@ -2,7 +2,8 @@
 dataclasses' type hints: no per-type code, so a result type is only its fields.
 
 Decoding is lenient: a field missing from the JSON (a results file written before the field
-existed, or a hand-made one in a test) takes its default; unknown keys are ignored.
+existed, or a hand-made one in a test) takes its default; unknown keys are ignored; numbers
+and strings are taken as they are.
 """
 
 from __future__ import annotations
@@ -57,6 +58,4 @@ def _decode(kind: Any, data: Any) -> Any:
             if f.init and f.name in data
         }
         return kind(**present)
-    if kind is float and isinstance(data, int | float):
-        return float(data)
-    return data
+    return data  # a number stays as JSON had it: 200 is written `200`, not `200.0`

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.codec import to_json
 from benchmarks.exp_pull_query import run_summary
 from benchmarks.pull_figures import (
     Answer,
@@ -146,7 +147,7 @@ def _pull_results() -> dict[str, Any]:
         "whole_cap_s": 20.0,
         "mappers": 2,
         "reducers": 1,
-        "by_groups": {"2000": run},
+        "by_groups": {"2000": to_json(run)},
     }
 
 
