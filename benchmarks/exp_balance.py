@@ -77,13 +77,14 @@ THROUGHPUT_WINDOW_S = 60
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BalancePlan:
-    """What experiment 9 runs in each variant."""
+    """What experiment 9 runs in each variant (its settings: defaults for a full run,
+    `QUICK` for `--quick`)."""
 
-    records: int
-    mappers: int
-    reducers: int
-    settle_s: int
-    measure_s: int
+    records: int = 1_200_000  # about 30 s end to end: long enough for moves
+    mappers: int = 2
+    reducers: int = 3
+    settle_s: int = 30
+    measure_s: int = 45
     buckets: int = 8
     zipf_s: float = 1.2
     partitions: int = 4
@@ -91,6 +92,7 @@ class BalancePlan:
     window_s: int = 2
     timeout_s: float = 240.0
     fallback_rate: float = 5000.0  # paced rate when the unbalanced throughput is unknown
+    QUICK: ClassVar[dict[str, object]] = {"records": 100_000, "settle_s": 15, "measure_s": 15}
 
 
 def task_sql(topic: str, label: str, *, window_s: int, buckets: int, idle: str) -> str:
@@ -361,57 +363,28 @@ def balance_experiment(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class BalanceSettings:
-    records: int = 1_200_000  # about 30 s end to end: long enough for moves
-    settle_s: int = 30
-    measure_s: int = 45
-    mappers: int = 2
-    reducers: int = 3
-    QUICK: ClassVar[dict[str, object]] = {"records": 100_000, "settle_s": 15, "measure_s": 15}
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BalanceResult:
+class BalanceResult(BalancePlan):
     """Experiment 9: its plan, the preloaded skewed topic, both variants (`unbalanced`
     first) and the balanced one's figures over the unbalanced one's."""
 
-    records: int = 0
-    mappers: int = 0
-    reducers: int = 0
-    settle_s: int = 0
-    measure_s: int = 0
-    buckets: int = 0
-    zipf_s: float = math.nan
-    partitions: int = 0
-    span_s: int = 0
-    window_s: int = 0
-    timeout_s: float = math.nan
-    fallback_rate: float = math.nan
     throughput_window_s: int = THROUGHPUT_WINDOW_S
     dataset: dict[str, Any] = field(default_factory=dict)
     variants: dict[str, Variant] = field(default_factory=dict)
     ratios: dict[str, float] = field(default_factory=dict)
 
 
-class Balance(Base[BalanceSettings, BalanceResult]):
+class Balance(Base[BalancePlan, BalanceResult]):
     """Experiment 9 (the module's docstring)."""
 
     name = "balance"
     title = "experiment 9, skewed tasks with and without load moves"
     sections = (Section(9, BALANCE_HEADING),)
-    settings_type = BalanceSettings
+    settings_type = BalancePlan
     result_type = BalanceResult
 
-    def run(self, ctx: Context, settings: BalanceSettings) -> BalanceResult:
-        plan = BalancePlan(
-            records=settings.records,
-            mappers=settings.mappers,
-            reducers=settings.reducers,
-            settle_s=settings.settle_s,
-            measure_s=settings.measure_s,
-        )
-        return balance_experiment(ctx.bench, plan, log=ctx.log)
+    def run(self, ctx: Context, settings: BalancePlan) -> BalanceResult:
+        return balance_experiment(ctx.bench, settings, log=ctx.log)
 
     def report(self, result: BalanceResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         return (balance_section(result),) if result else self.not_run()

@@ -23,13 +23,12 @@ Prometheus `/metrics` at the phase boundaries.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 import httpx
@@ -153,17 +152,21 @@ def warm_up(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullPlan:
-    """What experiment 8 does at each state size: the traffic, the queries and their pace,
-    the phase lengths, and how many mappers and reducers run."""
+    """What experiment 8 does at each state size (`sips` x 8 types groups): the traffic,
+    the queries and their pace, the phase lengths, and how many mappers and reducers run
+    (its settings: defaults for a full run, `QUICK` for `--quick`; the processes are the
+    invocation's)."""
 
-    rate: float
-    queries: int
-    query_rate: float
-    baseline_s: float
-    mappers: int
-    reducers: int
+    sips: tuple[int, ...] = (250, 2500)  # x 8 types: 2,000 and 20,000 open groups
+    rate: float = 4000.0
+    queries: int = 200
+    query_rate: float = 20.0
+    baseline_s: float = 10.0
+    mappers: int = 2
+    reducers: int = 1
     warmup_cap_s: float = 30.0
     whole_cap_s: float = 20.0
+    QUICK: ClassVar[dict[str, object]] = {"queries": 50, "baseline_s": 5.0}
 
     @property
     def traffic_s(self) -> int:
@@ -187,18 +190,10 @@ class PullRun:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PullResult:
+class PullResult(PullPlan):
     """Experiment 8: its plan, the window length and each state size's run (`by_groups`,
     keyed by the number of groups)."""
 
-    rate: float = math.nan
-    queries: int = 0
-    query_rate: float = math.nan
-    baseline_s: float = math.nan
-    mappers: int = 0
-    reducers: int = 0
-    warmup_cap_s: float = math.nan
-    whole_cap_s: float = math.nan
     window_s: int = PULL_WINDOW_S
     by_groups: dict[str, PullRun] = field(default_factory=dict)
 
@@ -287,12 +282,10 @@ def run_summary(
     )
 
 
-def pull_experiment(
-    bench: BenchCluster, plan: PullPlan, *, sips: Sequence[int], log: Log = print
-) -> PullResult:
+def pull_experiment(bench: BenchCluster, plan: PullPlan, *, log: Log = print) -> PullResult:
     """Every state size once (a fresh task and processes each)."""
     by_groups: dict[str, PullRun] = {}
-    for count in sips:
+    for count in plan.sips:
         run = pull_run(bench, plan, sips=count)
         by_groups[str(run.groups)] = run
         one, whole = run.queries["one_group"], run.queries["whole_window"]
@@ -305,35 +298,18 @@ def pull_experiment(
     return PullResult(**asdict(plan), by_groups=by_groups)
 
 
-@dataclass(frozen=True, slots=True)
-class PullSettings:
-    sips: tuple[int, ...] = (250, 2500)  # x 8 types: 2,000 and 20,000 open groups
-    rate: float = 4000.0
-    queries: int = 200
-    query_rate: float = 20.0
-    baseline_s: float = 10.0
-    QUICK: ClassVar[dict[str, object]] = {"queries": 50, "baseline_s": 5.0}
-
-
-class PullQueries(Base[PullSettings, PullResult]):
+class PullQueries(Base[PullPlan, PullResult]):
     """Experiment 8 (the module's docstring)."""
 
     name = "pull"
     title = "experiment 8, pull-query latency and cost under live traffic"
     sections = (Section(8, PULL_HEADING),)
-    settings_type = PullSettings
+    settings_type = PullPlan
     result_type = PullResult
 
-    def run(self, ctx: Context, settings: PullSettings) -> PullResult:
-        plan = PullPlan(
-            rate=settings.rate,
-            queries=settings.queries,
-            query_rate=settings.query_rate,
-            baseline_s=settings.baseline_s,
-            mappers=ctx.config.mappers,
-            reducers=ctx.config.reducers,
-        )
-        return pull_experiment(ctx.bench, plan, sips=settings.sips, log=ctx.log)
+    def run(self, ctx: Context, settings: PullPlan) -> PullResult:
+        plan = replace(settings, mappers=ctx.config.mappers, reducers=ctx.config.reducers)
+        return pull_experiment(ctx.bench, plan, log=ctx.log)
 
     def report(self, result: PullResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         return (pull_section(result),) if result else self.not_run()

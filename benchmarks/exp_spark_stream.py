@@ -50,9 +50,10 @@ SPARK_ROLES = ("spark-master", "spark-worker")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamPlan:
-    """What experiment 10 runs."""
+    """What experiment 10 runs (its settings: defaults for a full run, `QUICK` for
+    `--quick`; the mappers, partitions and span are the invocation's)."""
 
-    records: int
+    records: int = 1_000_000
     mappers: int = 2
     workers: int = 2
     partitions: int = 4
@@ -61,6 +62,7 @@ class StreamPlan:
     trigger_s: float = 1.0
     executor_memory: str = "512m"
     timeout_s: float = 240.0
+    QUICK: ClassVar[dict[str, object]] = {"records": 100_000}
 
 
 class CpuWatch:
@@ -224,48 +226,31 @@ def _describe(mode: ModeFigures) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class SparkStreamSettings:
-    records: int = 1_000_000
-    QUICK: ClassVar[dict[str, object]] = {"records": 100_000}
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SparkStreamResult:
+class SparkStreamResult(StreamPlan):
     """Experiment 10: the plan it ran, the Spark cluster's start, the preloaded topic, each
     mode's figures (`mappers`, `spark`) and the mappers' over Spark's."""
 
-    records: int = 0
-    mappers: int = 0
-    workers: int = 0
-    partitions: int = 0
-    span_s: int = 0
-    batch_size: int = 0
-    trigger_s: float = math.nan
-    executor_memory: str = ""
-    timeout_s: float = math.nan
     spark_cluster_start_s: float = math.nan
     dataset: dict[str, Any] = field(default_factory=dict)
     modes: dict[str, ModeFigures] = field(default_factory=dict)
     ratios: dict[str, float] = field(default_factory=dict)
 
 
-class SparkStream(Base[SparkStreamSettings, SparkStreamResult]):
+class SparkStream(Base[StreamPlan, SparkStreamResult]):
     """Experiment 10 (the module's docstring). The Spark master and workers it starts stay up
     until the end, hence last in the registry."""
 
     name = "spark_stream"
     title = "experiment 10, live pre-aggregation: mapper processes vs the Spark stream"
     sections = (Section(10, SPARK_STREAM_HEADING),)
-    settings_type = SparkStreamSettings
+    settings_type = StreamPlan
     result_type = SparkStreamResult
 
-    def run(self, ctx: Context, settings: SparkStreamSettings) -> SparkStreamResult:
-        plan = StreamPlan(
-            records=settings.records,
-            mappers=ctx.config.mappers,
-            partitions=ctx.config.partitions,
-            span_s=ctx.config.span_s,
+    def run(self, ctx: Context, settings: StreamPlan) -> SparkStreamResult:
+        config = ctx.config
+        plan = replace(
+            settings, mappers=config.mappers, partitions=config.partitions, span_s=config.span_s
         )
         return spark_stream_experiment(ctx.bench, plan, log_dir=ctx.work_dir("spark"), log=ctx.log)
 
