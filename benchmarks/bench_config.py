@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.codec import to_json
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -44,7 +46,7 @@ class BenchConfig:
     ) -> BenchConfig:
         """`runs` (None: 3, `--quick` 1) also replaces the `runs` of an experiment's settings
         that has its own default; `nexmark_records` the nexmark experiment's `records`."""
-        from benchmarks.registry import BY_NAME, NAMES
+        from benchmarks.registry import BY_NAME, NAMES  # it imports this module
 
         unknown = set(experiments) - set(NAMES)
         if unknown:
@@ -72,11 +74,8 @@ class BenchConfig:
 
     def to_json(self) -> dict[str, Any]:
         """The config as the results file keeps it (paths left out)."""
-        from benchmarks.codec import to_json
-
-        found = {
+        return {
             f.name: to_json(getattr(self, f.name))
             for f in dataclasses.fields(self)
             if not isinstance(getattr(self, f.name), Path)
         }
-        return found

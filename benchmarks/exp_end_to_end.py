@@ -87,7 +87,7 @@ class Steady(Base[SteadySettings, EndToEndResult]):
     """Experiment 3 again over `records` records, preloaded into a topic of its own."""
 
     name = "steady"
-    title = "experiment 3 again over steady_records records (steady state)"
+    title = "experiment 3 again over ten times the records (steady state)"
     sections = (Section(3.5, STEADY_HEADING),)
     settings_type = SteadySettings
     result_type = EndToEndResult

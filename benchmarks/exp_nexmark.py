@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from benchmarks.experiment import Base, Context, Section
+from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.nexmark_check import check, data_rows, keyed_rows
 from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
@@ -41,7 +41,6 @@ from benchmarks.subprocesses import read_markers, spawn_module, stop_group
 from mars.gen.nexmark import NexmarkConfig, encode_bids, generate_bids
 from mars.gen.nexmark_produce import produce_bids
 
-Log = Callable[[str], None]
 SENTINEL_AFTER_MS = 86_400_000  # a day after the data: past every data window and session
 TOPIC = "bids"  # the topic's name in the report's queries
 

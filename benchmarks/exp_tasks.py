@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from benchmarks.experiment import Base, Context, Section
+from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.report_tasks import TASKS_HEADING, tasks_section
 from benchmarks.results_reader import ResultReader, TopicsReader
@@ -40,8 +40,6 @@ from mars.tasks.topics import (
     ensure_topics,
     task_topic_plans,
 )
-
-Log = Callable[[str], None]
 
 
 def tasks_experiment(

@@ -118,9 +118,10 @@ class Base(Generic[S, R]):
     result_type: ClassVar[type[Any]]
 
     def settings(self, *, quick: bool) -> S:
-        found: S = self.settings_type()
+        found: Any = self.settings_type()
         quick_values: Mapping[str, Any] = getattr(self.settings_type, "QUICK", {})
-        return dataclasses.replace(found, **quick_values) if quick else found  # type: ignore[type-var]
+        chosen: S = dataclasses.replace(found, **quick_values) if quick else found
+        return chosen
 
     def decode(self, data: Any) -> R:
         found: R = from_json(self.result_type, data)
