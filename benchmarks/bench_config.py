@@ -1,5 +1,5 @@
 """What one `mars bench` invocation runs and where it writes: the settings every experiment
-shares, and each chosen experiment's own (`Experiment.settings`)."""
+shares, and every experiment's own (`Experiment.settings`; the chosen ones use theirs)."""
 
 from __future__ import annotations
 

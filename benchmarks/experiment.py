@@ -2,8 +2,9 @@
 
 An experiment has a name, its own settings (a frozen dataclass whose defaults are the full
 run's and whose `QUICK` class variable holds the `--quick` values), a typed result (a
-dataclass that `benchmarks.codec` turns into JSON and back) and the report sections it
-renders. Adding one: a module that defines it, plus its line in `benchmarks.registry`.
+dataclass, or a mapping of them, that `benchmarks.codec` turns into JSON and back) and the
+report sections it renders. Adding one: a module that defines it, plus its line in
+`benchmarks.registry`.
 """
 
 from __future__ import annotations
