@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.stats import median, ratio
@@ -118,22 +118,60 @@ def move_times(looks: Sequence[PlacementLook], *, since: float) -> list[float]:
     return times
 
 
-def balance_ratios(balanced: Mapping[str, Any], unbalanced: Mapping[str, Any]) -> dict[str, float]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThroughputPhase:
+    """The four tasks over the preloaded topic: until every data window was readable, the
+    CPU of the mappers (together) and of each reducer, the placement over the run's second
+    half (`phase_placement`) and when the moves changed (seconds from registering)."""
+
+    seconds: float = math.nan
+    records_per_s: float = math.nan
+    complete: bool = False
+    duplicates: int = 0
+    mapper_cpu_s: float = math.nan
+    reducer_cpu_s: list[float] = field(default_factory=list)
+    placement: dict[str, Any] = field(default_factory=dict)
+    move_times_s: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyPhase:
+    """Paced traffic into four fresh tasks: the latency of the measured part's windows (all
+    tasks together, and the p99 per task), its placement and when the moves changed."""
+
+    rate: float = math.nan
+    windows: int = 0
+    p50_s: float = math.nan
+    p99_s: float = math.nan
+    max_s: float = math.nan
+    by_task: dict[str, dict[str, float]] = field(default_factory=dict)
+    placement: dict[str, Any] = field(default_factory=dict)
+    move_times_s: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Variant:
+    """One variant (`env`: its MARS_BALANCE__ settings) and its two phases."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    throughput: ThroughputPhase = field(default_factory=ThroughputPhase)
+    latency: LatencyPhase = field(default_factory=LatencyPhase)
+
+
+def balance_ratios(balanced: Variant, unbalanced: Variant) -> dict[str, float]:
     """The balanced variant over the unbalanced one, for throughput, latency and spread."""
 
-    def of(variant: Mapping[str, Any], *path: str) -> float:
-        node: Any = variant
-        for key in path:
-            node = node.get(key, {}) if isinstance(node, Mapping) else {}
-        return float(node) if isinstance(node, int | float) else math.nan
+    def of(variant: Variant) -> dict[str, float]:
+        spread = variant.latency.placement.get("max_over_min", math.nan)
+        return {
+            "records_per_s": variant.throughput.records_per_s,
+            "p50_s": variant.latency.p50_s,
+            "p99_s": variant.latency.p99_s,
+            "max_over_min": float(spread),
+        }
 
-    paths = {
-        "records_per_s": ("throughput", "records_per_s"),
-        "p50_s": ("latency", "p50_s"),
-        "p99_s": ("latency", "p99_s"),
-        "max_over_min": ("latency", "placement", "max_over_min"),
-    }
-    return {name: ratio(of(balanced, *path), of(unbalanced, *path)) for name, path in paths.items()}
+    on, off = of(balanced), of(unbalanced)
+    return {name: ratio(on[name], off[name]) for name in on}
 
 
 def salting_pays(largest_over_fair_share: float) -> bool | None:

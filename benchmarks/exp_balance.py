@@ -29,11 +29,21 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from benchmarks.balance_figures import PlacementLook, balance_ratios, move_times, phase_placement
+from benchmarks.balance_figures import (
+    LatencyPhase,
+    PlacementLook,
+    ThroughputPhase,
+    Variant,
+    balance_ratios,
+    move_times,
+    phase_placement,
+)
 from benchmarks.exp_latency import source_passages, start_traffic, window_ends
+from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster, Run, fresh_id
+from benchmarks.report_balance import BALANCE_HEADING, balance_section
 from benchmarks.results_reader import ResultReader
 from benchmarks.stats import percentile
 from benchmarks.watermark_times import window_latencies
@@ -67,13 +77,14 @@ THROUGHPUT_WINDOW_S = 60
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BalancePlan:
-    """What experiment 9 runs in each variant."""
+    """What experiment 9 runs in each variant (its settings: defaults for a full run,
+    `QUICK` for `--quick`)."""
 
-    records: int
-    mappers: int
-    reducers: int
-    settle_s: int
-    measure_s: int
+    records: int = 1_200_000  # about 30 s end to end: long enough for moves
+    mappers: int = 2
+    reducers: int = 3
+    settle_s: int = 30
+    measure_s: int = 45
     buckets: int = 8
     zipf_s: float = 1.2
     partitions: int = 4
@@ -81,6 +92,7 @@ class BalancePlan:
     window_s: int = 2
     timeout_s: float = 240.0
     fallback_rate: float = 5000.0  # paced rate when the unbalanced throughput is unknown
+    QUICK: ClassVar[dict[str, object]] = {"records": 100_000, "settle_s": 15, "measure_s": 15}
 
 
 def task_sql(topic: str, label: str, *, window_s: int, buckets: int, idle: str) -> str:
@@ -195,7 +207,7 @@ class PlacementWatch:
 
 def throughput_phase(
     bench: BenchCluster, run: Run, data: Dataset, plan: BalancePlan
-) -> dict[str, Any]:
+) -> ThroughputPhase:
     """The four tasks over the preloaded topic: from registering until every data window of
     every task is readable."""
     before_ms = data.window_ends_s * 1000  # every data window starts before; the sentinel's not
@@ -219,26 +231,24 @@ def throughput_phase(
         duplicates = sum(reader.duplicates() for reader in tasks.readers.values())
     seconds = finished - started if complete else math.nan
     reducer_cpu = [f.cpu_s or 0.0 for f in figures["reducers"]]
-    return {
-        "seconds": seconds,
-        "records_per_s": data.records / seconds if complete else math.nan,
-        "complete": complete,
-        "duplicates": duplicates,
-        "mapper_cpu_s": sum(f.cpu_s or 0.0 for f in figures["mappers"]),
-        "reducer_cpu_s": reducer_cpu,
+    return ThroughputPhase(
+        seconds=seconds,
+        records_per_s=data.records / seconds if complete else math.nan,
+        complete=complete,
+        duplicates=duplicates,
+        mapper_cpu_s=sum(f.cpu_s or 0.0 for f in figures["mappers"]),
+        reducer_cpu_s=reducer_cpu,
         # the second half of the run: what the placement had settled to
-        "placement": phase_placement(
+        placement=phase_placement(
             watch.looks, labels=labels, since=started + seconds / 2, until=finished
         )
         if complete
         else {"looks": 0},
-        "move_times_s": move_times(watch.looks, since=started),
-    }
+        move_times_s=move_times(watch.looks, since=started),
+    )
 
 
-def latency_phase(
-    bench: BenchCluster, run: Run, plan: BalancePlan, *, rate: float
-) -> dict[str, Any]:
+def latency_phase(bench: BenchCluster, run: Run, plan: BalancePlan, *, rate: float) -> LatencyPhase:
     """Paced skewed traffic into four fresh tasks: settle, then measure every task's windows."""
     topic = fresh_id("skew_")
     bench.create_topic(topic, plan.partitions)
@@ -273,19 +283,19 @@ def latency_phase(
         for label, found in arrivals.items()
     }
     latencies = [value for found in per_task.values() for value in found]
-    return {
-        "rate": rate,
-        "windows": len(latencies),
-        "p50_s": percentile(latencies, 50),
-        "p99_s": percentile(latencies, 99),
-        "max_s": max(latencies, default=math.nan),
-        "by_task": {
+    return LatencyPhase(
+        rate=rate,
+        windows=len(latencies),
+        p50_s=percentile(latencies, 50),
+        p99_s=percentile(latencies, 99),
+        max_s=max(latencies, default=math.nan),
+        by_task={
             label: {"windows": len(found), "p99_s": percentile(found, 99)}
             for label, found in per_task.items()
         },
-        "placement": phase_placement(watch.looks, labels=labels, since=measured_from, until=ended),
-        "move_times_s": move_times(watch.looks, since=traffic.start_s),
-    }
+        placement=phase_placement(watch.looks, labels=labels, since=measured_from, until=ended),
+        move_times_s=move_times(watch.looks, since=traffic.start_s),
+    )
 
 
 def variant_run(
@@ -295,8 +305,8 @@ def variant_run(
     *,
     env: Mapping[str, str],
     rate: float | None,
-    log: Any,
-) -> dict[str, Any]:
+    log: Log,
+) -> Variant:
     """One variant on fresh processes: throughput, then latency at `rate` (None: half the
     throughput just measured)."""
     with bench.run(extra_env=dict(env)) as run:
@@ -304,18 +314,18 @@ def variant_run(
         run.start_reducers(plan.reducers)
         throughput = throughput_phase(bench, run, data, plan)
         log(
-            f"    throughput {throughput['records_per_s']:,.0f} records/s "
-            f"({throughput['seconds']:.1f} s), {throughput['placement'].get('moves_at_end', 0)} "
+            f"    throughput {throughput.records_per_s:,.0f} records/s "
+            f"({throughput.seconds:.1f} s), {throughput.placement.get('moves_at_end', 0)} "
             "units placed by load"
         )
         if rate is None:
-            rate = paced_rate(throughput["records_per_s"], fallback=plan.fallback_rate)
+            rate = paced_rate(throughput.records_per_s, fallback=plan.fallback_rate)
         latency = latency_phase(bench, run, plan, rate=rate)
         log(
-            f"    latency at {rate:,.0f} records/s: p50 {latency['p50_s']:.3f} s, "
-            f"p99 {latency['p99_s']:.3f} s over {latency['windows']} windows"
+            f"    latency at {rate:,.0f} records/s: p50 {latency.p50_s:.3f} s, "
+            f"p99 {latency.p99_s:.3f} s over {latency.windows} windows"
         )
-    return {"env": dict(env), "throughput": throughput, "latency": latency}
+    return Variant(env=dict(env), throughput=throughput, latency=latency)
 
 
 def paced_rate(records_per_s: float, *, fallback: float) -> float:
@@ -326,8 +336,8 @@ def paced_rate(records_per_s: float, *, fallback: float) -> float:
 
 
 def balance_experiment(
-    bench: BenchCluster, plan: BalancePlan, *, log: Any = print
-) -> dict[str, Any]:
+    bench: BenchCluster, plan: BalancePlan, *, log: Log = print
+) -> BalanceResult:
     """Both variants on the same preloaded skewed topic, the unbalanced one first."""
     data = preload(
         bench.kafka,
@@ -338,16 +348,43 @@ def balance_experiment(
         zipf_s=plan.zipf_s,
     )
     log(f"  preloaded {data.records:,} skewed records ({data.mbytes:.1f} MB)")
-    variants: dict[str, Any] = {}
+    variants: dict[str, Variant] = {}
     rate: float | None = None
     for name, env in VARIANTS.items():
         log(f"  {name}:")
         variants[name] = variant_run(bench, data, plan, env=env, rate=rate, log=log)
-        rate = variants[name]["latency"]["rate"]
-    return {
+        rate = variants[name].latency.rate
+    return BalanceResult(
         **asdict(plan),
-        "throughput_window_s": THROUGHPUT_WINDOW_S,
-        "dataset": {**asdict(data), "mbytes": data.mbytes},
-        "variants": variants,
-        "ratios": balance_ratios(variants["balanced"], variants["unbalanced"]),
-    }
+        throughput_window_s=THROUGHPUT_WINDOW_S,
+        dataset={**asdict(data), "mbytes": data.mbytes},
+        variants=variants,
+        ratios=balance_ratios(variants["balanced"], variants["unbalanced"]),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BalanceResult(BalancePlan):
+    """Experiment 9: its plan, the preloaded skewed topic, both variants (`unbalanced`
+    first) and the balanced one's figures over the unbalanced one's."""
+
+    throughput_window_s: int = THROUGHPUT_WINDOW_S
+    dataset: dict[str, Any] = field(default_factory=dict)
+    variants: dict[str, Variant] = field(default_factory=dict)
+    ratios: dict[str, float] = field(default_factory=dict)
+
+
+class Balance(Base[BalancePlan, BalanceResult]):
+    """Experiment 9 (the module's docstring)."""
+
+    name = "balance"
+    title = "experiment 9, skewed tasks with and without load moves"
+    sections = (Section(9, BALANCE_HEADING),)
+    settings_type = BalancePlan
+    result_type = BalanceResult
+
+    def run(self, ctx: Context, settings: BalancePlan) -> BalanceResult:
+        return balance_experiment(ctx.bench, settings, log=ctx.log)
+
+    def report(self, result: BalanceResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return (balance_section(result),) if result else self.not_run()

@@ -17,20 +17,104 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from benchmarks.e2e_figures import (
+    PEER_NAMES,
+    CeilingFigures,
+    EndToEndResult,
+    MemoryFigures,
+    SystemFigures,
+    peak,
+)
 from benchmarks.e2e_peers import WINDOW_MS, flink_run, quix_run, spark_run
+from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.peers import PeerUnavailable
+from benchmarks.report_e2e import (
+    E2E_HEADING,
+    MEMORY_HEADING,
+    STEADY_HEADING,
+    e2e_section,
+    memory_section,
+    steady_section,
+)
 from benchmarks.results_reader import ResultReader
-from benchmarks.stats import merged_progress, steady_rate, summarize
+from benchmarks.stats import Summary, merged_progress, steady_rate
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import Dataset, paper_sql
 from mars.config import MAPPER_BATCH_SIZE
 
-Log = Callable[[str], None]
+
+@dataclass(frozen=True, slots=True)
+class EndToEndSettings:
+    quix_processes: int = 1  # one reads every source partition (benchmarks/quix_streams.py)
+    flink_parallelism: int = 2  # one task slot per core
+
+
+@dataclass(frozen=True, slots=True)
+class SteadySettings(EndToEndSettings):
+    records: int = 3_000_000  # where start-up stops dominating
+    QUICK: ClassVar[dict[str, object]] = {"records": 600_000}
+
+
+class EndToEnd(Base[EndToEndSettings, EndToEndResult]):
+    """Experiments 3 and 5 over the preloaded topic S (the module's docstring)."""
+
+    name = "e2e"
+    title = (
+        "experiments 3 and 5, end to end Mars vs Spark vs Quix Streams vs Flink SQL vs "
+        "ceiling; memory"
+    )
+    sections = (Section(3, E2E_HEADING), Section(5, MEMORY_HEADING))
+    uses_dataset = True
+    settings_type = EndToEndSettings
+    result_type = EndToEndResult
+
+    def run(self, ctx: Context, settings: EndToEndSettings) -> EndToEndResult:
+        return _run(ctx, settings, ctx.dataset(), name=self.name)
+
+    def report(self, result: EndToEndResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        if not result:
+            return ("Not run.", "Not run (measured in the end-to-end runs).")
+        return (e2e_section(result, images), memory_section(result.memory))
+
+
+class Steady(Base[SteadySettings, EndToEndResult]):
+    """Experiment 3 again over `records` records, preloaded into a topic of its own."""
+
+    name = "steady"
+    title = "experiment 3 again over ten times the records (steady state)"
+    sections = (Section(3.5, STEADY_HEADING),)
+    settings_type = SteadySettings
+    result_type = EndToEndResult
+
+    def run(self, ctx: Context, settings: SteadySettings) -> EndToEndResult:
+        data = ctx.preload(topic="S_steady", records=settings.records)
+        found = _run(ctx, settings, data, name=self.name)
+        return replace(found, dataset={**asdict(data), "mbytes": data.mbytes})
+
+    def report(self, result: EndToEndResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return (steady_section(result),) if result else self.not_run()
+
+
+def _run(ctx: Context, settings: EndToEndSettings, data: Dataset, *, name: str) -> EndToEndResult:
+    """Experiment 3 over `data`, its child processes' files under the experiment `name`."""
+    return end_to_end_experiment(
+        ctx.bench,
+        data,
+        runs=ctx.config.runs,
+        mappers=ctx.config.mappers,
+        reducers=ctx.config.reducers,
+        quix_processes=settings.quix_processes,
+        flink_parallelism=settings.flink_parallelism,
+        log_dir=ctx.work_dir(name),
+        timeout_s=ctx.config.timeout_s,
+        log=ctx.log,
+    )
 
 
 def mars_run(
@@ -106,15 +190,6 @@ def ceiling_run(
     }
 
 
-def _ceiling(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "runs": runs,
-        "records_per_s": summarize([r["records_per_s"] for r in runs]),
-        "mb_per_s": summarize([r["mb_per_s"] for r in runs]),
-        "records_per_cpu_s": summarize([r["records_per_cpu_s"] for r in runs]),
-    }
-
-
 def end_to_end_experiment(
     bench: BenchCluster,
     data: Dataset,
@@ -127,7 +202,7 @@ def end_to_end_experiment(
     log_dir: Path,
     timeout_s: float,
     log: Log = print,
-) -> dict[str, Any]:
+) -> EndToEndResult:
     """Interleaved runs (Mars, Spark, Quix Streams, Flink SQL, ceiling) so the machine's load
     hits all alike. A peer that cannot run (its virtualenv or jar missing) or fails, or a run
     that does not complete, is noted in the result's `notes`; the other systems are measured
@@ -160,46 +235,34 @@ def end_to_end_experiment(
                 )
             )
             log(f"  {consumer} ceiling run {index + 1}: {measured[-1]['records_per_s']:,.0f} rec/s")
-    quix = peers["quix"]
-    flink = peers["flink"]
-    return {
-        "mappers": mappers,
-        "reducers": reducers,
-        "mars": _system(mars, data),
-        "spark": _system(peers["spark"], data),
-        "quix": {
-            **_system(quix, data),
-            "processes": quix_processes,
-            "settings": quix[0]["settings"] if quix else {},
-        },
-        "flink": {
-            **_system(flink, data),
-            "parallelism": flink_parallelism,
-            "settings": flink[0]["settings"] if flink else {},
-        },
-        "ceiling": _ceiling(ceilings["confluent"]),
-        "ceiling_native": _ceiling(ceilings["native"]),
-        "memory": {
-            "redis_peak_mb": summarize([r["redis_peak_mb"] for r in mars]),
-            "mapper_peak_rss_mb": summarize(
-                [max(x for x in r["mapper_peak_rss_mb"] if x is not None) for r in mars]
-            ),
-            "reducer_peak_rss_mb": summarize(
-                [max(x for x in r["reducer_peak_rss_mb"] if x is not None) for r in mars]
-            ),
-            "spark_peak_rss_mb": summarize([r["peak_rss_mb"] for r in peers["spark"]]),
-            "quix_peak_rss_mb": summarize([r["peak_rss_mb"] for r in quix]),
-            "flink_peak_rss_mb": summarize([r["peak_rss_mb"] for r in flink]),
-        },
-        "notes": notes,
-    }
-
-
-PEER_NAMES = {
-    "spark": "PySpark Structured Streaming",
-    "quix": "Quix Streams",
-    "flink": "Flink SQL",
-}
+    quix, flink = peers["quix"], peers["flink"]
+    return EndToEndResult(
+        mappers=mappers,
+        reducers=reducers,
+        mars=SystemFigures.of(mars, data),
+        spark=SystemFigures.of(peers["spark"], data),
+        quix=replace(
+            SystemFigures.of(quix, data),
+            processes=quix_processes,
+            settings=quix[0]["settings"] if quix else {},
+        ),
+        flink=replace(
+            SystemFigures.of(flink, data),
+            parallelism=flink_parallelism,
+            settings=flink[0]["settings"] if flink else {},
+        ),
+        ceiling=CeilingFigures.of(ceilings["confluent"]),
+        ceiling_native=CeilingFigures.of(ceilings["native"]),
+        memory=MemoryFigures(
+            redis_peak_mb=Summary.of([r["redis_peak_mb"] for r in mars]),
+            mapper_peak_rss_mb=peak(mars, "mapper_peak_rss_mb"),
+            reducer_peak_rss_mb=peak(mars, "reducer_peak_rss_mb"),
+            spark_peak_rss_mb=Summary.of([r["peak_rss_mb"] for r in peers["spark"]]),
+            quix_peak_rss_mb=Summary.of([r["peak_rss_mb"] for r in quix]),
+            flink_peak_rss_mb=Summary.of([r["peak_rss_mb"] for r in flink]),
+        ),
+        notes=notes,
+    )
 
 
 def _peer_run(
@@ -223,26 +286,3 @@ def _peer_run(
     if note not in notes:
         notes.append(note)
     return None
-
-
-def _system(runs: list[dict[str, Any]], data: Dataset) -> dict[str, Any]:
-    """Summaries of one system's runs: seconds, records/s and MB/s (the marginal rate: the
-    records over the seconds, start-up excluded), records/s with start-up (over start-up +
-    seconds), CPU seconds (per million records too) and start-up (NaN where a run did not
-    complete)."""
-
-    def per_million(run: dict[str, Any]) -> float:
-        return run["cpu_s"] / data.records * 1e6 if run["complete"] else math.nan
-
-    return {
-        "runs": runs,
-        "seconds": summarize([r["seconds"] for r in runs]),
-        "records_per_s": summarize([r["records_per_s"] for r in runs]),
-        "mb_per_s": summarize([r["records_per_s"] * data.mean_bytes / 1e6 for r in runs]),
-        "records_per_s_with_startup": summarize(
-            [data.records / (r["startup_s"] + r["seconds"]) for r in runs]
-        ),
-        "cpu_s": summarize([r["cpu_s"] for r in runs]),
-        "cpu_s_per_million": summarize([per_million(r) for r in runs]),
-        "startup_s": summarize([r["startup_s"] for r in runs]),
-    }

@@ -9,16 +9,67 @@ each replaced at once. Check: sum of counts over all results + late + bad == pro
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
 
+from benchmarks.experiment import Base, Context, Log, Section, render
 from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.report_format import fmt
 from benchmarks.results_reader import ResultReader
 from benchmarks.workload import paper_sql, preload
 
 
+@dataclass(frozen=True, slots=True)
+class FaultSettings:
+    records: int = 200_000
+    QUICK: ClassVar[dict[str, object]] = {"records": 50_000}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FaultResult:
+    """Where every produced record went, the kills (`events`) and whether it adds up."""
+
+    produced: int = 0
+    in_results: int = 0
+    late: int = 0
+    bad: int = 0
+    duplicates: int = 0
+    seconds: float = 0.0
+    events: list[str] = field(default_factory=list)
+    ok: bool = False
+
+
+class Faults(Base[FaultSettings, FaultResult]):
+    """Experiment 6 (the module's docstring)."""
+
+    name = "faults"
+    title = "experiment 6, accuracy under faults"
+    sections = (Section(6, "## 6. Accuracy under faults (Table 1, smaller)"),)
+    settings_type = FaultSettings
+    result_type = FaultResult
+
+    def run(self, ctx: Context, settings: FaultSettings) -> FaultResult:
+        return faults_experiment(
+            ctx.bench, records=settings.records, timeout_s=ctx.config.timeout_s, log=ctx.log
+        )
+
+    def report(self, result: FaultResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        if not result:
+            return self.not_run()
+        accounted = result.in_results + result.late + result.bad
+        row = [
+            *(fmt(v) for v in (result.produced, result.in_results, result.late, result.bad)),
+            fmt(accounted),
+            str(result.duplicates),
+            "**exact**" if result.ok else "**MISMATCH**",
+        ]
+        return (render("faults", events="; ".join(result.events), row=" | ".join(row)),)
+
+
 def faults_experiment(
-    bench: BenchCluster, *, records: int, timeout_s: float, log: Any = print
-) -> dict[str, Any]:
+    bench: BenchCluster, *, records: int, timeout_s: float, log: Log = print
+) -> FaultResult:
     topic = fresh_id("faults_")
     data = preload(
         bench.kafka,
@@ -72,13 +123,13 @@ def faults_experiment(
     bad = stats.get("bad", 0)
     for event in events:
         log(f"  {event}")
-    return {
-        "produced": data.records,
-        "in_results": in_results,
-        "late": late,
-        "bad": bad,
-        "duplicates": reader.duplicates(),
-        "seconds": time.monotonic() - started,
-        "events": events,
-        "ok": in_results + late + bad == data.records and reader.duplicates() == 0,
-    }
+    return FaultResult(
+        produced=data.records,
+        in_results=in_results,
+        late=late,
+        bad=bad,
+        duplicates=reader.duplicates(),
+        seconds=time.monotonic() - started,
+        events=events,
+        ok=in_results + late + bad == data.records and reader.duplicates() == 0,
+    )

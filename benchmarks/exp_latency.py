@@ -11,15 +11,20 @@ the reader's arrival times are not delayed by the generator holding this process
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import multiprocessing
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import ClassVar
 
+from benchmarks.e2e_figures import EndToEndResult
+from benchmarks.experiment import Base, Context, Log, Section, render
 from benchmarks.harness import BenchCluster, Run, fresh_id
+from benchmarks.report_format import fmt, image
 from benchmarks.results_reader import ResultReader
 from benchmarks.stats import percentile
 from benchmarks.watermark_times import (
@@ -193,6 +198,100 @@ def window_ends(start_s: int, duration_s: int, window_s: int) -> list[int]:
     return [s * 1000 for s in range(first, start_s + duration_s + window_s, window_s)]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyRun:
+    windows: int = 0
+    p50_s: float = math.nan
+    p99_s: float = math.nan
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyResult:
+    """Every window's latency at `rate`; `lighter`: the same at half that rate."""
+
+    rate: float = math.nan
+    window_s: int = 0
+    duration_s: int = 0
+    windows: int = 0
+    p50_s: float = math.nan
+    p99_s: float = math.nan
+    max_s: float = math.nan
+    latencies_s: list[float] = field(default_factory=list)
+    runs: list[LatencyRun] = field(default_factory=list)
+    lighter: LatencyResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySettings:
+    duration_s: int = 60
+    window_s: int = 5
+    QUICK: ClassVar[dict[str, object]] = {"duration_s": 30}
+
+
+class Latency(Base[LatencySettings, LatencyResult]):
+    """Experiment 4 at half the measured maximum rate, then at half of that (`lighter`), to
+    tell the latency floor from the cost of load on a machine the load generator and Kafka
+    share with the pipeline."""
+
+    name = "latency"
+    title = "experiment 4, latency at half the measured maximum rate"
+    sections = (Section(4, "## 4. Latency: watermark past window end + grace -> results readable"),)
+    settings_type = LatencySettings
+    result_type = LatencyResult
+
+    def run(self, ctx: Context, settings: LatencySettings) -> LatencyResult:
+        def at(rate: float) -> LatencyResult:
+            return latency_experiment(
+                ctx.bench,
+                rate=rate,
+                runs=ctx.config.runs,
+                duration_s=settings.duration_s,
+                window_s=settings.window_s,
+                mappers=ctx.config.mappers,
+                reducers=ctx.config.reducers,
+                log=ctx.log,
+            )
+
+        rate = half_the_maximum(ctx.results)
+        return dataclasses.replace(at(rate), lighter=at(round(rate / 2, -2)))
+
+    def report(self, result: LatencyResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        if not result:
+            return self.not_run()
+        points = [("half the maximum (target)", result)]
+        if result.lighter:
+            points.append(("a quarter of the maximum", result.lighter))
+        rows = [
+            f"| {label} | {fmt(point.rate)} | {point.windows} | {fmt(point.p50_s, '.3f')} s "
+            f"| {fmt(point.p99_s, '.3f')} s | {fmt(point.max_s, '.3f')} s |"
+            for label, point in points
+        ]
+        text = render(
+            "latency",
+            rate=fmt(result.rate),
+            window_s=result.window_s,
+            duration_s=result.duration_s,
+            rows="\n".join(rows),
+            image=image(images, "latency", "latency distribution"),
+        )
+        return (text,)
+
+
+def half_the_maximum(results: Mapping[str, object]) -> float:
+    """Half the end-to-end median if measured, else half 2 mappers', else 5,000 records/s."""
+    e2e, processes = results.get("e2e"), results.get("processes")
+    candidates = [
+        e2e.mars.records_per_s.median if isinstance(e2e, EndToEndResult) else None,
+        processes["2"].records_per_s.median
+        if isinstance(processes, dict) and "2" in processes
+        else None,
+    ]
+    for value in candidates:
+        if isinstance(value, int | float) and not math.isnan(value) and value > 0:
+            return round(value / 2, -2)
+    return 5000.0
+
+
 def latency_experiment(
     bench: BenchCluster,
     *,
@@ -202,8 +301,8 @@ def latency_experiment(
     window_s: int,
     mappers: int,
     reducers: int,
-    log: Any = print,
-) -> dict[str, Any]:
+    log: Log = print,
+) -> LatencyResult:
     latencies: list[float] = []
     per_run = []
     for index in range(runs):
@@ -217,17 +316,17 @@ def latency_experiment(
         )
         latencies += found
         per_run.append(
-            {"windows": len(found), "p50_s": percentile(found, 50), "p99_s": percentile(found, 99)}
+            LatencyRun(windows=len(found), p50_s=percentile(found, 50), p99_s=percentile(found, 99))
         )
-        log(f"  latency run {index + 1}: {len(found)} windows, p50 {per_run[-1]['p50_s']:.3f} s")
-    return {
-        "rate": rate,
-        "window_s": window_s,
-        "duration_s": duration_s,
-        "windows": len(latencies),
-        "p50_s": percentile(latencies, 50),
-        "p99_s": percentile(latencies, 99),
-        "max_s": max(latencies, default=float("nan")),
-        "latencies_s": latencies,
-        "runs": per_run,
-    }
+        log(f"  latency run {index + 1}: {len(found)} windows, p50 {per_run[-1].p50_s:.3f} s")
+    return LatencyResult(
+        rate=rate,
+        window_s=window_s,
+        duration_s=duration_s,
+        windows=len(latencies),
+        p50_s=percentile(latencies, 50),
+        p99_s=percentile(latencies, 99),
+        max_s=max(latencies, default=math.nan),
+        latencies_s=latencies,
+        runs=per_run,
+    )

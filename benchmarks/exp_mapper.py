@@ -10,12 +10,16 @@ first progress) instead of reading the whole topic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
 
+from benchmarks.experiment import Base, Context, Section, render
 from benchmarks.harness import BenchCluster
-from benchmarks.stats import first_to_last_rate, steady_rate, summarize
+from benchmarks.report_format import fmt, image, med
+from benchmarks.stats import Summary, first_to_last_rate, steady_rate
 from benchmarks.workload import Dataset, paper_sql
+from mars.config import MAPPER_BATCH_SIZE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,60 +58,131 @@ def mapper_run(
     )
 
 
-def _summary(runs: list[MapperRun], data: Dataset) -> dict[str, Any]:
-    rps = [r.steady_rps for r in runs]
-    summary = summarize(rps)
-    return {
-        "records_per_s": summary,
-        "mb_per_s": summarize([v * data.mean_bytes / 1e6 for v in rps]),
-        "overall_records_per_s": summarize([r.overall_rps for r in runs]),
-        "records_per_cpu_s": summarize([r.records_per_cpu_s for r in runs]),
-        "records_read": [r.records for r in runs],
-        "capped": any(r.seconds_capped for r in runs),
-    }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MapperPoint:
+    """One batch size's or mapper count's runs (`cap_s`: the time cap of small batches)."""
+
+    records_per_s: Summary = field(default_factory=Summary)
+    mb_per_s: Summary = field(default_factory=Summary)
+    overall_records_per_s: Summary = field(default_factory=Summary)
+    records_per_cpu_s: Summary = field(default_factory=Summary)
+    records_read: list[int] = field(default_factory=list)
+    capped: bool = False
+    cap_s: float | None = None
+
+    @classmethod
+    def of(cls, runs: list[MapperRun], data: Dataset, *, cap_s: float | None) -> MapperPoint:
+        rps = [r.steady_rps for r in runs]
+        return cls(
+            records_per_s=Summary.of(rps),
+            mb_per_s=Summary.of([v * data.mean_bytes / 1e6 for v in rps]),
+            overall_records_per_s=Summary.of([r.overall_rps for r in runs]),
+            records_per_cpu_s=Summary.of([r.records_per_cpu_s for r in runs]),
+            records_read=[r.records for r in runs],
+            capped=any(r.seconds_capped for r in runs),
+            cap_s=cap_s,
+        )
 
 
-def batch_size_experiment(
-    bench: BenchCluster,
-    data: Dataset,
-    *,
-    batch_sizes: list[int],
-    runs: int,
-    small_batch_cap_s: float,
-    log: Any = print,
-) -> dict[str, Any]:
-    """One mapper process; the same topic re-read with each batch size."""
-    results: dict[str, Any] = {}
-    for batch_size in batch_sizes:
-        cap = small_batch_cap_s if batch_size <= 100 else None
-        measured = []
-        for index in range(runs):
-            result = mapper_run(bench, data, mappers=1, batch_size=batch_size, cap_s=cap)
-            log(
-                f"  batch {batch_size:>6} run {index + 1}: {result.steady_rps:>10,.0f} rec/s, "
-                f"{result.records_per_cpu_s:>10,.0f} rec/CPU-s"
+# batch size or mapper count (as the JSON keys it: a string) -> its runs
+MapperPoints = dict[str, MapperPoint]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSettings:
+    batch_sizes: tuple[int, ...] = (1, 10, 100, 1_000, 5_000, 10_000, 50_000)
+    small_batch_cap_s: float = 15.0  # batches up to 100 are capped by time
+    QUICK: ClassVar[dict[str, object]] = {"small_batch_cap_s": 5.0}
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSettings:
+    process_counts: tuple[int, ...] = (1, 2, 4)
+
+
+class BatchSize(Base[BatchSettings, MapperPoints]):
+    """Experiment 1: one mapper process; the same topic re-read with each batch size."""
+
+    name = "batch"
+    title = "experiment 1, mapper throughput vs batch size"
+    sections = (Section(1, "## 1. Mapper throughput vs batch size"),)
+    uses_dataset = True
+    settings_type = BatchSettings
+    result_type = MapperPoints
+
+    def run(self, ctx: Context, settings: BatchSettings) -> MapperPoints:
+        found = {}
+        for batch_size in settings.batch_sizes:
+            cap = settings.small_batch_cap_s if batch_size <= 100 else None
+            measured = []
+            for index in range(ctx.config.runs):
+                result = mapper_run(
+                    ctx.bench, ctx.dataset(), mappers=1, batch_size=batch_size, cap_s=cap
+                )
+                ctx.log(
+                    f"  batch {batch_size:>6} run {index + 1}: {result.steady_rps:>10,.0f} "
+                    f"rec/s, {result.records_per_cpu_s:>10,.0f} rec/CPU-s"
+                )
+                measured.append(result)
+            found[str(batch_size)] = MapperPoint.of(measured, ctx.dataset(), cap_s=cap)
+        return found
+
+    def report(self, result: MapperPoints | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        if not result:
+            return self.not_run()
+        rows = []
+        for size, point in result.items():
+            capped = f" (capped at {point.cap_s:.0f} s)" if point.cap_s else ""
+            read = ", ".join(fmt(r) for r in point.records_read)
+            rows.append(
+                f"| {int(size):,} | {med(point.records_per_s)} | {med(point.mb_per_s, '.1f')} "
+                f"| {med(point.records_per_cpu_s)} | {read}{capped} |"
             )
-            measured.append(result)
-        results[str(batch_size)] = {**_summary(measured, data), "cap_s": cap}
-    return results
+        image_line = image(images, "batch", "mapper throughput vs batch size")
+        return (render("batch", rows="\n".join(rows), image=image_line),)
 
 
-def process_count_experiment(
-    bench: BenchCluster,
-    data: Dataset,
-    *,
-    process_counts: list[int],
-    batch_size: int,
-    runs: int,
-    log: Any = print,
-) -> dict[str, Any]:
-    """1, 2, 4 mapper processes in one group over the same topic."""
-    results: dict[str, Any] = {}
-    for count in process_counts:
-        measured = []
-        for index in range(runs):
-            result = mapper_run(bench, data, mappers=count, batch_size=batch_size, cap_s=None)
-            log(f"  {count} mappers run {index + 1}: {result.steady_rps:>10,.0f} rec/s")
-            measured.append(result)
-        results[str(count)] = _summary(measured, data)
-    return results
+class ProcessCount(Base[ProcessSettings, MapperPoints]):
+    """Experiment 2: 1, 2, 4 mapper processes in one group over the same topic."""
+
+    name = "processes"
+    title = "experiment 2, throughput vs mapper processes"
+    sections = (Section(2, "## 2. Throughput vs number of mapper processes"),)
+    uses_dataset = True
+    settings_type = ProcessSettings
+    result_type = MapperPoints
+
+    def run(self, ctx: Context, settings: ProcessSettings) -> MapperPoints:
+        found = {}
+        for count in settings.process_counts:
+            measured = []
+            for index in range(ctx.config.runs):
+                result = mapper_run(
+                    ctx.bench,
+                    ctx.dataset(),
+                    mappers=count,
+                    batch_size=MAPPER_BATCH_SIZE,
+                    cap_s=None,
+                )
+                ctx.log(f"  {count} mappers run {index + 1}: {result.steady_rps:>10,.0f} rec/s")
+                measured.append(result)
+            found[str(count)] = MapperPoint.of(measured, ctx.dataset(), cap_s=None)
+        return found
+
+    def report(self, result: MapperPoints | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        if not result:
+            return self.not_run()
+        rows = [
+            f"| {count} | {med(point.records_per_s)} | {med(point.mb_per_s, '.1f')} "
+            f"| {med(point.records_per_cpu_s)} |"
+            for count, point in result.items()
+        ]
+        image_line = image(images, "processes", "throughput vs mapper processes")
+        return (
+            render(
+                "processes",
+                batch_size=f"{MAPPER_BATCH_SIZE:,}",
+                rows="\n".join(rows),
+                image=image_line,
+            ),
+        )

@@ -21,11 +21,12 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.nexmark_check import check, data_rows, keyed_rows
 from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
@@ -33,13 +34,13 @@ from benchmarks.nexmark_oracle import Expected, expected_results
 from benchmarks.nexmark_queries import QUERIES, NexmarkQuery
 from benchmarks.peers import PeerUnavailable, flink_kafka_jar, peer_python
 from benchmarks.procstat import cpu_seconds, tree_cpu_seconds, tree_peak_rss_mb
+from benchmarks.report_nexmark import NEXMARK_HEADING, nexmark_section
 from benchmarks.result_rows import RowCollector
-from benchmarks.stats import summarize
+from benchmarks.stats import Summary
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
 from devtools.gen.nexmark import NexmarkConfig, encode_bids, generate_bids
 from devtools.gen.nexmark_produce import produce_bids
 
-Log = Callable[[str], None]
 SENTINEL_AFTER_MS = 86_400_000  # a day after the data: past every data window and session
 TOPIC = "bids"  # the topic's name in the report's queries
 
@@ -70,14 +71,95 @@ class Loaded:
     expected: Expected
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryRun:
+    """One run of a query by one system, and its rows checked (`check`: the oracle's
+    `Verdict` as a dict). Mars's runs add the CPU by role and its counters; Flink's its
+    start-up, peak RSS and settings."""
+
+    seconds: float = math.nan
+    complete: bool = False
+    records_per_s: float = math.nan
+    cpu_s: float = math.nan
+    records_per_cpu_s: float = math.nan
+    check: dict[str, Any] = field(default_factory=dict)
+    cpu_by_role_s: dict[str, float] | None = None
+    records_in: int | None = None
+    late: int | None = None
+    bad: int | None = None
+    startup_s: float | None = None
+    peak_rss_mb: float | None = None
+    settings: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SystemRuns:
+    """One system's runs of one query, summed up (per core: over the machine's cores)."""
+
+    runs: list[QueryRun] = field(default_factory=list)
+    exact: bool = False
+    seconds: Summary = field(default_factory=Summary)
+    records_per_s: Summary = field(default_factory=Summary)
+    records_per_s_per_core: Summary = field(default_factory=Summary)
+    records_per_cpu_s: Summary = field(default_factory=Summary)
+    cpu_s: Summary = field(default_factory=Summary)
+
+    @classmethod
+    def of(cls, runs: list[QueryRun]) -> SystemRuns:
+        cores = os.cpu_count() or 1
+        return cls(
+            runs=runs,
+            exact=bool(runs) and all(r.check["exact"] for r in runs),
+            seconds=Summary.of([r.seconds for r in runs]),
+            records_per_s=Summary.of([r.records_per_s for r in runs]),
+            records_per_s_per_core=Summary.of([r.records_per_s / cores for r in runs]),
+            records_per_cpu_s=Summary.of([r.records_per_cpu_s for r in runs]),
+            cpu_s=Summary.of([r.cpu_s for r in runs]),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryResult:
+    """One query: its SQL in each system, the oracle's row count, each system's runs."""
+
+    title: str = ""
+    mars_sql: str = ""
+    flink_sql: str = ""
+    expected_rows: int = 0
+    mars: SystemRuns = field(default_factory=SystemRuns)
+    flink: SystemRuns = field(default_factory=SystemRuns)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NexmarkResult:
+    """Experiment 12: the bids preloaded (the generator's `config`), the oracle's time, the
+    processes, and every query's results."""
+
+    records: int = 0
+    partitions: int = 0
+    span_s: int = 0
+    seed: int = 0
+    mean_bytes: float = math.nan
+    distinct_times: int = 0
+    produce_rate: float = math.nan
+    oracle_s: float = math.nan
+    config: dict[str, Any] = field(default_factory=dict)
+    cores: int = 1
+    mappers: int = 0
+    reducers: int = 0
+    flink_parallelism: int = 0
+    queries: dict[str, QueryResult] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
 def nexmark_experiment(
     bench: BenchCluster, plan: NexmarkPlan, *, log_dir: Path, log: Log = print
-) -> dict[str, Any]:
+) -> NexmarkResult:
     """Runs interleaved (for each run, each query: Mars, then Flink) so load hits both alike;
     Flink missing or failing is noted and Mars measured all the same."""
     loaded, preload = _preload(bench, plan, log)
     queries = [QUERIES[name] for name in plan.queries]
-    found: dict[str, dict[str, list[dict[str, Any]]]] = {
+    found: dict[str, dict[str, list[QueryRun]]] = {
         q.name: {"mars": [], "flink": []} for q in queries
     }
     notes: list[str] = []
@@ -96,28 +178,28 @@ def nexmark_experiment(
                 continue
             found[query.name]["flink"].append(flink)
             log(f"  {query.name} flink run {index + 1}: {_line(flink)}")
-    return {
-        **preload,
-        "cores": os.cpu_count() or 1,
-        "mappers": plan.mappers,
-        "reducers": plan.reducers,
-        "flink_parallelism": plan.flink_parallelism,
-        "queries": {
-            q.name: {
-                "title": q.title,
-                "mars_sql": q.mars_sql(TOPIC),
-                "flink_sql": q.flink_select,
-                "expected_rows": loaded.expected.rows(q.name),
-                "mars": _system(found[q.name]["mars"]),
-                "flink": _system(found[q.name]["flink"]),
-            }
+    return replace(
+        preload,
+        cores=os.cpu_count() or 1,
+        mappers=plan.mappers,
+        reducers=plan.reducers,
+        flink_parallelism=plan.flink_parallelism,
+        queries={
+            q.name: QueryResult(
+                title=q.title,
+                mars_sql=q.mars_sql(TOPIC),
+                flink_sql=q.flink_select,
+                expected_rows=loaded.expected.rows(q.name),
+                mars=SystemRuns.of(found[q.name]["mars"]),
+                flink=SystemRuns.of(found[q.name]["flink"]),
+            )
             for q in queries
         },
-        "notes": notes,
-    }
+        notes=notes,
+    )
 
 
-def _preload(bench: BenchCluster, plan: NexmarkPlan, log: Log) -> tuple[Loaded, dict[str, Any]]:
+def _preload(bench: BenchCluster, plan: NexmarkPlan, log: Log) -> tuple[Loaded, NexmarkResult]:
     config = NexmarkConfig(count=plan.records, seed=plan.seed, span_s=plan.span_s)
     bids = generate_bids(config)
     data_end_ms = int(bids.date_time.max()) + 1
@@ -138,22 +220,22 @@ def _preload(bench: BenchCluster, plan: NexmarkPlan, log: Log) -> tuple[Loaded, 
     mean_bytes = sum(map(len, sample)) / max(len(sample), 1)
     log(f"  {report.records_per_s:,.0f} bids/s produced; oracle in {oracle_s:.1f} s")
     loaded = Loaded(topic=topic, records=plan.records, data_end_ms=data_end_ms, expected=expected)
-    return loaded, {
-        "records": plan.records,
-        "partitions": plan.partitions,
-        "span_s": plan.span_s,
-        "seed": plan.seed,
-        "mean_bytes": mean_bytes,
-        "distinct_times": len(set(bids.date_time.tolist())),
-        "produce_rate": report.records_per_s,
-        "oracle_s": oracle_s,
-        "config": {k: getattr(config, k) for k in config.__dataclass_fields__},
-    }
+    return loaded, NexmarkResult(
+        records=plan.records,
+        partitions=plan.partitions,
+        span_s=plan.span_s,
+        seed=plan.seed,
+        mean_bytes=mean_bytes,
+        distinct_times=len(set(bids.date_time.tolist())),
+        produce_rate=report.records_per_s,
+        oracle_s=oracle_s,
+        config={k: getattr(config, k) for k in config.__dataclass_fields__},
+    )
 
 
 def mars_query_run(
     bench: BenchCluster, query: NexmarkQuery, loaded: Loaded, *, plan: NexmarkPlan
-) -> dict[str, Any]:
+) -> QueryRun:
     redis = _redis_pid(bench)
     with bench.run() as run:
         run.start_mappers(plan.mappers)
@@ -175,14 +257,13 @@ def mars_query_run(
             collector.stop()
     by_role = {role: sum(f.cpu_s or 0.0 for f in fs) for role, fs in figures.items()}
     cpu = sum(by_role.values()) + redis_cpu
-    return _figures(
-        collector, "mars", query.name, loaded, seconds=finished - started, cpu_s=cpu
-    ) | {
-        "cpu_by_role_s": {**by_role, "redis": redis_cpu},
-        "records_in": counters.get("records_in", 0),  # the bids + one sentinel per partition
-        "late": counters.get("late", 0) + counters.get("late_reducer", 0),
-        "bad": counters.get("bad", 0),
-    }
+    return replace(
+        _figures(collector, "mars", query.name, loaded, seconds=finished - started, cpu_s=cpu),
+        cpu_by_role_s={**by_role, "redis": redis_cpu},
+        records_in=counters.get("records_in", 0),  # the bids + one sentinel per partition
+        late=counters.get("late", 0) + counters.get("late_reducer", 0),
+        bad=counters.get("bad", 0),
+    )
 
 
 def flink_query_run(
@@ -192,7 +273,7 @@ def flink_query_run(
     *,
     plan: NexmarkPlan,
     log_dir: Path,
-) -> dict[str, Any]:
+) -> QueryRun:
     python = peer_python()
     jar = flink_kafka_jar()
     output = fresh_id(f"flink-{query.name}-")
@@ -236,13 +317,12 @@ def flink_query_run(
             stop_group(child)
     finally:
         collector.stop()
-    return _figures(
-        collector, "flink", query.name, loaded, seconds=finished - started, cpu_s=cpu
-    ) | {
-        "startup_s": started - launched,
-        "peak_rss_mb": rss,
-        "settings": json.loads(markers.get("SETTINGS", "{}")),
-    }
+    return replace(
+        _figures(collector, "flink", query.name, loaded, seconds=finished - started, cpu_s=cpu),
+        startup_s=started - launched,
+        peak_rss_mb=rss,
+        settings=json.loads(markers.get("SETTINGS", "{}")),
+    )
 
 
 def _wait_rows(
@@ -285,31 +365,18 @@ def _figures(
     *,
     seconds: float,
     cpu_s: float,
-) -> dict[str, Any]:
+) -> QueryRun:
     keyed = keyed_rows(system, query, [row for row, _ in collector.taken()])
     verdict = check(query, data_rows(query, keyed, data_end_ms=loaded.data_end_ms), loaded.expected)
     complete = not math.isnan(seconds)
-    return {
-        "seconds": seconds,
-        "complete": complete,
-        "records_per_s": loaded.records / seconds if complete else math.nan,
-        "cpu_s": cpu_s,
-        "records_per_cpu_s": loaded.records / cpu_s if complete and cpu_s > 0 else math.nan,
-        "check": verdict.as_dict(),
-    }
-
-
-def _system(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    cores = os.cpu_count() or 1
-    return {
-        "runs": runs,
-        "exact": bool(runs) and all(r["check"]["exact"] for r in runs),
-        "seconds": summarize([r["seconds"] for r in runs]),
-        "records_per_s": summarize([r["records_per_s"] for r in runs]),
-        "records_per_s_per_core": summarize([r["records_per_s"] / cores for r in runs]),
-        "records_per_cpu_s": summarize([r["records_per_cpu_s"] for r in runs]),
-        "cpu_s": summarize([r["cpu_s"] for r in runs]),
-    }
+    return QueryRun(
+        seconds=seconds,
+        complete=complete,
+        records_per_s=loaded.records / seconds if complete else math.nan,
+        cpu_s=cpu_s,
+        records_per_cpu_s=loaded.records / cpu_s if complete and cpu_s > 0 else math.nan,
+        check=verdict.as_dict(),
+    )
 
 
 def _redis_pid(bench: BenchCluster) -> int:
@@ -318,11 +385,11 @@ def _redis_pid(bench: BenchCluster) -> int:
     return next(record.pid for record in state.processes if record.role == "redis")
 
 
-def _line(run: dict[str, Any]) -> str:
-    verdict = "exact" if run["check"]["exact"] else f"NOT EXACT ({run['check']['first_problem']})"
+def _line(run: QueryRun) -> str:
+    verdict = "exact" if run.check["exact"] else f"NOT EXACT ({run.check['first_problem']})"
     return (
-        f"{run['seconds']:.1f} s, {run['records_per_s']:,.0f} rec/s, "
-        f"{run['records_per_cpu_s']:,.0f} rec/CPU-s, {verdict}"
+        f"{run.seconds:.1f} s, {run.records_per_s:,.0f} rec/s, "
+        f"{run.records_per_cpu_s:,.0f} rec/CPU-s, {verdict}"
     )
 
 
@@ -330,3 +397,36 @@ def _note(notes: list[str], note: str, log: Log) -> None:
     log(f"  {note}")
     if note not in notes:
         notes.append(note)
+
+
+@dataclass(frozen=True, slots=True)
+class NexmarkSettings:
+    records: int = 1_000_000  # bids over 30 min of event time (`--nexmark-records`)
+    flink_parallelism: int = 2  # one task slot per core
+    QUICK: ClassVar[dict[str, object]] = {"records": 100_000}
+
+
+class Nexmark(Base[NexmarkSettings, NexmarkResult]):
+    """Experiment 12 (the module's docstring)."""
+
+    name = "nexmark"
+    title = "experiment 12, Nexmark q5, q7, q11 in Mars and Flink SQL against a DuckDB oracle"
+    sections = (Section(12, NEXMARK_HEADING),)
+    settings_type = NexmarkSettings
+    result_type = NexmarkResult
+
+    def run(self, ctx: Context, settings: NexmarkSettings) -> NexmarkResult:
+        config = ctx.config
+        plan = NexmarkPlan(
+            records=settings.records,
+            runs=config.runs,
+            partitions=config.partitions,
+            mappers=config.mappers,
+            reducers=config.reducers,
+            flink_parallelism=settings.flink_parallelism,
+            timeout_s=config.timeout_s,
+        )
+        return nexmark_experiment(ctx.bench, plan, log_dir=ctx.work_dir("nexmark"), log=ctx.log)
+
+    def report(self, result: NexmarkResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return (nexmark_section(result),) if result else self.not_run()

@@ -26,15 +26,16 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, ClassVar
 
 import httpx
 
 from benchmarks.exp_latency import LiveTask, live_task
 from benchmarks.exp_state import state_sql
+from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster
 from benchmarks.procstat import cpu_seconds
 from benchmarks.pull_figures import (
@@ -46,6 +47,7 @@ from benchmarks.pull_figures import (
     per_query_cost,
     phase_figures,
 )
+from benchmarks.report_pull import PULL_HEADING, pull_section
 from devtools.gen.fields import TYPES
 from mars.store.keys import TaskKeys
 
@@ -150,17 +152,21 @@ def warm_up(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullPlan:
-    """What experiment 8 does at each state size: the traffic, the queries and their pace,
-    the phase lengths, and how many mappers and reducers run."""
+    """What experiment 8 does at each state size (`sips` x 8 types groups): the traffic,
+    the queries and their pace, the phase lengths, and how many mappers and reducers run
+    (its settings: defaults for a full run, `QUICK` for `--quick`; the processes are the
+    invocation's)."""
 
-    rate: float
-    queries: int
-    query_rate: float
-    baseline_s: float
-    mappers: int
-    reducers: int
+    sips: tuple[int, ...] = (250, 2500)  # x 8 types: 2,000 and 20,000 open groups
+    rate: float = 4000.0
+    queries: int = 200
+    query_rate: float = 20.0
+    baseline_s: float = 10.0
+    mappers: int = 2
+    reducers: int = 1
     warmup_cap_s: float = 30.0
     whole_cap_s: float = 20.0
+    QUICK: ClassVar[dict[str, object]] = {"queries": 50, "baseline_s": 5.0}
 
     @property
     def traffic_s(self) -> int:
@@ -169,7 +175,30 @@ class PullPlan:
         return int(self.warmup_cap_s + phases + 15)
 
 
-def pull_run(bench: BenchCluster, plan: PullPlan, *, sips: int) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullRun:
+    """One state size: its groups, and per phase (`no_queries`, then one per query kind)
+    its figures (`pull_figures.phase_figures`), per query kind its answers and cost
+    (`answers_summary`, `per_query_cost`), and each query phase's `impact` on the pipeline."""
+
+    sips: int = 0
+    groups: int = 0
+    open_groups_at_start: int = 0
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
+    queries: dict[str, dict[str, float]] = field(default_factory=dict)
+    impact: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullResult(PullPlan):
+    """Experiment 8: its plan, the window length and each state size's run (`by_groups`,
+    keyed by the number of groups)."""
+
+    window_s: int = PULL_WINDOW_S
+    by_groups: dict[str, PullRun] = field(default_factory=dict)
+
+
+def pull_run(bench: BenchCluster, plan: PullPlan, *, sips: int) -> PullRun:
     """One state size: fresh task, processes and API, traffic throughout, the three phases."""
     groups = sips * len(TYPES)
     with ExitStack() as stack:
@@ -227,7 +256,7 @@ def run_summary(
     marks: Sequence[Snapshot],
     answers: dict[str, tuple[list[Answer], float]],
     checkpoint_bytes: int,
-) -> dict[str, Any]:
+) -> PullRun:
     """One state size's results (pure): the phases between the snapshots `marks` (the first
     one without queries, then one per entry of `answers`: its answers and their seconds),
     each query kind's summary and cost, and each query phase's impact on the pipeline."""
@@ -243,30 +272,44 @@ def run_summary(
         }
         for name, (found, seconds) in answers.items()
     }
-    found = {
-        "sips": sips,
-        "groups": groups,
-        "open_groups_at_start": open_groups,
-        "phases": phases,
-        "queries": queries,
-    }
-    found["impact"] = {name: impact(found, name) for name in answers}
-    return found
+    return PullRun(
+        sips=sips,
+        groups=groups,
+        open_groups_at_start=open_groups,
+        phases=phases,
+        queries=queries,
+        impact={name: impact(phases, name) for name in answers},
+    )
 
 
-def pull_experiment(
-    bench: BenchCluster, plan: PullPlan, *, sips: Sequence[int], log: Any = print
-) -> dict[str, Any]:
+def pull_experiment(bench: BenchCluster, plan: PullPlan, *, log: Log = print) -> PullResult:
     """Every state size once (a fresh task and processes each)."""
-    by_groups: dict[str, Any] = {}
-    for count in sips:
+    by_groups: dict[str, PullRun] = {}
+    for count in plan.sips:
         run = pull_run(bench, plan, sips=count)
-        by_groups[str(run["groups"])] = run
-        one, whole = run["queries"]["one_group"], run["queries"]["whole_window"]
+        by_groups[str(run.groups)] = run
+        one, whole = run.queries["one_group"], run.queries["whole_window"]
         log(
-            f"  pull {run['groups']:,} groups: one group p50 {one['p50_ms']:.1f} ms, "
+            f"  pull {run.groups:,} groups: one group p50 {one['p50_ms']:.1f} ms, "
             f"p99 {one['p99_ms']:.1f} ms; whole window ({whole['rows']:,.0f} rows) p50 "
             f"{whole['p50_ms']:.1f} ms, p99 {whole['p99_ms']:.1f} ms, "
             f"{whole['queries']} queries"
         )
-    return {**asdict(plan), "window_s": PULL_WINDOW_S, "by_groups": by_groups}
+    return PullResult(**asdict(plan), by_groups=by_groups)
+
+
+class PullQueries(Base[PullPlan, PullResult]):
+    """Experiment 8 (the module's docstring)."""
+
+    name = "pull"
+    title = "experiment 8, pull-query latency and cost under live traffic"
+    sections = (Section(8, PULL_HEADING),)
+    settings_type = PullPlan
+    result_type = PullResult
+
+    def run(self, ctx: Context, settings: PullPlan) -> PullResult:
+        plan = replace(settings, mappers=ctx.config.mappers, reducers=ctx.config.reducers)
+        return pull_experiment(ctx.bench, plan, log=ctx.log)
+
+    def report(self, result: PullResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return (pull_section(result),) if result else self.not_run()

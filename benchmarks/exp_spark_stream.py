@@ -19,19 +19,29 @@ count, sampled every 100 ms, with the CPU seconds of the mode's processes every 
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.procstat import cpu_seconds, tree_cpu_seconds
-from benchmarks.stream_figures import CpuSample, cpu_at, micro_batches, mode_phases, mode_ratios
+from benchmarks.report_spark_stream import SPARK_STREAM_HEADING, spark_stream_section
+from benchmarks.stream_figures import (
+    CpuSample,
+    ModeFigures,
+    cpu_at,
+    micro_batches,
+    mode_phases,
+    mode_ratios,
+)
 from benchmarks.subprocesses import PROJECT_ROOT, stop_group
 from benchmarks.workload import Dataset, paper_sql, preload
 
@@ -40,9 +50,10 @@ SPARK_ROLES = ("spark-master", "spark-worker")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamPlan:
-    """What experiment 10 runs."""
+    """What experiment 10 runs (its settings: defaults for a full run, `QUICK` for
+    `--quick`; the mappers, partitions and span are the invocation's)."""
 
-    records: int
+    records: int = 1_000_000
     mappers: int = 2
     workers: int = 2
     partitions: int = 4
@@ -51,6 +62,7 @@ class StreamPlan:
     trigger_s: float = 1.0
     executor_memory: str = "512m"
     timeout_s: float = 240.0
+    QUICK: ClassVar[dict[str, object]] = {"records": 100_000}
 
 
 class CpuWatch:
@@ -84,7 +96,7 @@ def spark_daemon_pids(bench: BenchCluster) -> list[int]:
     return [record.pid for record in state.processes if record.role in SPARK_ROLES]
 
 
-def mappers_mode(bench: BenchCluster, data: Dataset, plan: StreamPlan) -> dict[str, Any]:
+def mappers_mode(bench: BenchCluster, data: Dataset, plan: StreamPlan) -> ModeFigures:
     """`plan.mappers` mapper processes launched, then the task registered."""
     with bench.run(batch_size=plan.batch_size) as run:
 
@@ -101,7 +113,7 @@ def mappers_mode(bench: BenchCluster, data: Dataset, plan: StreamPlan) -> dict[s
 
 def spark_mode(
     bench: BenchCluster, data: Dataset, plan: StreamPlan, *, master: str, log_dir: Path
-) -> dict[str, Any]:
+) -> ModeFigures:
     """The task registered for Spark, then `mars spark stream` launched on `master`."""
     daemons = spark_daemon_pids(bench)
     with bench.run(batch_size=plan.batch_size) as run:
@@ -150,16 +162,16 @@ def spark_mode(
         finally:
             exit_code = _stop_stream(driver)
     phases = mode_phases(samples, cpu.samples, launched=launched, target=data.records)
-    end = launched + phases["seconds"] if phases["complete"] else cpu.samples[-1][0]
+    end = launched + phases.seconds if phases.complete else cpu.samples[-1][0]
     tail = log.read_text(errors="replace")
-    return {
-        **phases,
-        "executors_cpu_s": cpu_at(executors.samples, end),
-        "micro_batches": micro_batches(tail),
-        "exit_code": exit_code,
-        "log": str(log),
-        "log_tail": "" if phases["complete"] else tail[-2000:],
-    }
+    return replace(
+        phases,
+        executors_cpu_s=cpu_at(executors.samples, end),
+        micro_batches=micro_batches(tail),
+        exit_code=exit_code,
+        log=str(log),
+        log_tail="" if phases.complete else tail[-2000:],
+    )
 
 
 def _stop_stream(driver: subprocess.Popen[str] | None) -> int | None:
@@ -177,8 +189,8 @@ def _stop_stream(driver: subprocess.Popen[str] | None) -> int | None:
 
 
 def spark_stream_experiment(
-    bench: BenchCluster, plan: StreamPlan, *, log_dir: Path, log: Any = print
-) -> dict[str, Any]:
+    bench: BenchCluster, plan: StreamPlan, *, log_dir: Path, log: Log = print
+) -> SparkStreamResult:
     """The Spark cluster, the preloaded topic, then the mappers and the Spark stream over it."""
     started = time.monotonic()
     master = bench.cluster.start_spark(workers=plan.workers)
@@ -197,18 +209,52 @@ def spark_stream_experiment(
     log(f"  mappers: {_describe(mappers)}")
     spark = spark_mode(bench, data, plan, master=master, log_dir=log_dir)
     log(f"  spark stream: {_describe(spark)}")
-    return {
+    return SparkStreamResult(
         **asdict(plan),
-        "spark_cluster_start_s": cluster_s,
-        "dataset": {**asdict(data), "mbytes": data.mbytes},
-        "modes": {"mappers": mappers, "spark": spark},
-        "ratios": mode_ratios(mappers, spark),
-    }
-
-
-def _describe(mode: dict[str, Any]) -> str:
-    return (
-        f"start-up {mode['startup_s']:.1f} s, all {mode['records_in']:,} records in "
-        f"{mode['seconds']:.1f} s ({mode['records_per_s']:,.0f} records/s), steady "
-        f"{mode['steady_records_per_s']:,.0f} records/s, {mode['cpu_s']:.1f} CPU s"
+        spark_cluster_start_s=cluster_s,
+        dataset={**asdict(data), "mbytes": data.mbytes},
+        modes={"mappers": mappers, "spark": spark},
+        ratios=mode_ratios(mappers, spark),
     )
+
+
+def _describe(mode: ModeFigures) -> str:
+    return (
+        f"start-up {mode.startup_s:.1f} s, all {mode.records_in:,} records in "
+        f"{mode.seconds:.1f} s ({mode.records_per_s:,.0f} records/s), steady "
+        f"{mode.steady_records_per_s:,.0f} records/s, {mode.cpu_s:.1f} CPU s"
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SparkStreamResult(StreamPlan):
+    """Experiment 10: the plan it ran, the Spark cluster's start, the preloaded topic, each
+    mode's figures (`mappers`, `spark`) and the mappers' over Spark's."""
+
+    spark_cluster_start_s: float = math.nan
+    dataset: dict[str, Any] = field(default_factory=dict)
+    modes: dict[str, ModeFigures] = field(default_factory=dict)
+    ratios: dict[str, float] = field(default_factory=dict)
+
+
+class SparkStream(Base[StreamPlan, SparkStreamResult]):
+    """Experiment 10 (the module's docstring). The Spark master and workers it starts stay up
+    until the end, hence last in the registry."""
+
+    name = "spark_stream"
+    title = "experiment 10, live pre-aggregation: mapper processes vs the Spark stream"
+    sections = (Section(10, SPARK_STREAM_HEADING),)
+    settings_type = StreamPlan
+    result_type = SparkStreamResult
+
+    def run(self, ctx: Context, settings: StreamPlan) -> SparkStreamResult:
+        config = ctx.config
+        plan = replace(
+            settings, mappers=config.mappers, partitions=config.partitions, span_s=config.span_s
+        )
+        return spark_stream_experiment(ctx.bench, plan, log_dir=ctx.work_dir("spark"), log=ctx.log)
+
+    def report(
+        self, result: SparkStreamResult | None, images: Mapping[str, str]
+    ) -> tuple[str, ...]:
+        return (spark_stream_section(result),) if result else self.not_run()

@@ -13,21 +13,138 @@ its window closes grows for as long as the run lasts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from benchmarks.exp_latency import live_task
+from benchmarks.experiment import Base, Context, Log, Section, render
 from benchmarks.harness import BenchCluster
 from benchmarks.procstat import rss_mb
+from benchmarks.report_format import fmt, image, med
 from benchmarks.state_figures import (
+    STATE_WINDOWS_S,
+    StateRun,
+    WindowFigures,
     growth,
     per_second,
     run_figures,
     summarize_windows,
     window_label,
 )
+from benchmarks.targets import STATE_GROWTH_TARGET
 from benchmarks.workload import csv_options
 from devtools.gen.fields import TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class StateSettings:
+    windows_s: tuple[int, ...] = STATE_WINDOWS_S
+    rate: float = 4000.0
+    sips: int = 250  # x 8 types: 2,000 groups, every one in a window's first seconds
+    duration_s: int = 180
+    runs: int = 1  # unless --runs says otherwise: the 3 lengths x 180 s take 10 min
+    QUICK: ClassVar[dict[str, object]] = {"duration_s": 30}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateResult:
+    """Experiment 7: the traffic, the processes and each window length's figures
+    (`by_window`, keyed by the length in seconds) with the longest's over the shortest's."""
+
+    rate: float = math.nan
+    duration_s: int = 0
+    sips: int = 0
+    groups: int = 0
+    mappers: int = 0
+    reducers: int = 0
+    windows_s: list[int] = field(default_factory=list)
+    warmup_s: int = 0
+    by_window: dict[str, WindowFigures] = field(default_factory=dict)
+    growth: dict[str, float] = field(default_factory=dict)
+
+
+class State(Base[StateSettings, StateResult]):
+    """Experiment 7 (the module's docstring)."""
+
+    name = "state"
+    title = "experiment 7, Redis and reducer memory vs window length (bounded state)"
+    sections = (Section(7, "## 7. Memory vs window length (bounded state)"),)
+    settings_type = StateSettings
+    result_type = StateResult
+
+    def run(self, ctx: Context, settings: StateSettings) -> StateResult:
+        return state_experiment(
+            ctx.bench,
+            windows_s=settings.windows_s,
+            rate=settings.rate,
+            duration_s=settings.duration_s,
+            sips=settings.sips,
+            runs=settings.runs,
+            mappers=ctx.config.mappers,
+            reducers=ctx.config.reducers,
+            log=ctx.log,
+        )
+
+    def report(self, result: StateResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        if not result:
+            return self.not_run()
+        by_window = result.by_window
+        found = growth(by_window)
+        short, long = window_label(found["shortest_s"]), window_label(found["longest_s"])
+        count = max((len(row.runs) for row in by_window.values()), default=0)
+        rows = [
+            f"| {window_label(int(window_s))} | {med(row.redis_state_peak_mb, '.1f')} "
+            f"| {med(row.redis_state_steady_mb, '.1f')} "
+            f"| {med(row.reducer_peak_rss_mb)} | {med(row.reducer_steady_rss_mb)} "
+            f"| {', '.join(str(r.windows_emitted) for r in row.runs)} "
+            f"| {', '.join(fmt(r.records_in) for r in row.runs)} |"
+            for window_s, row in by_window.items()
+        ]
+        too_short = result.duration_s < 2 * found["shortest_s"]
+        values: dict[str, object] = {
+            "lengths": ", ".join(window_label(int(w)) for w in by_window),
+            "count": count,
+            "runs": "run" if count == 1 else "runs",
+            "rate": fmt(result.rate),
+            "records": fmt(result.rate * result.duration_s),
+            "groups": fmt(result.groups),
+            "types": result.groups // result.sips,
+            "warmup_s": result.warmup_s,
+            "duration_s": result.duration_s,
+            "sips": result.sips,
+            "mappers": result.mappers,
+            "reducers": result.reducers,
+            "short": short,
+            "long": long,
+            "target": STATE_GROWTH_TARGET,
+            "rows": "\n".join(rows),
+            "growth": " | ".join(
+                f"{fmt(found[name], '.2f')}x"
+                for name in (
+                    "redis_state_peak_mb",
+                    "redis_state_steady_mb",
+                    "reducer_peak_rss_mb",
+                    "reducer_steady_rss_mb",
+                )
+            ),
+            "redis_idle": _span(by_window, "redis_idle_mb", ".1f"),
+            "reducer_idle": _span(by_window, "reducer_idle_rss_mb", ".0f"),
+            "image": image(images, "state", "memory over time per window length"),
+        }
+        values.update(
+            {k: getattr(result, k) for k in ("duration_s", "sips", "mappers", "reducers")}
+        )
+        too_short_text = render("state_too_short", **values) if too_short else ""
+        return (render("state", too_short=too_short_text, **values),)
+
+
+def _span(by_window: Mapping[str, WindowFigures], name: str, spec: str) -> str:
+    """`low–high` of a figure's medians over the window lengths (one value when equal)."""
+    values = [getattr(row, name).median for row in by_window.values()]
+    low, high = fmt(min(values, default=math.nan), spec), fmt(max(values, default=math.nan), spec)
+    return low if low == high else f"{low}–{high}"
 
 
 def state_sql(topic: str, *, window_s: int) -> str:
@@ -47,7 +164,7 @@ def state_run(
     sips: int,
     mappers: int,
     reducers: int,
-) -> dict[str, Any]:
+) -> StateRun:
     """One window length: fresh task and processes, `duration_s` of traffic, memory sampled."""
     with live_task(
         bench,
@@ -65,20 +182,20 @@ def state_run(
         figures = live.run.figures()["reducers"]
         records_in = live.run.stats().get("records_in", 0)
     peaks = [f.peak_rss_mb for f in figures]
-    return {
-        "window_s": window_s,
-        "produced": int(rate * duration_s),
-        "records_in": records_in,
-        "windows_emitted": len(live.reader.snapshot()),
-        "redis_idle_mb": redis_idle_mb,
-        "reducer_idle_rss_mb": reducer_idle_mb,
+    return StateRun(
+        window_s=window_s,
+        produced=int(rate * duration_s),
+        records_in=records_in,
+        windows_emitted=len(live.reader.snapshot()),
+        redis_idle_mb=redis_idle_mb,
+        reducer_idle_rss_mb=reducer_idle_mb,
         **run_figures(
             sampler.samples,
             redis_idle_mb=redis_idle_mb,
             reducer_peak_rss_mb=None if None in peaks else sum(p or 0.0 for p in peaks),
         ),
-        "series": per_second(sampler.samples),
-    }
+        series=per_second(sampler.samples),
+    )
 
 
 def state_experiment(
@@ -92,8 +209,8 @@ def state_experiment(
     mappers: int,
     reducers: int,
     warmup_s: int = 10,
-    log: Any = print,
-) -> dict[str, Any]:
+    log: Log = print,
+) -> StateResult:
     """Every window length once per run, interleaved, so the machine's load hits all alike.
 
     First an unmeasured `warmup_s` run: a Redis that served no task yet grows by about
@@ -108,7 +225,7 @@ def state_experiment(
         mappers=mappers,
         reducers=reducers,
     )
-    found: dict[int, list[dict[str, Any]]] = {window_s: [] for window_s in windows_s}
+    found: dict[int, list[StateRun]] = {window_s: [] for window_s in windows_s}
     for index in range(runs):
         for window_s in windows_s:
             run = state_run(
@@ -123,21 +240,21 @@ def state_experiment(
             found[window_s].append(run)
             log(
                 f"  state {window_label(window_s)} run {index + 1}: Redis +"
-                f"{run['redis_state_peak_mb']:.1f} MiB peak, reducer "
-                f"{run['reducer_peak_rss_mb']:.0f} MiB peak RSS, "
-                f"{run['records_in']:,} of {run['produced']:,} records in, "
-                f"{run['windows_emitted']} windows emitted"
+                f"{run.redis_state_peak_mb:.1f} MiB peak, reducer "
+                f"{run.reducer_peak_rss_mb:.0f} MiB peak RSS, "
+                f"{run.records_in:,} of {run.produced:,} records in, "
+                f"{run.windows_emitted} windows emitted"
             )
     by_window = summarize_windows(found)
-    return {
-        "rate": rate,
-        "duration_s": duration_s,
-        "sips": sips,
-        "groups": sips * len(TYPES),
-        "mappers": mappers,
-        "reducers": reducers,
-        "windows_s": list(windows_s),
-        "warmup_s": warmup_s,
-        "by_window": by_window,
-        "growth": growth(by_window),
-    }
+    return StateResult(
+        rate=rate,
+        duration_s=duration_s,
+        sips=sips,
+        groups=sips * len(TYPES),
+        mappers=mappers,
+        reducers=reducers,
+        windows_s=list(windows_s),
+        warmup_s=warmup_s,
+        by_window=by_window,
+        growth=growth(by_window),
+    )

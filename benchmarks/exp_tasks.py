@@ -14,12 +14,21 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
+from benchmarks.experiment import Base, Context, Log, Section
 from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.report_tasks import TASKS_HEADING, tasks_section
 from benchmarks.results_reader import ResultReader, TopicsReader
-from benchmarks.task_figures import count_summary, with_time_ratios
+from benchmarks.task_figures import (
+    Shape,
+    TasksResult,
+    TasksRun,
+    count_summary,
+    with_time_ratios,
+)
 from benchmarks.task_shapes import COUNT_FIELD, SHAPES, Completion, TaskShape, shapes_for
 from benchmarks.workload import Dataset
 from mars.sql import parse_task
@@ -32,8 +41,6 @@ from mars.tasks.topics import (
     task_topic_plans,
 )
 
-Log = Callable[[str], None]
-
 
 def tasks_experiment(
     bench: BenchCluster,
@@ -45,29 +52,29 @@ def tasks_experiment(
     reducers: int,
     timeout_s: float,
     log: Log = print,
-) -> dict[str, Any]:
-    found: dict[str, list[dict[str, Any]]] = {str(count): [] for count in counts}
+) -> TasksResult:
+    found: dict[str, list[TasksRun]] = {str(count): [] for count in counts}
     notes: list[str] = []
     for index in range(runs):
         for count in counts:
-            run = tasks_run(
+            run, run_notes = tasks_run(
                 bench, data, count=count, mappers=mappers, reducers=reducers, timeout_s=timeout_s
             )
-            notes += run.pop("notes")
+            notes += run_notes
             found[str(count)].append(run)
             log(
-                f"  {count} task(s) run {index + 1}: {run['seconds']:.1f} s, "
-                f"{run['completed']}/{count} complete, {run['cpu_s']:.1f} CPU s"
+                f"  {count} task(s) run {index + 1}: {run.seconds:.1f} s, "
+                f"{run.completed}/{count} complete, {run.cpu_s:.1f} CPU s"
             )
-    return {
-        "mappers": mappers,
-        "reducers": reducers,
-        "records": data.records,
-        "counts": list(counts),
-        "shapes": [{"name": s.name, "what": s.what, "sql": s.sql(data.topic)} for s in SHAPES],
-        "by_count": with_time_ratios({c: count_summary(r) for c, r in found.items()}),
-        "notes": notes,
-    }
+    return TasksResult(
+        mappers=mappers,
+        reducers=reducers,
+        records=data.records,
+        counts=list(counts),
+        shapes=[Shape(name=s.name, what=s.what, sql=s.sql(data.topic)) for s in SHAPES],
+        by_count=with_time_ratios({c: count_summary(r) for c, r in found.items()}),
+        notes=notes,
+    )
 
 
 def tasks_run(
@@ -78,8 +85,8 @@ def tasks_run(
     mappers: int,
     reducers: int,
     timeout_s: float,
-) -> dict[str, Any]:
-    """One run of `count` tasks; their topics are deleted after it."""
+) -> tuple[TasksRun, list[str]]:
+    """One run of `count` tasks and its notes; their topics are deleted after it."""
     shapes = shapes_for(count)
     specs = [
         parse_task(shape.sql(data.topic), task_id=fresh_id(f"tasks{count}-{i}-{shape.name}-"))
@@ -107,7 +114,7 @@ def _measure(
     mappers: int,
     reducers: int,
     timeout_s: float,
-) -> dict[str, Any]:
+) -> tuple[TasksRun, list[str]]:
     readers = {
         spec.output_topic: ResultReader(
             kafka=bench.kafka,
@@ -137,19 +144,18 @@ def _measure(
     for shape, elapsed in zip(shapes, finished, strict=True):
         by_shape[shape.name] = max(by_shape.get(shape.name, 0.0), elapsed)
     missing = [spec.id for spec, ok in zip(specs, done, strict=True) if not ok]
-    return {
-        "tasks": len(specs),
-        "seconds": seconds,
-        "records_per_s": len(specs) * data.records / seconds if complete else math.nan,
-        "complete": complete,
-        "completed": sum(done),
-        "slowest_by_shape_s": by_shape,
-        "duplicates": sum(r.duplicates() for r in readers.values()),
-        "cpu_s": sum(f.cpu_s or 0.0 for fs in figures.values() for f in fs),
-        "notes": [f"{len(missing)} of {len(specs)} tasks incomplete: {missing[:5]}"]
-        if missing
-        else [],
-    }
+    found = TasksRun(
+        tasks=len(specs),
+        seconds=seconds,
+        records_per_s=len(specs) * data.records / seconds if complete else math.nan,
+        complete=complete,
+        completed=sum(done),
+        slowest_by_shape_s=by_shape,
+        duplicates=sum(r.duplicates() for r in readers.values()),
+        cpu_s=sum(f.cpu_s or 0.0 for fs in figures.values() for f in fs),
+    )
+    notes = [f"{len(missing)} of {len(specs)} tasks incomplete: {missing[:5]}"] if missing else []
+    return found, notes
 
 
 def _wait_complete(
@@ -177,3 +183,35 @@ def _delete_topics(bench: BenchCluster, specs: list[TaskSpec]) -> None:
             delete_task_topics(bench.admin, spec, bench.kafka)
         except TopicError:  # left behind: costs the broker a little, not the measurement
             continue
+
+
+@dataclass(frozen=True, slots=True)
+class TasksSettings:
+    counts: tuple[int, ...] = (1, 10, 50)  # tasks registered at once over topic S
+    QUICK: ClassVar[dict[str, object]] = {"counts": (1, 3)}
+
+
+class ManyTasks(Base[TasksSettings, TasksResult]):
+    """Experiment 11 (the module's docstring)."""
+
+    name = "tasks"
+    title = "experiment 11, many tasks over one topic"
+    sections = (Section(11, TASKS_HEADING),)
+    uses_dataset = True
+    settings_type = TasksSettings
+    result_type = TasksResult
+
+    def run(self, ctx: Context, settings: TasksSettings) -> TasksResult:
+        return tasks_experiment(
+            ctx.bench,
+            ctx.dataset(),
+            counts=settings.counts,
+            runs=ctx.config.runs,
+            mappers=ctx.config.mappers,
+            reducers=ctx.config.reducers,
+            timeout_s=ctx.config.timeout_s,
+            log=ctx.log,
+        )
+
+    def report(self, result: TasksResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
+        return (tasks_section(result),) if result else self.not_run()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -44,7 +43,7 @@ class Snapshot:
     commit_buckets: Mapping[float, int] = field(default_factory=dict)
 
 
-def answers_summary(answers: Sequence[Answer], *, seconds: float) -> dict[str, Any]:
+def answers_summary(answers: Sequence[Answer], *, seconds: float) -> dict[str, float]:
     """Latency percentiles (ms), the median body and rows, staleness (ms) and the rate the
     answers came at over `seconds`."""
     latencies_ms = [a.latency_s * 1000 for a in answers]
@@ -134,10 +133,10 @@ def bucket_quantile(buckets: Mapping[float, int], q: float) -> float:
     return next(le for le, n in ordered if n >= total * q / 100)
 
 
-def impact(found: dict[str, Any], phase: str) -> dict[str, float]:
+def impact(phases: Mapping[str, Mapping[str, float]], phase: str) -> dict[str, float]:
     """A query phase's records/s, mean commit and pipeline CPU over the phase without
     queries (1.0: no change)."""
-    base, other = found["phases"]["no_queries"], found["phases"][phase]
+    base, other = phases["no_queries"], phases[phase]
     return {
         name: ratio(other[name], base[name])
         for name in ("records_per_s", "commit_mean_ms", "pipeline_cpu_per_s")

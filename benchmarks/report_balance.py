@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from benchmarks.balance_figures import salting_pays
+from benchmarks.balance_figures import Variant, salting_pays
+from benchmarks.experiment import render
 from benchmarks.report_format import fmt
 from benchmarks.stats import ratio
+
+if TYPE_CHECKING:  # the experiment's module imports this one
+    from benchmarks.exp_balance import BalanceResult
 
 BALANCE_HEADING = "## 9. Load moves under skew: throughput and latency with and without them"
 VARIANT_LABELS = {"unbalanced": "placement by unit count (moves off)", "balanced": "load moves on"}
@@ -15,84 +19,55 @@ REDUCER_BOUND = 0.5  # a reducer busier than this share of a core may limit the 
 PHASE_LABELS = {"throughput": "throughput, 2nd half", "latency": "paced, measured part"}
 
 
-def balance_section(balance: dict[str, Any] | None) -> list[str]:
-    lines = [BALANCE_HEADING, ""]
-    if not balance:
-        return [*lines, "Not run.", ""]
-    variants, ratios = balance["variants"], balance["ratios"]
-    data = balance["dataset"]
-    rate = variants["unbalanced"]["latency"]["rate"]
-    settings = ", ".join(
-        f"`{name.removeprefix('MARS_BALANCE__').lower()}` {value}"
-        for name, value in variants["balanced"]["env"].items()
-        if name != "MARS_BALANCE__ENABLED"
-    )
-    return [
-        *lines,
-        "Four tasks over one Zipf-skewed stream (every field Zipf with exponent "
-        f"{fmt(balance['zipf_s'], '.1f')}, the workload of "
-        "`tests/integration/test_load_balancing.py`): `count(*)` GROUP BY (sip, type), sip "
-        f"(with `sum(bytes)`), dport and type, {balance['buckets']} buckets each, so "
-        f"{4 * balance['buckets']} units of very different cost. {balance['mappers']} mappers "
-        f"+ {balance['reducers']} reducers, fresh for each variant (own ZooKeeper root), same "
-        "data: first with load moves off (`MARS_BALANCE__ENABLED=false`: consistent hashing, "
-        "unit counts evened out; where the units land depends on the task ids, fresh per "
-        f"phase), then on ({settings}, so they settle within the run; the leader's pressure "
-        "relief, docs/reducer.md, is on with them). In each "
-        f"variant: (1) throughput: the four tasks ({balance['throughput_window_s']} s windows) "
-        f"over {fmt(data['records'])} preloaded skewed CSV tuples ({fmt(data['mbytes'], '.1f')} "
-        f"MB, event time over {data['span_s']} s, a sentinel per partition closing every "
-        "window), from registering them until every data window of every task is readable "
-        "(read_committed), as experiment 3 for one task; (2) four fresh tasks "
-        f"({balance['window_s']} s windows) over a fresh topic fed paced skewed traffic at "
-        f"{fmt(rate)} records/s (half the unbalanced throughput, the same in both variants; "
-        f"event time = wall clock): {balance['settle_s']} s for the moves to settle, then "
-        f"{balance['measure_s']} s whose windows are measured as in experiment 4 (last result "
-        "row readable minus the watermark passing the window's end), every task's windows "
-        "together. Once a second the benchmark reads the assignment and every unit's published "
-        "load (partial groups merged per second, smoothed): a reducer's load is the sum of its "
-        "units'; the figures below are medians over those looks.",
-        "",
-        "| variant | records/s | seconds | reducer CPU s, busiest / idlest | mapper CPU s "
-        "| paced p50 | paced p99 | max | windows |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *[_result_row(name, variants[name]) for name in VARIANT_LABELS if name in variants],
-        f"| **on / off** | {fmt(ratios['records_per_s'], '.2f')}x | | | "
-        f"| {fmt(ratios['p50_s'], '.2f')}x | {fmt(ratios['p99_s'], '.2f')}x | | |",
-        "",
-        "Placement: reducer loads (partial groups merged per second), max over min, their "
-        "spread (standard deviation over mean, the leader's threshold is "
-        "`imbalance_threshold`), the largest unit against the mean unit and against a "
-        "reducer's fair share (total load over the reducers), the units placed by load at the "
-        "end and how often the assignment changed while measured.",
-        "",
-        "| variant | phase | reducer load max / min | max / min | spread | largest unit / mean "
-        "unit | largest unit / fair share | units placed by load | assignment changes |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-        *[
-            _placement_row(name, phase, variants[name][phase]["placement"])
-            for name in VARIANT_LABELS
-            if name in variants
+def balance_section(balance: BalanceResult) -> str:
+    variants, ratios, data = balance.variants, balance.ratios, balance.dataset
+    shown = [name for name in VARIANT_LABELS if name in variants]
+    return render(
+        "balance",
+        zipf_s=fmt(balance.zipf_s, ".1f"),
+        buckets=balance.buckets,
+        units=4 * balance.buckets,
+        mappers=balance.mappers,
+        reducers=balance.reducers,
+        settings=", ".join(
+            f"`{name.removeprefix('MARS_BALANCE__').lower()}` {value}"
+            for name, value in variants["balanced"].env.items()
+            if name != "MARS_BALANCE__ENABLED"
+        ),
+        throughput_window_s=balance.throughput_window_s,
+        records=fmt(data["records"]),
+        mbytes=fmt(data["mbytes"], ".1f"),
+        span_s=data["span_s"],
+        window_s=balance.window_s,
+        rate=fmt(variants["unbalanced"].latency.rate),
+        settle_s=balance.settle_s,
+        measure_s=balance.measure_s,
+        result_rows="\n".join(_result_row(name, variants[name]) for name in shown),
+        records_ratio=fmt(ratios["records_per_s"], ".2f"),
+        p50_ratio=fmt(ratios["p50_s"], ".2f"),
+        p99_ratio=fmt(ratios["p99_s"], ".2f"),
+        placement_rows="\n".join(
+            _placement_row(name, phase, getattr(variants[name], phase).placement)
+            for name in shown
             for phase in PHASE_LABELS
-        ],
-        "",
-        *_moves_lines(variants.get("balanced"), settle_s=balance["settle_s"]),
-        *_limit_lines(variants),
-        *_task_lines(variants["unbalanced"]["latency"]["placement"]),
-        *_salting_lines(variants["balanced"]["latency"]["placement"]),
-    ]
+        ),
+        moves=_moves(variants.get("balanced"), settle_s=balance.settle_s),
+        limit=_limit(variants),
+        tasks=_tasks(variants["unbalanced"].latency.placement),
+        salting=_salting(variants["balanced"].latency.placement),
+    )
 
 
-def _result_row(name: str, variant: dict[str, Any]) -> str:
-    throughput, latency = variant["throughput"], variant["latency"]
-    cpu = throughput["reducer_cpu_s"]
+def _result_row(name: str, variant: Variant) -> str:
+    throughput, latency = variant.throughput, variant.latency
+    cpu = throughput.reducer_cpu_s
     return (
-        f"| {VARIANT_LABELS[name]} | {fmt(throughput['records_per_s'])} "
-        f"| {fmt(throughput['seconds'], '.1f')} "
+        f"| {VARIANT_LABELS[name]} | {fmt(throughput.records_per_s)} "
+        f"| {fmt(throughput.seconds, '.1f')} "
         f"| {fmt(max(cpu, default=None), '.1f')} / {fmt(min(cpu, default=None), '.1f')} "
-        f"| {fmt(throughput['mapper_cpu_s'], '.1f')} | {fmt(latency['p50_s'], '.3f')} s "
-        f"| {fmt(latency['p99_s'], '.3f')} s | {fmt(latency['max_s'], '.3f')} s "
-        f"| {latency['windows']} |"
+        f"| {fmt(throughput.mapper_cpu_s, '.1f')} | {fmt(latency.p50_s, '.3f')} s "
+        f"| {fmt(latency.p99_s, '.3f')} s | {fmt(latency.max_s, '.3f')} s "
+        f"| {latency.windows} |"
     )
 
 
@@ -109,9 +84,9 @@ def _placement_row(name: str, phase: str, placement: dict[str, Any]) -> str:
     )
 
 
-def _moves_lines(balanced: dict[str, Any] | None, *, settle_s: int) -> list[str]:
+def _moves(balanced: Variant | None, *, settle_s: int) -> str:
     if not balanced:
-        return []
+        return ""
 
     def when(times: list[float]) -> str:
         if not times:
@@ -119,29 +94,27 @@ def _moves_lines(balanced: dict[str, Any] | None, *, settle_s: int) -> list[str]
         shown = ", ".join(fmt(t, ".0f") for t in times[:8])
         return f"{shown}{', ...' if len(times) > 8 else ''} s"
 
-    return [
-        "With load moves on, the units placed by load changed at "
-        f"{when(balanced['throughput']['move_times_s'])} after registering the throughput "
-        f"tasks, and at {when(balanced['latency']['move_times_s'])} after the paced traffic "
-        f"started (measured from {settle_s} s on; the looks are a second apart, so moves in "
-        "the same second show as one).",
-        "",
-    ]
+    return render(
+        "balance_moves",
+        throughput=when(balanced.throughput.move_times_s),
+        latency=when(balanced.latency.move_times_s),
+        settle_s=settle_s,
+    )
 
 
-def _limit_lines(variants: dict[str, Any]) -> list[str]:
+def _limit(variants: dict[str, Variant]) -> str:
     """What the CPU figures of the throughput runs say limits this workload here."""
     shares = {
         name: (
-            max(variant["throughput"]["reducer_cpu_s"], default=math.nan),
-            variant["throughput"]["mapper_cpu_s"],
-            variant["throughput"]["seconds"],
+            max(variant.throughput.reducer_cpu_s, default=math.nan),
+            variant.throughput.mapper_cpu_s,
+            variant.throughput.seconds,
         )
         for name, variant in variants.items()
     }
     busiest = max((ratio(cpu, seconds) for cpu, _, seconds in shares.values()), default=math.nan)
     if math.isnan(busiest):
-        return []
+        return ""
     figures = "; ".join(
         f"{VARIANT_LABELS[name]}: the busiest reducer {fmt(ratio(cpu, seconds), '.0%')} of a "
         f"core, the mappers {fmt(ratio(mappers, seconds), '.2f')} cores"
@@ -153,51 +126,28 @@ def _limit_lines(variants: dict[str, Any]) -> list[str]:
         if busiest < REDUCER_BOUND
         else "a reducer used most of a core, so the busiest reducer can limit this workload"
     )
-    return [f"CPU during the throughput runs ({figures}): {verdict}.", ""]
+    return f"CPU during the throughput runs ({figures}): {verdict}."
 
 
-def _task_lines(placement: dict[str, Any]) -> list[str]:
+def _tasks(placement: dict[str, Any]) -> str:
     by_task = placement.get("by_task") or {}
     if not by_task:
-        return []
-    return [
-        "What each task's units cost (paced traffic, moves off; partial groups merged per "
-        "second per unit; mappers pre-aggregate, so each unit costs about its distinct groups "
-        "per batch, whatever the records per group):",
-        "",
-        "| task | units | largest unit | mean unit | task total |",
-        "|---|---:|---:|---:|---:|",
-        *[
-            f"| GROUP BY {label} | {fmt(found['units'])} | {fmt(found['load_max'], ',.1f')} "
-            f"| {fmt(found['load_mean'], ',.1f')} | {fmt(found['load_total'], ',.1f')} |"
-            for label, found in by_task.items()
-        ],
-        "",
+        return ""
+    rows = [
+        f"| GROUP BY {label} | {fmt(found['units'])} | {fmt(found['load_max'], ',.1f')} "
+        f"| {fmt(found['load_mean'], ',.1f')} | {fmt(found['load_total'], ',.1f')} |"
+        for label, found in by_task.items()
     ]
+    return render("balance_tasks", rows="\n".join(rows))
 
 
-def _salting_lines(placement: dict[str, Any]) -> list[str]:
+def _salting(placement: dict[str, Any]) -> str:
     share = placement.get("largest_over_fair_share", float("nan"))
     verdict = salting_pays(share)
     if verdict is None:
-        return []
-    figures = (
-        f"With moves on, the largest unit carries {fmt(share, '.2f')} of a reducer's fair "
-        f"share ({fmt(placement['largest_over_mean'], '.1f')}x the mean unit)"
+        return ""
+    return render(
+        "balance_salting_pays" if verdict else "balance_salting_does_not_pay",
+        share=fmt(share, ".2f"),
+        over_mean=fmt(placement["largest_over_mean"], ".1f"),
     )
-    if verdict:
-        conclusion = (
-            "one unit alone is more than a reducer's share, so no placement of whole units "
-            "evens the reducers: splitting that unit's groups over more buckets could pay, "
-            "but salting a single hot key would not by itself (a key is one partial group per "
-            "batch however hot, salted over k buckets it is k)."
-        )
-    else:
-        conclusion = (
-            "every unit is smaller than a reducer's share, so moving whole units can even the "
-            "reducers and salting a hot key over several buckets would not pay: mappers "
-            "pre-aggregate, so the hottest key costs its unit one partial group per batch, and "
-            "salting it over k buckets would make k partial groups per batch, more reducer "
-            "work, not less."
-        )
-    return [f"**Salting a hot key?** {figures}: {conclusion}", ""]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from benchmarks.codec import from_json
+from benchmarks.stats import Summary
 
 
 def fmt(value: Any, spec: str = ",.0f") -> str:
@@ -14,14 +18,21 @@ def fmt(value: Any, spec: str = ",.0f") -> str:
 
 
 def med(node: Any, spec: str = ",.0f") -> str:
-    """A measurement's median, with its runs' min–max when there was more than one run."""
+    """A measurement's median, with its runs' min–max when there was more than one run
+    (`node`: a `Summary` or its JSON form; `—` when missing)."""
     if isinstance(node, dict) and "median" in node:
-        low, high = node.get("min"), node.get("max")
-        spread = f" ({fmt(low, spec)}–{fmt(high, spec)})" if len(node.get("runs", [])) > 1 else ""
-        return fmt(node["median"], spec) + spread
-    return "—"
+        node = from_json(Summary, node)
+    if not isinstance(node, Summary):
+        return "—"
+    spread = f" ({fmt(node.min, spec)}–{fmt(node.max, spec)})" if len(node.runs) > 1 else ""
+    return fmt(node.median, spec) + spread
 
 
-def image(images: dict[str, str], name: str, title: str) -> list[str]:
-    """The Markdown lines of plot `name` when it was drawn (`images`: name -> path)."""
-    return [f"![{title}]({images[name]})", ""] if name in images else []
+def image(images: Mapping[str, str], name: str, title: str) -> str:
+    """The Markdown of plot `name` when it was drawn (`images`: name -> path), else ``."""
+    return f"![{title}]({images[name]})" if name in images else ""
+
+
+def bullets(items: Iterable[str]) -> str:
+    """`- item` lines."""
+    return "\n".join(f"- {item}" for item in items)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.stats import MemorySample, ratio, steady_level, summarize
+from benchmarks.stats import MemorySample, Summary, ratio, steady_level
 
 STATE_WINDOWS_S = (60, 600, 3600)
 FIGURES = (
@@ -62,21 +63,52 @@ def per_second(samples: Sequence[MemorySample], *, step_s: float = 1.0) -> dict[
     }
 
 
-def summarize_windows(runs: Mapping[int, Sequence[dict[str, Any]]]) -> dict[str, Any]:
-    """Window length (s) -> its runs -> per window length (key: str(s)): the runs and each
-    figure's median, min and max."""
-    return {
-        str(window_s): {
-            "runs": list(found),
-            **{name: summarize([run[name] for run in found]) for name in FIGURES},
-            "redis_idle_mb": summarize([run["redis_idle_mb"] for run in found]),
-            "reducer_idle_rss_mb": summarize([run["reducer_idle_rss_mb"] for run in found]),
-        }
-        for window_s, found in runs.items()
-    }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateRun:
+    """One window length's run: what was produced and read, the idle levels read just
+    before the traffic, its `FIGURES` (`run_figures`) and the per-second samples (`series`,
+    for the plot)."""
+
+    window_s: int = 0
+    produced: int = 0
+    records_in: int = 0
+    windows_emitted: int = 0
+    redis_idle_mb: float = math.nan
+    reducer_idle_rss_mb: float = math.nan
+    redis_state_peak_mb: float = math.nan
+    redis_state_steady_mb: float = math.nan
+    reducer_peak_rss_mb: float = math.nan
+    reducer_steady_rss_mb: float = math.nan
+    series: dict[str, list[float]] = field(default_factory=dict)
 
 
-def growth(by_window: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowFigures:
+    """One window length's runs and each figure's summary over them."""
+
+    runs: list[StateRun] = field(default_factory=list)
+    redis_state_peak_mb: Summary = field(default_factory=Summary)
+    redis_state_steady_mb: Summary = field(default_factory=Summary)
+    reducer_peak_rss_mb: Summary = field(default_factory=Summary)
+    reducer_steady_rss_mb: Summary = field(default_factory=Summary)
+    redis_idle_mb: Summary = field(default_factory=Summary)
+    reducer_idle_rss_mb: Summary = field(default_factory=Summary)
+
+    @classmethod
+    def of(cls, runs: Sequence[StateRun]) -> WindowFigures:
+        def summary(name: str) -> Summary:
+            return Summary.of([getattr(run, name) for run in runs])
+
+        names = (*FIGURES, "redis_idle_mb", "reducer_idle_rss_mb")
+        return cls(runs=list(runs), **{name: summary(name) for name in names})
+
+
+def summarize_windows(runs: Mapping[int, Sequence[StateRun]]) -> dict[str, WindowFigures]:
+    """Window length (s) -> its runs -> per window length (key: str(s)) its figures."""
+    return {str(window_s): WindowFigures.of(found) for window_s, found in runs.items()}
+
+
+def growth(by_window: Mapping[str, WindowFigures]) -> dict[str, Any]:
     """The longest window's median over the shortest's, per figure (NaN when not measured,
     or fewer than two window lengths were): 1 when state does not depend on the window
     length."""
@@ -86,9 +118,8 @@ def growth(by_window: Mapping[str, Any]) -> dict[str, Any]:
     shortest, longest = lengths[0], lengths[-1]
 
     def median_of(window_s: int, name: str) -> float:
-        node = by_window.get(str(window_s), {}).get(name, {})
-        value = node.get("median") if isinstance(node, dict) else None
-        return float(value) if isinstance(value, int | float) else math.nan
+        found = by_window.get(str(window_s))
+        return float(getattr(found, name).median) if found else math.nan
 
     return {
         "shortest_s": shortest,

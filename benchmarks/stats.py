@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,23 +108,23 @@ def first_to_last_rate(samples: Sequence[ProgressSample]) -> float:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunSummary:
-    """The runs of one measurement and their median."""
+class Summary:
+    """A measurement: every run, and the median, min and max of those that are not NaN (a
+    failed run does not poison the others; NaN when none was measured)."""
 
-    values: tuple[float, ...]
+    runs: list[float] = field(default_factory=list)
+    median: float = math.nan
+    min: float = math.nan
+    max: float = math.nan
 
-    @property
-    def median(self) -> float:
-        return median([v for v in self.values if not math.isnan(v)])
-
-    @property
-    def spread(self) -> tuple[float, float]:
-        real = [v for v in self.values if not math.isnan(v)]
-        return (min(real), max(real)) if real else (math.nan, math.nan)
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Summary:
+        real = [v for v in values if not math.isnan(v)]
+        low, high = (min(real), max(real)) if real else (math.nan, math.nan)
+        return cls(runs=list(values), median=median(real), min=low, max=high)
 
 
 def summarize(values: Sequence[float]) -> dict[str, float | list[float]]:
-    """JSON form of a measurement: every run, the median, min and max."""
-    summary = RunSummary(values=tuple(values))
-    low, high = summary.spread
-    return {"runs": list(values), "median": summary.median, "min": low, "max": high}
+    """JSON form of a measurement (`Summary`)."""
+    found = Summary.of(values)
+    return {"runs": found.runs, "median": found.median, "min": found.min, "max": found.max}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, replace
 
 from benchmarks.stats import ProgressSample, ratio
 
@@ -42,59 +42,72 @@ def cpu_at(cpu: Sequence[CpuSample], t: float) -> float:
     return (before[-1] if before else cpu[0][1]) - cpu[0][1]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModeFigures:
+    """One mode's run (seconds from its launch; NaN for what the run did not reach): the
+    whole run, its start-up and its steady part; for the Spark stream also its executors'
+    CPU, its micro-batches, its exit code and log (the log's tail when incomplete)."""
+
+    complete: bool = False
+    records_in: int = 0
+    startup_s: float = math.nan
+    seconds: float = math.nan
+    records_per_s: float = math.nan
+    cpu_s: float = math.nan
+    records_per_cpu_s: float = math.nan
+    steady_from_s: float = math.nan
+    steady_records_per_s: float = math.nan
+    steady_cpu_s: float = math.nan
+    steady_records_per_cpu_s: float = math.nan
+    executors_cpu_s: float | None = None
+    micro_batches: int | None = None
+    exit_code: int | None = None
+    log: str | None = None
+    log_tail: str | None = None
+
+
+RATIOS = ("records_per_s", "steady_records_per_s", "records_per_cpu_s", "steady_records_per_cpu_s")
+
+
 def mode_phases(
     samples: Sequence[ProgressSample],
     cpu: Sequence[CpuSample],
     *,
     launched: float,
     target: int,
-) -> dict[str, Any]:
-    """Start-up, steady part and whole run of one mode (seconds from `launched`; NaN for what
-    the run did not reach)."""
+) -> ModeFigures:
+    """Start-up, steady part and whole run of one mode (seconds from `launched`)."""
     first = next((s for s in samples if s.done > 0), None)
     span = steady_span(samples, target=target)
     complete = bool(samples) and samples[-1].done >= target
     end_t = samples[-1].t if complete else math.nan
     seconds = end_t - launched
     cpu_s = cpu_at(cpu, end_t) if complete else math.nan
-    steady: dict[str, float] = {
-        "steady_from_s": math.nan,
-        "steady_records_per_s": math.nan,
-        "steady_cpu_s": math.nan,
-        "steady_records_per_cpu_s": math.nan,
-    }
-    if span is not None:
-        start, end = span
-        steady_cpu = cpu_at(cpu, end.t) - cpu_at(cpu, start.t)
-        steady = {
-            "steady_from_s": start.t - launched,
-            "steady_records_per_s": (end.done - start.done) / (end.t - start.t),
-            "steady_cpu_s": steady_cpu,
-            "steady_records_per_cpu_s": ratio(end.done - start.done, steady_cpu),
-        }
-    return {
-        "complete": complete,
-        "records_in": samples[-1].done if samples else 0,
-        "startup_s": first.t - launched if first is not None else math.nan,
-        "seconds": seconds,
-        "records_per_s": ratio(target, seconds) if complete else math.nan,
-        "cpu_s": cpu_s,
-        "records_per_cpu_s": ratio(target, cpu_s) if complete else math.nan,
-        **steady,
-    }
+    found = ModeFigures(
+        complete=complete,
+        records_in=samples[-1].done if samples else 0,
+        startup_s=first.t - launched if first is not None else math.nan,
+        seconds=seconds,
+        records_per_s=ratio(target, seconds) if complete else math.nan,
+        cpu_s=cpu_s,
+        records_per_cpu_s=ratio(target, cpu_s) if complete else math.nan,
+    )
+    if span is None:
+        return found
+    start, end = span
+    steady_cpu = cpu_at(cpu, end.t) - cpu_at(cpu, start.t)
+    return replace(
+        found,
+        steady_from_s=start.t - launched,
+        steady_records_per_s=(end.done - start.done) / (end.t - start.t),
+        steady_cpu_s=steady_cpu,
+        steady_records_per_cpu_s=ratio(end.done - start.done, steady_cpu),
+    )
 
 
-def mode_ratios(mappers: dict[str, Any], spark: dict[str, Any]) -> dict[str, float]:
+def mode_ratios(mappers: ModeFigures, spark: ModeFigures) -> dict[str, float]:
     """The mappers' figures over the Spark stream's (above 1: the mappers are faster)."""
-    return {
-        name: ratio(mappers[name], spark[name])
-        for name in (
-            "records_per_s",
-            "steady_records_per_s",
-            "records_per_cpu_s",
-            "steady_records_per_cpu_s",
-        )
-    }
+    return {name: ratio(getattr(mappers, name), getattr(spark, name)) for name in RATIOS}
 
 
 def micro_batches(log_text: str) -> int | None:

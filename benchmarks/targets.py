@@ -6,7 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.state_figures import growth, window_label
+from benchmarks.codec import from_json
+from benchmarks.state_figures import WindowFigures, growth, window_label
 from benchmarks.stats import ratio
 from mars.config import MAPPER_BATCH_SIZE
 
@@ -150,7 +151,7 @@ def _tasks_row(results: dict[str, Any]) -> TargetRow:
 
 def _state_rows(state: dict[str, Any]) -> list[TargetRow]:
     """Bounded state: the longest window's memory within 1.5x of the shortest's."""
-    found = growth(state.get("by_window") or {})
+    found = growth(from_json(dict[str, WindowFigures], state.get("by_window") or {}))
     lengths = f"{window_label(found['longest_s'])} vs {window_label(found['shortest_s'])} windows"
     rows = []
     for name, figure in (

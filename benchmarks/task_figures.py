@@ -6,46 +6,92 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
 
-from benchmarks.stats import ratio, summarize
+from benchmarks.stats import Summary, ratio
 from benchmarks.targets import TASKS_TARGET_COUNT, TASKS_TIME_RATIO_TARGET
 
 
-def count_summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One task count's runs: seconds, records processed per second (tasks x records over
-    the seconds) and CPU seconds of the mappers + reducers (NaN where a run did not
-    complete)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TasksRun:
+    """One run of `tasks` tasks: seconds until every task's results were readable, the
+    records processed per second (tasks x records over the seconds), how many completed,
+    the slowest task per shape (seconds), rows emitted twice and the Mars CPU seconds."""
 
-    def complete(name: str) -> list[float]:
-        return [float(r[name]) if r["complete"] else math.nan for r in runs]
+    tasks: int = 0
+    seconds: float = math.nan
+    records_per_s: float = math.nan
+    complete: bool = False
+    completed: int = 0
+    slowest_by_shape_s: dict[str, float] = field(default_factory=dict)
+    duplicates: int = 0
+    cpu_s: float = math.nan
 
-    return {
-        "runs": list(runs),
-        "seconds": summarize(complete("seconds")),
-        "records_per_s": summarize(complete("records_per_s")),
-        "cpu_s": summarize(complete("cpu_s")),
-    }
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CountFigures:
+    """One task count's runs summed up (NaN where a run did not complete), its median
+    seconds over one task's (`time_ratio`) and run i's over run i of one task."""
+
+    runs: list[TasksRun] = field(default_factory=list)
+    seconds: Summary = field(default_factory=Summary)
+    records_per_s: Summary = field(default_factory=Summary)
+    cpu_s: Summary = field(default_factory=Summary)
+    time_ratio: float = math.nan
+    time_ratio_runs: list[float] = field(default_factory=list)
 
 
-def with_time_ratios(by_count: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """`by_count` (task count -> `count_summary`) with each count's `time_ratio`: its median
-    seconds over one task's, and `time_ratio_runs`: run i's seconds over run i of one task
-    (runs are interleaved, so run i of each count met the same load). NaN without a 1-task
-    point."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shape:
+    name: str = ""
+    what: str = ""
+    sql: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TasksResult:
+    """Experiment 11: the processes, the topic's records, the task counts and shapes, and
+    each count's figures (`by_count`, keyed by the count)."""
+
+    mappers: int = 0
+    reducers: int = 0
+    records: int = 0
+    counts: list[int] = field(default_factory=list)
+    shapes: list[Shape] = field(default_factory=list)
+    by_count: dict[str, CountFigures] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def count_summary(runs: Sequence[TasksRun]) -> CountFigures:
+    """One task count's runs summed up (`time_ratio` comes from `with_time_ratios`)."""
+
+    def complete(name: str) -> Summary:
+        return Summary.of([float(getattr(r, name)) if r.complete else math.nan for r in runs])
+
+    return CountFigures(
+        runs=list(runs),
+        seconds=complete("seconds"),
+        records_per_s=complete("records_per_s"),
+        cpu_s=complete("cpu_s"),
+    )
+
+
+def with_time_ratios(by_count: Mapping[str, CountFigures]) -> dict[str, CountFigures]:
+    """`by_count` with each count's `time_ratio` and `time_ratio_runs` (runs are
+    interleaved, so run i of each count met the same load). NaN without a 1-task point."""
     one = by_count.get("1")
-    one_median = one["seconds"]["median"] if one else math.nan
-    one_runs = [r["seconds"] for r in one["runs"]] if one else []
-    found = {}
-    for count, summary in by_count.items():
-        seconds = [r["seconds"] for r in summary["runs"]]
-        found[count] = {
-            **summary,
-            "time_ratio": ratio(summary["seconds"]["median"], one_median),
-            "time_ratio_runs": [ratio(s, o) for s, o in zip(seconds, one_runs, strict=False)],
-        }
-    return found
+    one_median = one.seconds.median if one else math.nan
+    one_runs = [r.seconds for r in one.runs] if one else []
+    return {
+        count: replace(
+            summary,
+            time_ratio=ratio(summary.seconds.median, one_median),
+            time_ratio_runs=[
+                ratio(r.seconds, o) for r, o in zip(summary.runs, one_runs, strict=False)
+            ],
+        )
+        for count, summary in by_count.items()
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,12 +126,11 @@ class TasksVerdict:
         )
 
 
-def tasks_verdict(found: Mapping[str, Any] | None) -> TasksVerdict:
+def tasks_verdict(found: TasksResult | None) -> TasksVerdict:
     """The target checked against the results of the tasks experiment."""
-    point = ((found or {}).get("by_count") or {}).get(str(TASKS_TARGET_COUNT)) or {}
-    measured = point.get("time_ratio", math.nan)
+    point = found.by_count.get(str(TASKS_TARGET_COUNT)) if found else None
     return TasksVerdict(
         tasks=TASKS_TARGET_COUNT,
         goal=TASKS_TIME_RATIO_TARGET,
-        measured=float(measured) if isinstance(measured, int | float) else math.nan,
+        measured=point.time_ratio if point else math.nan,
     )

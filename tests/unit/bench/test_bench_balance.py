@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 
 from benchmarks.balance_figures import (
+    LatencyPhase,
     PlacementLook,
+    ThroughputPhase,
+    Variant,
     balance_ratios,
     median_figures,
     move_times,
@@ -18,6 +21,7 @@ from benchmarks.balance_figures import (
     placement_figures,
     salting_pays,
 )
+from benchmarks.codec import from_json
 from benchmarks.exp_balance import BALANCE_TASKS, VARIANTS, paced_rate, task_sql
 from benchmarks.report import SECTIONS, render_report, run_note
 from benchmarks.report_balance import BALANCE_HEADING
@@ -147,11 +151,11 @@ def test_move_times_are_when_the_moved_units_changed() -> None:
 
 
 def test_balance_ratios_are_balanced_over_unbalanced() -> None:
-    def variant(rate: float, p99: float, spread: float) -> dict[str, Any]:
-        return {
-            "throughput": {"records_per_s": rate},
-            "latency": {"p50_s": 0.5, "p99_s": p99, "placement": {"max_over_min": spread}},
-        }
+    def variant(rate: float, p99: float, spread: float) -> Variant:
+        return Variant(
+            throughput=ThroughputPhase(records_per_s=rate),
+            latency=LatencyPhase(p50_s=0.5, p99_s=p99, placement={"max_over_min": spread}),
+        )
 
     found = balance_ratios(variant(30_000, 0.8, 1.2), variant(20_000, 1.6, 2.4))
     assert found == {
@@ -160,7 +164,7 @@ def test_balance_ratios_are_balanced_over_unbalanced() -> None:
         "p99_s": pytest.approx(0.5),
         "max_over_min": pytest.approx(0.5),
     }
-    assert math.isnan(balance_ratios(variant(1, 1, 1), {})["records_per_s"])
+    assert math.isnan(balance_ratios(variant(1, 1, 1), Variant())["records_per_s"])
 
 
 def test_salting_pays_only_when_one_unit_outweighs_a_reducers_share() -> None:
@@ -257,7 +261,9 @@ def _balance_results() -> dict[str, Any]:
         "throughput_window_s": 60,
         "dataset": {"records": 800_000, "mbytes": 115.2, "span_s": 600},
         "variants": variants,
-        "ratios": balance_ratios(variants["balanced"], variants["unbalanced"]),
+        "ratios": balance_ratios(
+            from_json(Variant, variants["balanced"]), from_json(Variant, variants["unbalanced"])
+        ),
     }
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.exp_end_to_end import _peer_run, _system
+from benchmarks.e2e_figures import SystemFigures
+from benchmarks.exp_end_to_end import _peer_run
 from benchmarks.peers import PeerUnavailable, peer_python
 from benchmarks.report import render_report
 from benchmarks.subprocesses import read_markers
@@ -142,10 +143,10 @@ def test_peer_run_notes_a_missing_peer_once_and_keeps_going(tmp_path: Path) -> N
     runs = [
         {"seconds": 2.0, "records_per_s": 500.0, "cpu_s": 4.0, "startup_s": 1.0, "complete": True}
     ]
-    summaries = _system(runs, data)
-    assert summaries["cpu_s_per_million"]["median"] == pytest.approx(4000.0)
-    assert summaries["records_per_s"]["median"] == pytest.approx(500.0)  # start-up excluded
-    assert summaries["records_per_s_with_startup"]["median"] == pytest.approx(1000 / 3.0)
+    summaries = SystemFigures.of(runs, data)
+    assert summaries.cpu_s_per_million.median == pytest.approx(4000.0)
+    assert summaries.records_per_s.median == pytest.approx(500.0)  # start-up excluded
+    assert summaries.records_per_s_with_startup.median == pytest.approx(1000 / 3.0)
 
 
 def test_read_markers_stops_at_started_or_at_exit() -> None:

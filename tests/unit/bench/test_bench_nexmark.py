@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.codec import from_json
+from benchmarks.exp_nexmark import NexmarkResult
 from benchmarks.nexmark_check import check, data_rows, flink_time_ms, keyed_rows
 from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
 from benchmarks.nexmark_oracle import Expected, expected_results
@@ -94,7 +96,8 @@ def test_the_size_of_the_experiment_is_a_parameter() -> None:
             command="mars bench",
             nexmark_records=records,
         )
-        return config.nexmark_records
+        records: int = config.of("nexmark").records
+        return records
 
     assert (build(False, None), build(True, None), build(True, 5_000)) == (
         1_000_000,
@@ -274,9 +277,14 @@ NEXMARK = {
 }
 
 
+def section(found: dict[str, Any]) -> str:
+    """The section of `found`, a result in its results-file form."""
+    return nexmark_section(from_json(NexmarkResult, found))
+
+
 def test_the_section_shows_each_query_systems_check_and_figures() -> None:
-    text = "\n".join(nexmark_section(NEXMARK))
-    assert text.startswith(NEXMARK_HEADING)
+    text = section(NEXMARK)
+    assert text.startswith("Run it alone: `mars bench --experiments nexmark")
     assert "| q5 | Mars | **exact** | 904 of 904 | 2.0 | 50,000 | 25,000 | 25,000 |  |" in text
     assert "| q5 | Flink SQL | **exact** | 904 of 904 | 10.0 | 10,000 | 5,000 | 5,000 | ~22K |" in (
         text
@@ -289,17 +297,17 @@ def test_the_section_shows_each_query_systems_check_and_figures() -> None:
 def test_the_report_carries_the_section_and_a_run_without_it_says_so() -> None:
     assert SECTIONS["nexmark"] == (NEXMARK_HEADING,)
     assert NEXMARK_HEADING in render_report({"nexmark": NEXMARK}, images={})
-    assert nexmark_section(None) == [NEXMARK_HEADING, "", "Not run.", ""]
+    assert f"{NEXMARK_HEADING}\n\nNot run.\n" in render_report({}, images={})
     queries: dict[str, Any] = NEXMARK["queries"]  # type: ignore[assignment]
     missing = {**NEXMARK, "queries": {"q7": {**queries["q7"], "flink": system()}}}
-    assert "| q7 | Flink SQL | not run |" in "\n".join(nexmark_section(missing))
+    assert "| q7 | Flink SQL | not run |" in section(missing)
 
 
 def test_late_or_bad_records_in_a_mars_run_are_noted() -> None:
     queries: dict[str, Any] = NEXMARK["queries"]  # type: ignore[assignment]
     late = {**run(2.0), "late": 3, "bad": 0}
     found = {**NEXMARK, "queries": {"q7": {**queries["q7"], "mars": system(late)}}}
-    assert "- q7 Mars run 1: 3 late, 0 bad records" in "\n".join(nexmark_section(found))
+    assert "- q7 Mars run 1: 3 late, 0 bad records" in section(found)
 
 
 def test_mars_cpu_by_process_and_records_not_all_read_are_shown() -> None:
@@ -310,7 +318,7 @@ def test_mars_cpu_by_process_and_records_not_all_read_are_shown() -> None:
         "records_in": 99_000,
     }
     found = {**NEXMARK, "queries": {"q5": {**queries["q5"], "mars": system(measured)}}}
-    text = "\n".join(nexmark_section(found))
+    text = section(found)
     assert "Mars's CPU seconds by process (medians): q5 mappers 1.5, reducers 0.2, redis 0.1." in (
         text
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.codec import to_json
 from benchmarks.exp_pull_query import run_summary
 from benchmarks.pull_figures import (
     Answer,
@@ -24,7 +25,7 @@ from benchmarks.pull_figures import (
 from benchmarks.report import render_report
 from benchmarks.report_merge import merge_report, split_sections
 from benchmarks.report_pull import PULL_HEADING, size
-from benchmarks.runner import EXPERIMENTS, BenchConfig, write_report
+from benchmarks.runner import NAMES, BenchConfig, write_report
 
 METRICS = """\
 # HELP mars_reducer_commit_duration_seconds One Kafka transaction commit.
@@ -146,7 +147,7 @@ def _pull_results() -> dict[str, Any]:
         "whole_cap_s": 20.0,
         "mappers": 2,
         "reducers": 1,
-        "by_groups": {"2000": run},
+        "by_groups": {"2000": to_json(run)},
     }
 
 
@@ -238,5 +239,5 @@ def test_a_run_of_some_experiments_keeps_the_other_sections(tmp_path: Path) -> N
     assert "Measured by `mars bench --experiments pull` on 2026-11-23 06:00 UTC" in merged
     assert "commit `abc1234`" in merged
     # a run of every experiment writes the whole report
-    write_report({**results, "config": {"experiments": list(EXPERIMENTS)}}, config)
+    write_report({**results, "config": {"experiments": list(NAMES)}}, config)
     assert "old state figures" not in config.docs_path.read_text()

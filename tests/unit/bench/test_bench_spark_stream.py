@@ -4,6 +4,7 @@ report's section."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -12,6 +13,7 @@ from benchmarks.report_merge import merge_report, split_sections
 from benchmarks.report_spark_stream import SPARK_STREAM_HEADING
 from benchmarks.stats import ProgressSample
 from benchmarks.stream_figures import (
+    ModeFigures,
     cpu_at,
     micro_batches,
     mode_phases,
@@ -49,33 +51,32 @@ def test_cpu_at_counts_from_the_first_sample() -> None:
 
 def test_mode_phases_split_start_up_from_the_steady_part() -> None:
     phases = mode_phases(SPARK_LIKE, CPU, launched=100.0, target=1000)
-    assert phases["complete"] and phases["records_in"] == 1000
-    assert phases["startup_s"] == 20.0
-    assert phases["steady_from_s"] == 22.0
-    assert phases["seconds"] == 40.0
-    assert phases["records_per_s"] == 25.0
-    assert phases["steady_records_per_s"] == 900 / 18
-    assert phases["cpu_s"] == 45.0  # 95 at 135, the last sample before 140, minus 50
-    assert phases["steady_cpu_s"] == 15.0
-    assert phases["steady_records_per_cpu_s"] == 60.0
-    assert phases["records_per_cpu_s"] == 1000 / 45
+    assert phases.complete and phases.records_in == 1000
+    assert phases.startup_s == 20.0
+    assert phases.steady_from_s == 22.0
+    assert phases.seconds == 40.0
+    assert phases.records_per_s == 25.0
+    assert phases.steady_records_per_s == 900 / 18
+    assert phases.cpu_s == 45.0  # 95 at 135, the last sample before 140, minus 50
+    assert phases.steady_cpu_s == 15.0
+    assert phases.steady_records_per_cpu_s == 60.0
+    assert phases.records_per_cpu_s == 1000 / 45
 
 
 def test_an_incomplete_mode_has_no_rates_but_keeps_its_start_up() -> None:
     phases = mode_phases(SPARK_LIKE[:-1], CPU, launched=100.0, target=1000)
-    assert not phases["complete"] and phases["records_in"] == 500
-    assert phases["startup_s"] == 20.0
+    assert not phases.complete and phases.records_in == 500
+    assert phases.startup_s == 20.0
     for name in ("seconds", "records_per_s", "steady_records_per_s", "cpu_s"):
-        assert math.isnan(phases[name]), name
+        assert math.isnan(getattr(phases, name)), name
     nothing = mode_phases([], [], launched=0.0, target=10)
-    assert nothing["records_in"] == 0 and math.isnan(nothing["startup_s"])
+    assert nothing.records_in == 0 and math.isnan(nothing.startup_s)
 
 
 def test_ratios_are_mappers_over_spark() -> None:
-    mappers = {"records_per_s": 100.0, "steady_records_per_s": 200.0}
-    mappers |= {"records_per_cpu_s": 50.0, "steady_records_per_cpu_s": math.nan}
-    spark = {"records_per_s": 25.0, "steady_records_per_s": 50.0}
-    spark |= {"records_per_cpu_s": 10.0, "steady_records_per_cpu_s": 10.0}
+    mappers = ModeFigures(records_per_s=100.0, steady_records_per_s=200.0, records_per_cpu_s=50.0)
+    spark = ModeFigures(records_per_s=25.0, steady_records_per_s=50.0, records_per_cpu_s=10.0)
+    spark = dataclasses.replace(spark, steady_records_per_cpu_s=10.0)
     ratios = mode_ratios(mappers, spark)
     assert ratios["records_per_s"] == 4.0 and ratios["steady_records_per_s"] == 4.0
     assert ratios["records_per_cpu_s"] == 5.0

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from benchmarks.codec import to_json
 from benchmarks.plots import plot_all
 from benchmarks.report import render_report
 from benchmarks.state_figures import (
+    StateRun,
     growth,
     per_second,
     run_figures,
@@ -43,29 +45,34 @@ def _growing(t: int) -> float:  # a 1 h window: nothing closes in the run
     return t * 0.5
 
 
-def _run(window_s: int, samples: list[MemorySample], peak_rss: float) -> dict[str, Any]:
-    return {
-        "window_s": window_s,
-        "produced": 480_000,
-        "records_in": 480_000,
-        "windows_emitted": 2 if window_s == 60 else 0,
-        "redis_idle_mb": IDLE_MB,
-        "reducer_idle_rss_mb": 150.0,
+def _run(window_s: int, samples: list[MemorySample], peak_rss: float) -> StateRun:
+    return StateRun(
+        window_s=window_s,
+        produced=480_000,
+        records_in=480_000,
+        windows_emitted=2 if window_s == 60 else 0,
+        redis_idle_mb=IDLE_MB,
+        reducer_idle_rss_mb=150.0,
         **run_figures(samples, redis_idle_mb=IDLE_MB, reducer_peak_rss_mb=peak_rss),
-        "series": per_second(samples),
+        series=per_second(samples),
+    )
+
+
+def _windows(
+    long_redis: Callable[[int], float] = _growing, long_peak_rss: float = 210.0
+) -> dict[int, list[StateRun]]:
+    return {
+        60: [_run(60, _samples(_sawtooth, lambda t: 200.0), 205.0)],
+        600: [_run(600, _samples(_growing, lambda t: 200.0), 207.0)],
+        3600: [_run(3600, _samples(long_redis, lambda t: 200.0 + t / 60), long_peak_rss)],
     }
 
 
 def _state(
     long_redis: Callable[[int], float] = _growing, long_peak_rss: float = 210.0
 ) -> dict[str, Any]:
-    found = {
-        60: [_run(60, _samples(_sawtooth, lambda t: 200.0), 205.0)],
-        600: [_run(600, _samples(_growing, lambda t: 200.0), 207.0)],
-        3600: [_run(3600, _samples(long_redis, lambda t: 200.0 + t / 60), long_peak_rss)],
-    }
-    by_window = summarize_windows(found)
-    return {
+    by_window = summarize_windows(_windows(long_redis, long_peak_rss))
+    state = {
         "rate": 4000.0,
         "duration_s": 120,
         "sips": 250,
@@ -76,6 +83,8 @@ def _state(
         "by_window": by_window,
         "growth": growth(by_window),
     }
+    found_json: dict[str, Any] = to_json(state)  # as the results file keeps it
+    return found_json
 
 
 def test_window_labels() -> None:
@@ -126,16 +135,16 @@ def test_per_second_keeps_the_largest_sample_of_each_second() -> None:
 
 
 def test_growth_is_the_longest_window_over_the_shortest() -> None:
-    found = growth(_state()["by_window"])
+    found = growth(summarize_windows(_windows()))
     assert (found["shortest_s"], found["longest_s"]) == (60, 3600)
     assert found["redis_state_peak_mb"] == pytest.approx(59.5 / 29.5)
     assert found["redis_state_steady_mb"] == pytest.approx(44.75 / 14.75)
     assert found["reducer_peak_rss_mb"] == pytest.approx(210 / 205)
     # bounded state: the 1 h window holds what the 1 min one does
-    bounded = growth(_state(long_redis=_sawtooth)["by_window"])
+    bounded = growth(summarize_windows(_windows(long_redis=_sawtooth)))
     assert bounded["redis_state_peak_mb"] == pytest.approx(1.0)
     # one window length measured (the others failed): nothing to compare
-    alone = growth({"60": _state()["by_window"]["60"]})
+    alone = growth({"60": summarize_windows(_windows())["60"]})
     assert math.isnan(alone["redis_state_peak_mb"])
 
 

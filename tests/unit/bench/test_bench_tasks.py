@@ -4,17 +4,27 @@ section."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import pytest
 
+from benchmarks.codec import to_json
 from benchmarks.report import SECTIONS, render_report
 from benchmarks.report_tasks import TASKS_HEADING, tasks_section
 from benchmarks.results_reader import WindowSeen
 from benchmarks.runner import BenchConfig
 from benchmarks.targets import check_targets
-from benchmarks.task_figures import count_summary, tasks_verdict, with_time_ratios
+from benchmarks.task_figures import (
+    CountFigures,
+    Shape,
+    TasksResult,
+    TasksRun,
+    count_summary,
+    tasks_verdict,
+    with_time_ratios,
+)
 from benchmarks.task_shapes import COUNT_FIELD, SHAPES, Completion, data_windows, shapes_for
 from benchmarks.workload import Dataset
 from mars.sql import parse_task
@@ -90,67 +100,73 @@ def test_a_top_k_task_is_complete_when_every_data_window_has_its_rows() -> None:
     assert not completion.met({s: w for s, w in seen.items() if s != first})
 
 
-def run(seconds: float, cpu: float, *, complete: bool = True) -> dict[str, Any]:
-    return {
-        "seconds": seconds,
-        "records_per_s": 300_000 / seconds,
-        "cpu_s": cpu,
-        "complete": complete,
-        "slowest_by_shape_s": {"paper": seconds - 0.5, "distinct": seconds},
-    }
+def run(seconds: float, cpu: float, *, complete: bool = True, completed: int = 0) -> TasksRun:
+    return TasksRun(
+        seconds=seconds,
+        records_per_s=300_000 / seconds,
+        cpu_s=cpu,
+        complete=complete,
+        completed=completed,
+        slowest_by_shape_s={"paper": seconds - 0.5, "distinct": seconds},
+    )
 
 
-def tasks_found(ten: list[float]) -> dict[str, Any]:
+def tasks_result(ten: list[float]) -> TasksResult:
     by_count = {
         "1": count_summary([run(4.0, 3.0), run(5.0, 3.5), run(4.5, 3.2)]),
         "10": count_summary([run(s, 20.0) for s in ten]),
     }
-    return {
-        "mappers": 2,
-        "reducers": 1,
-        "records": 300_000,
-        "counts": [1, 10],
-        "shapes": [{"name": s.name, "what": s.what, "sql": s.sql("S")} for s in SHAPES],
-        "by_count": with_time_ratios(by_count),
-        "notes": [],
-    }
+    return TasksResult(
+        mappers=2,
+        reducers=1,
+        records=300_000,
+        counts=[1, 10],
+        shapes=[Shape(name=s.name, what=s.what, sql=s.sql("S")) for s in SHAPES],
+        by_count=with_time_ratios(by_count),
+    )
+
+
+def tasks_found(ten: list[float]) -> dict[str, Any]:
+    """`tasks_result` as the results file keeps it."""
+    found: dict[str, Any] = to_json(tasks_result(ten))
+    return found
 
 
 def test_time_ratio_is_the_ratio_of_medians_with_per_run_ratios() -> None:
-    found = tasks_found([18.0, 22.5, 20.0])["by_count"]
-    assert found["1"]["time_ratio"] == 1.0
-    assert found["10"]["time_ratio"] == pytest.approx(20.0 / 4.5)
-    assert found["10"]["time_ratio_runs"] == pytest.approx([18 / 4, 22.5 / 5, 20 / 4.5])
+    found = tasks_result([18.0, 22.5, 20.0]).by_count
+    assert found["1"].time_ratio == 1.0
+    assert found["10"].time_ratio == pytest.approx(20.0 / 4.5)
+    assert found["10"].time_ratio_runs == pytest.approx([18 / 4, 22.5 / 5, 20 / 4.5])
 
 
 def test_an_incomplete_run_counts_as_missing() -> None:
     summary = count_summary([run(4.0, 3.0), run(9.0, 3.0, complete=False)])
-    assert summary["seconds"]["median"] == 4.0
-    assert math.isnan(summary["seconds"]["runs"][1])
+    assert summary.seconds.median == 4.0
+    assert math.isnan(summary.seconds.runs[1])
 
 
 def test_verdict_met_missed_and_not_measured() -> None:
-    met = tasks_verdict(tasks_found([12.0, 13.5, 14.0]))
+    met = tasks_verdict(tasks_result([12.0, 13.5, 14.0]))
     assert met.met is True and met.missed_by == 0.0
     assert "**met**" in met.text() and "3.00x" in met.text()
-    missed = tasks_verdict(tasks_found([23.4, 23.4, 23.4]))  # 23.4 / 4.5 = 5.2x
+    missed = tasks_verdict(tasks_result([23.4, 23.4, 23.4]))  # 23.4 / 4.5 = 5.2x
     assert missed.met is False and missed.missed_by == pytest.approx(1.2)
     assert "**missed** by 1.20x (30% over the 4x allowed)" in missed.text()
-    quick = tasks_verdict({"by_count": {"1": {}, "3": {"time_ratio": 2.0}}})
+    quick = tasks_verdict(TasksResult(by_count={"1": CountFigures(), "3": CountFigures()}))
     assert quick.met is None and "not measured" in quick.text()
     assert tasks_verdict(None).met is None
 
 
 def test_section_shows_each_count_and_the_verdict() -> None:
-    text = "\n".join(tasks_section(tasks_found([23.4, 22.0, 25.0])))
-    assert text.startswith(TASKS_HEADING)
+    text = render_report({"tasks": tasks_found([23.4, 22.0, 25.0])}, images={})
+    assert f"{TASKS_HEADING}\n\n1, 10 tasks registered at once" in text
     assert "| 1 | 4.5 (4.0–5.0) | 66,667 (60,000–75,000) | 3.2 (3.0–3.5) | 3.20 | 1.00x |" in text
     assert (
         "| 10 | 23.4 (22.0–25.0) |" in text and "| 5.20x (4.40x–5.85x) | distinct (23.4) |" in text
     )
     assert "**missed** by 1.20x" in text
     assert "- top_k: top 10 devices" in text and "WITH (" not in text
-    assert tasks_section(None) == [TASKS_HEADING, "", "Not run.", ""]
+    assert f"{TASKS_HEADING}\n\nNot run.\n" in render_report({}, images={})
 
 
 def test_report_and_targets_carry_the_tasks_experiment() -> None:
@@ -167,15 +183,15 @@ def test_report_and_targets_carry_the_tasks_experiment() -> None:
 def test_quick_runs_fewer_tasks() -> None:
     quick = BenchConfig.build(quick=True, runs=None, experiments=("tasks",), command="x")
     full = BenchConfig.build(quick=False, runs=None, experiments=("tasks",), command="x")
-    assert quick.task_counts == (1, 3) and quick.records < full.records
-    assert full.task_counts == (1, 10, 50) and full.runs == 3
+    assert quick.of("tasks").counts == (1, 3) and quick.records < full.records
+    assert full.of("tasks").counts == (1, 10, 50) and full.runs == 3
 
 
 def test_an_incomplete_count_says_how_many_tasks_completed() -> None:
-    found = tasks_found([12.0, 13.5, 14.0])
-    partial = {**run(600.0, 900.0, complete=False), "completed": 45}
-    found["by_count"] = with_time_ratios({**found["by_count"], "50": count_summary([partial])})
-    text = "\n".join(tasks_section(found))
+    found = tasks_result([12.0, 13.5, 14.0])
+    partial = run(600.0, 900.0, complete=False, completed=45)
+    by_count = with_time_ratios({**found.by_count, "50": count_summary([partial])})
+    text = tasks_section(dataclasses.replace(found, by_count=by_count))
     assert (
         "| 50 | — (incomplete: 45/50 tasks complete at the timeout) | — | — | — | — | — |" in text
     )
