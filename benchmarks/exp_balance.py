@@ -54,6 +54,7 @@ from mars.registry.paths import ZkPaths
 from mars.registry.unit_assignment import read_assignment
 from mars.registry.units import Unit
 from mars.store.reducer_stats import figure_float
+from mars.tasks.spec import default_output_topic
 
 # task label -> (group columns, aggregates); the count is `n` in every task
 BALANCE_TASKS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
@@ -134,7 +135,7 @@ def skewed_tasks(
     try:
         for label, (groups, _) in BALANCE_TASKS.items():
             ids[label] = fresh_id(f"bal-{label}-")
-            output = f"mars.results.{ids[label]}"
+            output = default_output_topic(ids[label])
             bench.create_topic(output, bench.settings.kafka.result_partitions)
             reader = ResultReader(
                 kafka=bench.kafka, topic=output, count_field="n", key_fields=groups

@@ -47,6 +47,7 @@ from benchmarks.stats import Summary, merged_progress, steady_rate
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import Dataset, paper_sql
 from mars.config import MAPPER_BATCH_SIZE
+from mars.tasks.spec import default_output_topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +127,7 @@ def mars_run(
         run.start_reducers(reducers)
         startup = time.time() - launched
         task_id = fresh_id("e2e-")
-        output = f"mars.results.{task_id}"
+        output = default_output_topic(task_id)
         bench.create_topic(output, bench.settings.kafka.result_partitions)
         reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
         reader.start()

@@ -18,6 +18,7 @@ from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.report_format import fmt
 from benchmarks.results_reader import ResultReader
 from benchmarks.workload import paper_sql, preload
+from mars.tasks.spec import default_output_topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +89,7 @@ def faults_experiment(
         run.start_mappers(2)
         run.start_reducers(2)
         task_id = fresh_id("faults-")
-        output = f"mars.results.{task_id}"
+        output = default_output_topic(task_id)
         bench.create_topic(output, bench.settings.kafka.result_partitions)
         reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
         reader.start()

@@ -37,6 +37,7 @@ from benchmarks.workload import paper_sql
 from devtools.gen import Encoding, GeneratorConfig
 from devtools.gen.produce import produce
 from mars.config import KafkaSettings
+from mars.tasks.spec import default_output_topic
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,7 +153,7 @@ def live_task(
         run.start_mappers(mappers)
         run.start_reducers(reducers)
         task_id = fresh_id(f"{prefix}-")
-        output = f"mars.results.{task_id}"
+        output = default_output_topic(task_id)
         bench.create_topic(output, bench.settings.kafka.result_partitions)
         reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
         reader.start()

@@ -40,6 +40,7 @@ from benchmarks.stats import Summary
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
 from devtools.gen.nexmark import NexmarkConfig, encode_bids, generate_bids
 from devtools.gen.nexmark_produce import produce_bids
+from mars.tasks.spec import default_output_topic
 
 SENTINEL_AFTER_MS = 86_400_000  # a day after the data: past every data window and session
 TOPIC = "bids"  # the topic's name in the report's queries
@@ -241,7 +242,7 @@ def mars_query_run(
         run.start_mappers(plan.mappers)
         run.start_reducers(plan.reducers)
         task_id = fresh_id(f"nexmark-{query.name}-")
-        output = f"mars.results.{task_id}"
+        output = default_output_topic(task_id)
         bench.create_topic(output, bench.settings.kafka.result_partitions)
         collector = RowCollector(kafka=bench.kafka, topic=output, count_field="")
         collector.start()

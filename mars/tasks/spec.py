@@ -146,6 +146,13 @@ class TaskOptions:
         return BucketLayout(initial=self.buckets, changes=self.bucket_changes)
 
 
+def default_output_topic(task_id: str) -> str:
+    """Where a task's results go unless its options name a topic: `mars.results.<task id>`.
+    Callers that know only the id (a benchmark starting its reader before it registers the
+    task) ask here rather than spell the name again."""
+    return f"mars.results.{task_id}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskSpec:
     id: str
@@ -163,7 +170,7 @@ class TaskSpec:
 
     @property
     def output_topic(self) -> str:
-        return self.options.output_topic or f"mars.results.{self.id}"
+        return self.options.output_topic or default_output_topic(self.id)
 
     @property
     def late_topic(self) -> str:
