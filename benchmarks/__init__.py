@@ -1,4 +1,4 @@
-"""Benchmarks of Mars: the paper's experiments, scaled to one machine (`mars bench`).
+"""Benchmarks of Mars: [Mars]'s experiments, scaled to one machine (`mars bench`).
 
 One module per experiment (`exp_*.py`, each an `experiment.Experiment`), listed once in
 `registry.py`; `runner.py` runs the chosen ones on a fresh local cluster and writes

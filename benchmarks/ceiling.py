@@ -7,8 +7,8 @@ Each worker sets up its heap as a mapper does (`mars.heap`), assigns its partiti
 beginning with the mapper's consumer settings (`mapper.mapper_process.consumer_config`), consumes
 batches of `--batch` records split by partition (confluent-kafka's `consume` and the mapper's
 own loop, `group_by_partition`; or the native consumer's `consume_grouped`) and decodes each
-partition's values with the paper task's decoder (the mapper's decode path), until it reaches
-the partitions' end. Prints one JSON line: records, bytes, CPU seconds and `progress`, the
+partition's values with the reference query's decoder (the mapper's decode path), until it
+reaches the partitions' end. Prints one JSON line: records, bytes, CPU seconds and `progress`, the
 cumulative record count after each batch with its wall time, from which the harness takes the
 steady-state rate exactly as it does for the mappers.
 """

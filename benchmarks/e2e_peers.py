@@ -1,4 +1,4 @@
-"""The peers of the end-to-end experiment: the paper's query in the engines people would pick
+"""The peers of the end-to-end experiment: the reference query in the engines people would pick
 instead of Mars, each a child process reading the same preloaded topic as the Mars runs.
 
 - PySpark Structured Streaming (`benchmarks/spark_streaming.py`, the project's `.venv`);
@@ -157,7 +157,7 @@ def flink_args(
     log_dir: Path,
 ) -> list[str]:
     """The command line of `benchmarks.flink_sql`: a consumer group and transactional ids of
-    the run's own, every column of the CSV tuple by name, the window of the paper's query."""
+    the run's own, every column of the CSV tuple by name, the window of the reference query."""
     return [
         "--bootstrap", bootstrap,
         "--topic", topic,

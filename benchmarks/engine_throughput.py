@@ -1,4 +1,4 @@
-"""Per-core throughput of the batch engine on the paper's 20-field tuples (`devtools.gen`).
+"""Per-core throughput of the batch engine on the reference 20-field tuples (`devtools.gen`).
 
 For each query, in batches of `--batch` records (one partition, offsets in order):
 
@@ -11,7 +11,7 @@ For each query, in batches of `--batch` records (one partition, offsets in order
 
 Figures are records and MB of record bytes per CPU-second of this process
 (`time.process_time()`), honest on a shared, loaded machine; the wall-clock rate is printed
-too. `--profile` writes a pyinstrument report of the `columns` step of the paper query.
+too. `--profile` writes a pyinstrument report of the `columns` step of the reference query.
 
     .venv/bin/python benchmarks/engine_throughput.py [--records 200000] [--batch 5000]
         [--encoding json|csv] [--repeat 3] [--profile /tmp/engine.html]

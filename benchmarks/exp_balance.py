@@ -1,4 +1,4 @@
-"""Experiment 9 (issue 18): the skewed workload with and without load moves, in one invocation.
+"""Experiment 9: the skewed workload with and without load moves, in one invocation.
 
 Four tasks over one Zipf-skewed stream (`zipf_s` 1.2, tests/integration/test_load_balancing.py's
 workload): GROUP BY (sip, type), sip, dport and type, `buckets` buckets each, so their units cost

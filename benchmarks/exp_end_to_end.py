@@ -1,4 +1,4 @@
-"""Experiment 3 (and 5): the paper's query end to end, Mars vs PySpark Structured Streaming vs
+"""Experiment 3 (and 5): the reference query end to end, Mars vs PySpark Structured Streaming vs
 Quix Streams vs Flink SQL vs the consume+decode ceiling, on the same preloaded topic in the same
 invocation.
 

@@ -1,4 +1,4 @@
-"""Experiment 6 (the paper's Table 1, smaller): accuracy under faults.
+"""Experiment 6 ([Mars]'s accuracy experiment, smaller): accuracy under faults.
 
 A topic with 0.5 % malformed records and 3 s of disorder (so some records are late), read by
 2 mappers and 2 reducers; a mapper is SIGKILLed at ~30 % of the input and a reducer at ~60 %,

@@ -62,7 +62,7 @@ class Traffic:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LiveTask:
-    """A task (the paper's by default) over a fresh live topic, its processes running, a
+    """A task (the reference query by default) over a fresh live topic, its processes running, a
     reader on its result topic."""
 
     bench: BenchCluster
@@ -146,7 +146,8 @@ def live_task(
 ) -> Iterator[LiveTask]:
     """Mappers and reducers with default settings (the latency a user gets), the task
     registered on a fresh 4-partition topic; the reader stops and the processes with it.
-    `query` gives the task's SQL for the topic (default: the paper's, `window_s` windows)."""
+    `query` gives the task's SQL for the topic (default: the reference query, `window_s`
+    windows)."""
     topic = fresh_id(f"{prefix}_")
     bench.create_topic(topic, 4)
     with bench.run() as run:

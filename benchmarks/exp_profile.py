@@ -115,7 +115,7 @@ def limits(shares: Mapping[str, float]) -> list[str]:
         f"CSV decode is {share('CsvRecordDecoder.decode')}: Polars's CSV reader parses the "
         "whole batch in one call, after one Rust pass checks each line's width (the native "
         "consumer hands the records already joined; confluent-kafka's are joined first).",
-        f"Data sets are {share('Preaggregator._datasets')}: the paper's query has 8,000 "
+        f"Data sets are {share('Preaggregator._datasets')}: the reference query has 8,000 "
         "(sip, type) groups per window, so a batch's data sets hold up to one partial group "
         "per group and window it touches: Polars groups, msgspec encodes each column once, "
         "and with mars_native Rust cuts the columns into entries, hashes, sorts and joins them.",

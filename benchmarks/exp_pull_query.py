@@ -1,4 +1,4 @@
-"""Experiment 8 (issue 14): how fast a pull query answers, what it costs, and whether querying
+"""Experiment 8: how fast a pull query answers, what it costs, and whether querying
 slows the pipeline, while live traffic flows into long open windows.
 
 Per state size (`sips` x 8 types groups): a fresh task `SELECT sip, type, count(*) ... GROUP BY

@@ -1,9 +1,9 @@
-"""Experiment 10 (issue 16): the live pre-aggregation's records/s, `mars mapper` processes vs
+"""Experiment 10: the live pre-aggregation's records/s, `mars mapper` processes vs
 `mars spark stream`, same preloaded data and query, in one invocation.
 
 A Spark standalone master and `workers` workers (1 core, 1 GiB each) are started on the bench
 cluster first (`LocalCluster.start_spark`), so their idle daemons run during both modes. Then,
-over one preloaded topic (the paper's CSV tuples, no sentinel) and the paper's query, each mode
+over one preloaded topic (the reference CSV tuples, no sentinel) and the reference query, each mode
 on a fresh task under its own ZooKeeper root, no reducer (only the pre-aggregation is
 measured; the mappers' backpressure marks are out of reach, the stream has none):
 

@@ -1,4 +1,4 @@
-"""Experiment 7 (issue 11, bounded state): does memory grow with the window length?
+"""Experiment 7 (bounded state): does memory grow with the window length?
 
 The same live traffic (event time = wall clock, a fixed rate, `sips` x 8 types groups, so a
 window holds every group within its first seconds) into one fresh task per window length

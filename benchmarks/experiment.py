@@ -54,7 +54,7 @@ class Context:
         return self.loaded
 
     def preload(self, *, topic: str = "S", records: int = 0) -> Dataset:
-        """`records` (default the config's) of the paper's records preloaded into `topic`."""
+        """`records` (default the config's) of the reference tuples preloaded into `topic`."""
         records = records or self.config.records
         self.log(f"preloading {records:,} records into topic {topic} ...")
         data = preload(

@@ -4,7 +4,7 @@
 
 `JOB.json` holds `configuration` (the Flink settings the TableEnvironment is built with),
 `settings` (what the report says about the run, printed back), `statements` (the DDL, run in
-order) and `insert` (the INSERT that starts the job). `benchmarks.flink_sql` (the Mars paper's
+order) and `insert` (the INSERT that starts the job). `benchmarks.flink_sql` (the reference
 query) and `benchmarks.nexmark_flink` (the Nexmark queries) write the text; this module only
 runs it, under the peers' virtualenv, so it imports nothing but the standard library and
 `pyflink`, and that only in `run_job`.

@@ -1,4 +1,4 @@
-"""The paper's query in Flink SQL (PyFlink), the JVM stream processor peer of experiment 3.
+"""The reference query in Flink SQL (PyFlink), the JVM stream processor peer of experiment 3.
 
     <peer venv>/bin/python -m benchmarks.flink_sql --bootstrap H:P --topic S --output OUT \
         --group G --transactional-id-prefix T --jar flink-sql-connector-kafka.jar \
@@ -128,7 +128,7 @@ def sink_ddl(job: FlinkJob) -> str:
 
 
 def insert_sql(job: FlinkJob) -> str:
-    """The paper's query: COUNT(*) per (sip, type) and 60 s tumbling window of event time."""
+    """The reference query: COUNT(*) per (sip, type) and 60 s tumbling window of event time."""
     keys = ", ".join(quoted(key) for key in KEY_COLUMNS)
     # window_start is a TIMESTAMP(3) in the session's zone (UTC): seconds since the epoch by
     # TIMESTAMPDIFF (an INT, enough until 2038), then milliseconds.

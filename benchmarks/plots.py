@@ -72,7 +72,7 @@ def plot_all(results: dict[str, Any], img_dir: Path) -> dict[str, Path]:
             color=[color for _, _, color in bars],
         )
         ax.set_ylabel("records/s (median)")
-        ax.set_title("End to end, paper's query")
+        ax.set_title("End to end, reference query")
         written["e2e"] = _save(fig, img_dir / "bench_end_to_end.png")
     latency = results.get("latency") or {}
     if latency.get("latencies_s"):

@@ -1,4 +1,4 @@
-"""The paper's query in Quix Streams, the Python peer of experiment 3.
+"""The reference query in Quix Streams, the Python peer of experiment 3.
 
     <peer venv>/bin/python -m benchmarks.quix_streams --bootstrap H:P --topic S --output OUT \
         --group G --state-dir DIR --columns 0,2,1 --grace-s 600 --sentinel-type sentinel

@@ -1,4 +1,4 @@
-"""Sections 3, 3b and 5 of `docs/benchmarks.md`: the paper's query end to end, Mars vs its
+"""Sections 3, 3b and 5 of `docs/benchmarks.md`: the reference query end to end, Mars vs its
 peers (PySpark Structured Streaming, Quix Streams, Flink SQL) vs the consume+decode ceiling
 (experiment 3), again at steady state, and the memory of the Mars runs (experiment 5)."""
 

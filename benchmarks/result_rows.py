@@ -1,6 +1,6 @@
 """Every row of a result topic, read live (read_committed), with the wall time each arrived.
 
-`ResultReader` sums a count per window, which is all the Mars paper's query needs; the Nexmark
+`ResultReader` sums a count per window, which is all the reference query needs; the Nexmark
 check compares whole rows with the oracle's, so `RowCollector` keeps them (and still counts
 per window like its parent, for nothing else needs to change in how a topic is read).
 """

@@ -1,4 +1,4 @@
-"""The paper's query in PySpark Structured Streaming, the comparison of experiment 3.
+"""The reference query in PySpark Structured Streaming, the comparison of experiment 3.
 
     python -m benchmarks.spark_streaming --bootstrap H:P --topic S --output OUT --checkpoint DIR
 

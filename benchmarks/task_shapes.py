@@ -1,4 +1,4 @@
-"""The tasks experiment's pure parts: five task shapes over the paper's CSV tuples, the N tasks
+"""The tasks experiment's pure parts: five task shapes over the reference CSV tuples, the N tasks
 drawn from them round-robin, and when one task's results are all readable.
 
 Every shape counts `count(*)` besides its own aggregates, so its result rows carry
@@ -37,7 +37,7 @@ class TaskShape:
 SHAPES = (
     TaskShape(
         name="paper",
-        what="count(*) per sip, type; 60 s tumbling (the paper's query)",
+        what="count(*) per sip, type; 60 s tumbling (the reference query)",
         template="SELECT sip, type, timestamp, count(*) FROM {topic} "
         "GROUP BY sip, type, timestamp WINDOWING 60 s {options}",
     ),

@@ -1,4 +1,4 @@
-"""The benchmark input: the paper's tuples as ~144-byte CSV lines, preloaded into Kafka.
+"""The benchmark input: the reference tuples as ~144-byte CSV lines, preloaded into Kafka.
 
 Data is generated once per topic and reused by every run (each run is a fresh task id and a
 fresh consumer group). After the data, one *sentinel* record per partition carries an event
@@ -22,7 +22,7 @@ from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 CSV_COLUMNS = ",".join(FIELD_NAMES)
 SENTINEL_OFFSET_S = 86_400  # a day after the data: far past every data window
 SENTINEL_TYPE = "sentinel"  # the sentinel's `type`, a value the data never has
-PAPER_WINDOW_S = 60  # the paper's tumbling window
+PAPER_WINDOW_S = 60  # the reference query's tumbling window
 # Every topic of a benchmark keeps its records for good. The data's event times are in 2023, and
 # a record stamped with one (Quix Streams stamps its repartitioned records and its results
 # with their window's time) is past the broker's time retention: its check, every 5 minutes,
@@ -41,7 +41,7 @@ def csv_options(*, idle: str, more: str = "") -> str:
 def paper_sql(
     topic: str, *, window: str = "60 s", extra: str = "", idle: str = "10 s", options: str = ""
 ) -> str:
-    """The paper's query over CSV tuples: count per (sip, type) and tumbling window (`options`:
+    """The reference query over CSV tuples: count per (sip, type) and tumbling window (`options`:
     further WITH options, e.g. `preaggregation='spark'`)."""
     return (
         f"SELECT sip, type, timestamp, count(*) FROM {topic} GROUP BY sip, type, timestamp "
