@@ -15,6 +15,7 @@ from mars.aggregates.registry import (
     state_aggregates,
     wire_name,
 )
+from mars.aggregates.spread import StddevPop, StddevSamp, VarPop, VarSamp
 from mars.aggregates.sum import Sum
 
 __all__ = [
@@ -27,7 +28,11 @@ __all__ = [
     "Max",
     "Min",
     "PartialEncodingError",
+    "StddevPop",
+    "StddevSamp",
     "Sum",
+    "VarPop",
+    "VarSamp",
     "aggregate_for",
     "aggregate_for_call",
     "aggregates_for",

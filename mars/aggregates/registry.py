@@ -10,6 +10,7 @@ from mars.aggregates.counting import CountAll, CountNonNull
 from mars.aggregates.distinct import CountDistinct
 from mars.aggregates.extremum import Max, Min
 from mars.aggregates.hll import ApproxCountDistinct
+from mars.aggregates.spread import StddevPop, StddevSamp, VarPop, VarSamp
 from mars.aggregates.sum import Sum
 from mars.tasks.spec import AggFunc, AggregateCall, TaskSpec
 
@@ -20,6 +21,10 @@ _BY_FUNC: dict[AggFunc, type[Aggregate[Any]]] = {
     AggFunc.AVG: Average,
     AggFunc.COUNT_DISTINCT: CountDistinct,
     AggFunc.APPROX_COUNT_DISTINCT: ApproxCountDistinct,
+    AggFunc.VAR_POP: VarPop,
+    AggFunc.VAR_SAMP: VarSamp,
+    AggFunc.STDDEV_POP: StddevPop,
+    AggFunc.STDDEV_SAMP: StddevSamp,
 }
 
 # Wire name of COUNT(*), distinct from COUNT(expr): both share AggFunc.COUNT but differ in state

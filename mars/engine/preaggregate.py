@@ -192,7 +192,8 @@ class Preaggregator:
         return frame.filter(pl.col(_TIME).is_not_null())
 
     def _drop_non_numeric_arguments(self, frame: pl.DataFrame, bad: dict[int, str]) -> pl.DataFrame:
-        """SUM/AVG over an expression that did not give numbers: those records are bad."""
+        """A numeric aggregate (SUM, AVG, VAR, STDDEV) over an expression that did not give
+        numbers: those records are bad."""
         for i, (agg, call) in enumerate(
             zip(self._task.aggregates, self._task.spec.aggregates, strict=True)
         ):
@@ -206,7 +207,7 @@ class Preaggregator:
                 bad[row] = (
                     f"{call.func.value.upper()}({call.argument}) needs a number, got {value!r:.60}"
                 )
-            # What is left is NULL there: give it a numeric type so SUM/AVG can run.
+            # What is left is NULL there: give it a numeric type so the aggregate can run.
             frame = frame.filter(pl.col(argument_column(i)).is_null()).with_columns(
                 pl.col(argument_column(i)).cast(pl.Int64)
             )

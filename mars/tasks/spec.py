@@ -49,6 +49,11 @@ class AggFunc(StrEnum):
     AVG = "avg"  # partial state is (sum, count)
     COUNT_DISTINCT = "count_distinct"  # exact: partial state is the set of values
     APPROX_COUNT_DISTINCT = "approx_count_distinct"  # HyperLogLog sketch (Apache DataSketches)
+    # The spread aggregates: partial state is (count, mean, M2); STDDEV / VARIANCE are SAMP.
+    VAR_POP = "var_pop"
+    VAR_SAMP = "var_samp"
+    STDDEV_POP = "stddev_pop"
+    STDDEV_SAMP = "stddev_samp"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
