@@ -1,6 +1,7 @@
 """Recognises the aggregate calls of the task language and names them.
 
-COUNT(*), COUNT(col), COUNT(DISTINCT col), SUM, MIN, MAX, AVG, APPROX_COUNT_DISTINCT.
+COUNT(*), COUNT(col), COUNT(DISTINCT col), SUM, MIN, MAX, AVG, APPROX_COUNT_DISTINCT, and
+VAR_POP, VAR_SAMP (VARIANCE), STDDEV_POP, STDDEV_SAMP (STDDEV).
 Identical calls share one `AggregateCall`; an unaliased call is named from its text
 (`count_star`, `sum_bytes`), made unique against the names already taken.
 """
@@ -22,6 +23,12 @@ _SIMPLE_AGGREGATES: dict[type[exp.Expr], AggFunc] = {
     exp.Max: AggFunc.MAX,
     exp.Avg: AggFunc.AVG,
     exp.ApproxDistinct: AggFunc.APPROX_COUNT_DISTINCT,
+    # sqlglot reads VAR_SAMP and VARIANCE as one node (Variance), VAR_POP as VariancePop.
+    exp.VariancePop: AggFunc.VAR_POP,
+    exp.Variance: AggFunc.VAR_SAMP,
+    exp.StddevPop: AggFunc.STDDEV_POP,
+    exp.StddevSamp: AggFunc.STDDEV_SAMP,
+    exp.Stddev: AggFunc.STDDEV_SAMP,
 }
 
 
@@ -44,7 +51,8 @@ def read_aggregate(node: exp.AggFunc) -> tuple[AggFunc, exp.Expr | None]:
     if func is None:
         raise TaskError(
             f"unsupported aggregate function '{node.sql_name().lower()}'; use COUNT, SUM, MIN, "
-            "MAX, AVG, COUNT(DISTINCT ...) or APPROX_COUNT_DISTINCT",
+            "MAX, AVG, COUNT(DISTINCT ...), APPROX_COUNT_DISTINCT, VAR_POP, VAR_SAMP, "
+            "STDDEV_POP or STDDEV_SAMP",
             position=node_position(node),
         )
     argument = node.this
