@@ -1,7 +1,8 @@
 """Mars's output for a case against the oracle's: every row, and the counters.
 
 Rows are matched by `(window_start, *group values)`. Exact aggregates must be equal (floats
-within 1e-9 relative: a sum's rounding depends on the order of additions); approximate ones
+within their `Aggregate.relative` error, 1e-9 for a sum or an average, whose rounding depends
+on the order of additions, 1e-7 for a variance or standard deviation); approximate ones
 within their `Aggregate.approximate` relative error, or 1. A top-k task's rows of a window must
 be k (or every group, if fewer) of the oracle's rows, with the oracle's values, whose ranking
 values are the oracle's k largest: which of several tied groups is kept is Mars's choice.
@@ -100,14 +101,16 @@ def _key(row: Mapping[str, Any], keys: Sequence[str]) -> ResultKey:
     return (row["window_start"], *(row.get(k) for k in keys))
 
 
-def _tolerance(case: Case, name: str) -> float:
+def _tolerance(case: Case, name: str) -> tuple[float, float]:
+    """(approximate, relative) of the aggregate `name` (exact, 1e-9 for other columns)."""
     for aggregate in case.shape.aggregates:
         if aggregate.alias == name:
-            return aggregate.approximate
-    return 0.0
+            return aggregate.approximate, aggregate.relative
+    return 0.0, 1e-9
 
 
-def _same(got: Any, want: Any, approximate: float) -> bool:
+def _same(got: Any, want: Any, tolerance: tuple[float, float]) -> bool:
+    approximate, relative = tolerance
     if got is None or want is None:
         return got is None and want is None
     if isinstance(want, str) or isinstance(got, str):
@@ -115,7 +118,7 @@ def _same(got: Any, want: Any, approximate: float) -> bool:
     if approximate:
         return abs(float(got) - float(want)) <= max(1.0, approximate * float(want))
     if isinstance(want, float) or isinstance(got, float):
-        return math.isclose(float(got), float(want), rel_tol=1e-9, abs_tol=1e-9)
+        return math.isclose(float(got), float(want), rel_tol=relative, abs_tol=1e-9)
     return bool(got == want)
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from tests.differential.cases import AGGREGATES, Case, TaskShape, random_case
+from tests.differential.compare import problems
 from tests.differential.oracle import expected_of
 
 COUNT = AGGREGATES[0]  # count(*) AS n
@@ -87,3 +89,34 @@ def test_random_cases_render_sql_and_an_answer() -> None:
         assert "WINDOWING" in drawn.shape.mars_sql("S")
         expected = expected_of(drawn)
         assert expected.records == drawn.records >= expected.bad + expected.late
+
+
+def test_spread_aggregates_ignore_nulls_and_samp_is_null_for_one_value() -> None:
+    spreads = tuple(a for a in AGGREGATES if a.alias in {"vpv", "vrv", "ssv", "spf", "sdf"})
+    records = [
+        {"ts": 1, "k1": "a", "v": 2, "f": 1.0},
+        {"ts": 2, "k1": "a", "v": None, "f": 3.0},
+        {"ts": 3, "k1": "a", "v": 4},
+        {"ts": 4, "k1": "b", "v": 5, "f": 0.5},
+        {"ts": 5, "k1": "c"},
+    ]
+    expected = expected_of(case(shape(aggregates=spreads), records))
+    assert expected.rows == {
+        (0, "a"): {"vpv": 1.0, "vrv": 2.0, "ssv": 2**0.5, "spf": 1.0, "sdf": 2**0.5},
+        (0, "b"): {"vpv": 0.0, "vrv": None, "ssv": None, "spf": 0.0, "sdf": None},
+        (0, "c"): {"vpv": None, "vrv": None, "ssv": None, "spf": None, "sdf": None},
+    }
+
+
+def test_a_spread_result_is_compared_within_its_relative_tolerance() -> None:
+    spread = next(a for a in AGGREGATES if a.alias == "vpv")
+    drawn = case(shape(aggregates=(spread,)), [{"ts": 1, "k1": "a", "v": 2}])
+    expected = replace(expected_of(drawn), rows={(0, "a"): {"vpv": 1000.0}})
+    stats = {"records_in": 1}
+
+    def row(value: float | None) -> dict[str, Any]:
+        return {"window_start": 0, "k1": "a", "vpv": value}
+
+    assert problems(drawn, expected, [row(1000.0 * (1 + 5e-8))], stats) == []
+    assert problems(drawn, expected, [row(1000.0 * (1 + 5e-6))], stats) != []
+    assert problems(drawn, expected, [row(None)], stats) != []
