@@ -1,9 +1,9 @@
 """VAR_POP, VAR_SAMP, STDDEV_POP and STDDEV_SAMP over the moments (count, mean, M2).
 
 M2 is the sum of squared deviations from the mean. Partials merge with the parallel update of
-Chan, Golub and LeVeque: unlike a (sum, sum of squares) state it does not subtract two huge,
-nearly equal numbers, so the spread of values around a large offset (1e9 plus small noise)
-keeps its precision however the partials are split and merged. NULLs are ignored; every
+[ChanVariance]: unlike a (sum, sum of squares) state it does not subtract two huge, nearly
+equal numbers, so the spread of values around a large offset (1e9 plus small noise) keeps its
+precision however the partials are split and merged. NULLs are ignored; every
 result is NULL for a group without values, and the SAMP ones also for a group of one value
 (as in DuckDB and PostgreSQL).
 """
