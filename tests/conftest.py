@@ -9,10 +9,16 @@ from collections.abc import Iterator
 import pytest
 import redis
 from confluent_kafka.admin import AdminClient
+from hypothesis import settings as hypothesis_settings
 from kazoo.client import KazooClient
 
 from devtools.local import ClusterState, LocalCluster
 from mars.config import Settings, load_settings
+
+# Property tests check outcomes, not speed: on a loaded 2-core machine Hypothesis's per-example
+# deadline (200 ms) only adds failures that say nothing about the code.
+hypothesis_settings.register_profile("mars", deadline=None)
+hypothesis_settings.load_profile("mars")
 
 
 @pytest.fixture(scope="session")
