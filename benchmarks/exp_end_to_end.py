@@ -127,10 +127,7 @@ def mars_run(
         run.start_reducers(reducers)
         startup = time.time() - launched
         task_id = fresh_id("e2e-")
-        output = default_output_topic(task_id)
-        bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
-        reader.start()
+        reader = bench.read_results(ResultReader, default_output_topic(task_id))
         with bench.redis_sampler() as redis_peak:
             started = time.time()
             run.register(paper_sql(data.topic), task_id=task_id)

@@ -154,10 +154,7 @@ def live_task(
         run.start_mappers(mappers)
         run.start_reducers(reducers)
         task_id = fresh_id(f"{prefix}-")
-        output = default_output_topic(task_id)
-        bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
-        reader.start()
+        reader = bench.read_results(ResultReader, default_output_topic(task_id))
         sql = query(topic) if query else paper_sql(topic, window=f"{window_s} s", idle="60 s")
         run.register(sql, task_id=task_id)
         try:

@@ -242,10 +242,7 @@ def mars_query_run(
         run.start_mappers(plan.mappers)
         run.start_reducers(plan.reducers)
         task_id = fresh_id(f"nexmark-{query.name}-")
-        output = default_output_topic(task_id)
-        bench.create_topic(output, bench.settings.kafka.result_partitions)
-        collector = RowCollector(kafka=bench.kafka, topic=output, count_field="")
-        collector.start()
+        collector = bench.read_results(RowCollector, default_output_topic(task_id), count_field="")
         try:
             redis_cpu = cpu_seconds(redis) or 0.0
             started = time.time()
@@ -289,10 +286,8 @@ def flink_query_run(
     )
     path = log_dir / f"{output}.json"
     path.write_text(json.dumps(job_file(job, jar=jar), indent=2))
-    bench.create_topic(output, bench.settings.kafka.result_partitions)
     args = ["--job", str(path), "--log-dir", str(log_dir / f"flink-{run_id}")]
-    collector = RowCollector(kafka=bench.kafka, topic=output, count_field="")
-    collector.start()
+    collector = bench.read_results(RowCollector, output, count_field="")
     launched = time.time()
     try:
         child = spawn_module(
