@@ -36,7 +36,7 @@ from benchmarks.peers import PeerUnavailable, flink_kafka_jar, peer_python
 from benchmarks.procstat import cpu_seconds, tree_cpu_seconds, tree_peak_rss_mb
 from benchmarks.report_nexmark import NEXMARK_HEADING, nexmark_section
 from benchmarks.result_rows import RowCollector
-from benchmarks.stats import Summary
+from benchmarks.stats import Summary, summaries
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
 from devtools.gen.nexmark import NexmarkConfig, encode_bids, generate_bids
 from devtools.gen.nexmark_produce import produce_bids
@@ -96,11 +96,8 @@ class SystemRuns:
         return cls(
             runs=runs,
             exact=bool(runs) and all(r.check["exact"] for r in runs),
-            seconds=Summary.of([r.seconds for r in runs]),
-            records_per_s=Summary.of([r.records_per_s for r in runs]),
+            **summaries(runs, "seconds", "records_per_s", "records_per_cpu_s", "cpu_s"),
             records_per_s_per_core=Summary.of([r.records_per_s / cores for r in runs]),
-            records_per_cpu_s=Summary.of([r.records_per_cpu_s for r in runs]),
-            cpu_s=Summary.of([r.cpu_s for r in runs]),
         )
 
 
