@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from benchmarks.experiment import Base, Context, Log, Section
-from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.harness import fresh_id
 from benchmarks.nexmark_check import check, data_rows, keyed_rows
 from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
 from benchmarks.nexmark_oracle import Expected, expected_results
@@ -218,7 +218,7 @@ def _preload(ctx: Context, settings: NexmarkSettings) -> tuple[Loaded, NexmarkRe
 
 def mars_query_run(ctx: Context, query: NexmarkQuery, loaded: Loaded) -> QueryRun:
     bench, config = ctx.bench, ctx.config
-    redis = _redis_pid(bench)
+    redis = bench.pids("redis")[0]
     with bench.run() as run:
         run.start_mappers(config.mappers)
         run.start_reducers(config.reducers)
@@ -350,12 +350,6 @@ def _figures(
         records_per_cpu_s=loaded.records / cpu_s if complete and cpu_s > 0 else math.nan,
         check=verdict.as_dict(),
     )
-
-
-def _redis_pid(bench: BenchCluster) -> int:
-    state = bench.cluster.state
-    assert state is not None, "the cluster is not up"
-    return next(record.pid for record in state.processes if record.role == "redis")
 
 
 def _line(run: QueryRun) -> str:

@@ -286,6 +286,12 @@ class BenchCluster:
         reader.start()
         return reader
 
+    def pids(self, *roles: str) -> list[int]:
+        """The cluster's processes of these roles (`redis`, `spark-worker`, ...)."""
+        state = self.cluster.state
+        assert state is not None, "the cluster is not up"
+        return [record.pid for record in state.processes if record.role in roles]
+
     def redis_memory(self) -> dict[str, float]:
         info = self.redis.info("memory")
         return {
