@@ -30,7 +30,7 @@ from benchmarks.e2e_figures import (
     peak,
 )
 from benchmarks.e2e_peers import WINDOW_MS, flink_run, quix_run, spark_run
-from benchmarks.experiment import Base, Context, Log, Section
+from benchmarks.experiment import Base, Context, Log, Section, note
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.peers import PeerUnavailable
 from benchmarks.report_e2e import (
@@ -247,9 +247,9 @@ def _peer_run(
     try:
         found = run()
     except PeerUnavailable as error:
-        note = f"{name} not measured: {error}"
+        text = f"{name} not measured: {error}"
     except Exception as error:  # a failing peer must not lose Mars's and the others' runs
-        note = f"{name} failed: {error!r:.300}"
+        text = f"{name} failed: {error!r:.300}"
     else:
         if not found["complete"]:
             notes.append(
@@ -257,7 +257,5 @@ def _peer_run(
                 f"{data.records:,} records readable; exit codes {found['exit_codes']})"
             )
         return found
-    log(f"  {note}")
-    if note not in notes:
-        notes.append(note)
+    note(notes, text, log)
     return None

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from benchmarks.experiment import Base, Context, Log, Section
+from benchmarks.experiment import Base, Context, Section, note
 from benchmarks.harness import fresh_id
 from benchmarks.nexmark_check import check, data_rows, keyed_rows
 from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
@@ -153,10 +153,10 @@ def nexmark_experiment(ctx: Context, settings: NexmarkSettings) -> NexmarkResult
             try:
                 flink = flink_query_run(ctx, settings, query, loaded, log_dir=log_dir)
             except PeerUnavailable as error:
-                _note(notes, f"Flink SQL not measured: {error}", log)
+                note(notes, f"Flink SQL not measured: {error}", log)
                 continue
             except Exception as error:  # a failing peer must not lose Mars's runs
-                _note(notes, f"Flink SQL {query.name} failed: {error!r:.300}", log)
+                note(notes, f"Flink SQL {query.name} failed: {error!r:.300}", log)
                 continue
             found[query.name]["flink"].append(flink)
             log(f"  {query.name} flink run {index + 1}: {_line(flink)}")
@@ -358,12 +358,6 @@ def _line(run: QueryRun) -> str:
         f"{run.seconds:.1f} s, {run.records_per_s:,.0f} rec/s, "
         f"{run.records_per_cpu_s:,.0f} rec/CPU-s, {verdict}"
     )
-
-
-def _note(notes: list[str], note: str, log: Log) -> None:
-    log(f"  {note}")
-    if note not in notes:
-        notes.append(note)
 
 
 @dataclass(frozen=True, slots=True)
