@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.stats import Summary
+from benchmarks.stats import Summary, summaries
 from benchmarks.workload import Dataset
 
 PEER_NAMES = {
@@ -43,15 +43,12 @@ class SystemFigures:
 
         return cls(
             runs=runs,
-            seconds=Summary.of([r["seconds"] for r in runs]),
-            records_per_s=Summary.of([r["records_per_s"] for r in runs]),
+            **summaries(runs, "seconds", "records_per_s", "cpu_s", "startup_s"),
             mb_per_s=Summary.of([r["records_per_s"] * data.mean_bytes / 1e6 for r in runs]),
             records_per_s_with_startup=Summary.of(
                 [data.records / (r["startup_s"] + r["seconds"]) for r in runs]
             ),
-            cpu_s=Summary.of([r["cpu_s"] for r in runs]),
             cpu_s_per_million=Summary.of([per_million(r) for r in runs]),
-            startup_s=Summary.of([r["startup_s"] for r in runs]),
         )
 
 
@@ -66,12 +63,7 @@ class CeilingFigures:
 
     @classmethod
     def of(cls, runs: list[dict[str, Any]]) -> CeilingFigures:
-        return cls(
-            runs=runs,
-            records_per_s=Summary.of([r["records_per_s"] for r in runs]),
-            mb_per_s=Summary.of([r["mb_per_s"] for r in runs]),
-            records_per_cpu_s=Summary.of([r["records_per_cpu_s"] for r in runs]),
-        )
+        return cls(runs=runs, **summaries(runs, "records_per_s", "mb_per_s", "records_per_cpu_s"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

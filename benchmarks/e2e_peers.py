@@ -182,9 +182,7 @@ def _timed(
     timeout_s: float,
 ) -> dict[str, Any]:
     """Launch the peer's processes, wait for every `STARTED`, then for the results."""
-    bench.create_topic(output, bench.settings.kafka.result_partitions)
-    reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count")
-    reader.start()
+    reader = bench.read_results(ResultReader, output, count_field="count")
     before = data.sentinel_window_ms(WINDOW_MS)
     launched = time.time()
     children: Sequence[subprocess.Popen[str]] = []

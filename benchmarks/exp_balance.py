@@ -136,11 +136,9 @@ def skewed_tasks(
         for label, (groups, _) in BALANCE_TASKS.items():
             ids[label] = fresh_id(f"bal-{label}-")
             output = default_output_topic(ids[label])
-            bench.create_topic(output, bench.settings.kafka.result_partitions)
-            reader = ResultReader(
-                kafka=bench.kafka, topic=output, count_field="n", key_fields=groups
+            readers[label] = bench.read_results(
+                ResultReader, output, count_field="n", key_fields=groups
             )
-            readers[label] = reader.start()
         sqls = {
             label: task_sql(topic, label, window_s=window_s, buckets=plan.buckets, idle=idle)
             for label in ids

@@ -19,7 +19,6 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Any, ClassVar
 
 from benchmarks.e2e_figures import (
@@ -31,7 +30,7 @@ from benchmarks.e2e_figures import (
     peak,
 )
 from benchmarks.e2e_peers import WINDOW_MS, flink_run, quix_run, spark_run
-from benchmarks.experiment import Base, Context, Log, Section
+from benchmarks.experiment import Base, Context, Log, Section, note
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.peers import PeerUnavailable
 from benchmarks.report_e2e import (
@@ -76,7 +75,7 @@ class EndToEnd(Base[EndToEndSettings, EndToEndResult]):
     result_type = EndToEndResult
 
     def run(self, ctx: Context, settings: EndToEndSettings) -> EndToEndResult:
-        return _run(ctx, settings, ctx.dataset(), name=self.name)
+        return end_to_end_experiment(ctx, settings, ctx.dataset(), name=self.name)
 
     def report(self, result: EndToEndResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         if not result:
@@ -95,27 +94,11 @@ class Steady(Base[SteadySettings, EndToEndResult]):
 
     def run(self, ctx: Context, settings: SteadySettings) -> EndToEndResult:
         data = ctx.preload(topic="S_steady", records=settings.records)
-        found = _run(ctx, settings, data, name=self.name)
+        found = end_to_end_experiment(ctx, settings, data, name=self.name)
         return replace(found, dataset={**asdict(data), "mbytes": data.mbytes})
 
     def report(self, result: EndToEndResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         return (steady_section(result),) if result else self.not_run()
-
-
-def _run(ctx: Context, settings: EndToEndSettings, data: Dataset, *, name: str) -> EndToEndResult:
-    """Experiment 3 over `data`, its child processes' files under the experiment `name`."""
-    return end_to_end_experiment(
-        ctx.bench,
-        data,
-        runs=ctx.config.runs,
-        mappers=ctx.config.mappers,
-        reducers=ctx.config.reducers,
-        quix_processes=settings.quix_processes,
-        flink_parallelism=settings.flink_parallelism,
-        log_dir=ctx.work_dir(name),
-        timeout_s=ctx.config.timeout_s,
-        log=ctx.log,
-    )
 
 
 def mars_run(
@@ -127,10 +110,7 @@ def mars_run(
         run.start_reducers(reducers)
         startup = time.time() - launched
         task_id = fresh_id("e2e-")
-        output = default_output_topic(task_id)
-        bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
-        reader.start()
+        reader = bench.read_results(ResultReader, default_output_topic(task_id))
         with bench.redis_sampler() as redis_peak:
             started = time.time()
             run.register(paper_sql(data.topic), task_id=task_id)
@@ -192,22 +172,16 @@ def ceiling_run(
 
 
 def end_to_end_experiment(
-    bench: BenchCluster,
-    data: Dataset,
-    *,
-    runs: int,
-    mappers: int,
-    reducers: int,
-    quix_processes: int,
-    flink_parallelism: int,
-    log_dir: Path,
-    timeout_s: float,
-    log: Log = print,
+    ctx: Context, settings: EndToEndSettings, data: Dataset, *, name: str
 ) -> EndToEndResult:
-    """Interleaved runs (Mars, Spark, Quix Streams, Flink SQL, ceiling) so the machine's load
+    """Experiment 3 over `data`, its child processes' files under the experiment `name`.
+    Interleaved runs (Mars, Spark, Quix Streams, Flink SQL, ceiling) so the machine's load
     hits all alike. A peer that cannot run (its virtualenv or jar missing) or fails, or a run
     that does not complete, is noted in the result's `notes`; the other systems are measured
     all the same."""
+    bench, log, log_dir, timeout_s = ctx.bench, ctx.log, ctx.work_dir(name), ctx.config.timeout_s
+    mappers, reducers = ctx.config.mappers, ctx.config.reducers
+    quix_processes, flink_parallelism = settings.quix_processes, settings.flink_parallelism
     mars: list[dict[str, Any]] = []
     peers: dict[str, list[dict[str, Any]]] = {name: [] for name in PEER_NAMES}
     ceilings: dict[str, list[dict[str, Any]]] = {"confluent": [], "native": []}
@@ -221,7 +195,7 @@ def end_to_end_experiment(
             bench, data, parallelism=flink_parallelism, timeout_s=timeout_s, log_dir=log_dir
         ),
     }
-    for index in range(runs):
+    for index in range(ctx.config.runs):
         mars.append(mars_run(bench, data, mappers=mappers, reducers=reducers, timeout_s=timeout_s))
         log(f"  mars  run {index + 1}: {mars[-1]['seconds']:.1f} s")
         for name, run in peer_runs.items():
@@ -273,9 +247,9 @@ def _peer_run(
     try:
         found = run()
     except PeerUnavailable as error:
-        note = f"{name} not measured: {error}"
+        text = f"{name} not measured: {error}"
     except Exception as error:  # a failing peer must not lose Mars's and the others' runs
-        note = f"{name} failed: {error!r:.300}"
+        text = f"{name} failed: {error!r:.300}"
     else:
         if not found["complete"]:
             notes.append(
@@ -283,7 +257,5 @@ def _peer_run(
                 f"{data.records:,} records readable; exit codes {found['exit_codes']})"
             )
         return found
-    log(f"  {note}")
-    if note not in notes:
-        notes.append(note)
+    note(notes, text, log)
     return None

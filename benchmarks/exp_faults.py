@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from benchmarks.experiment import Base, Context, Log, Section, render
-from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.experiment import Base, Context, Section, render
+from benchmarks.harness import fresh_id
 from benchmarks.report_format import fmt
 from benchmarks.results_reader import ResultReader
 from benchmarks.workload import paper_sql, preload
@@ -51,9 +51,7 @@ class Faults(Base[FaultSettings, FaultResult]):
     result_type = FaultResult
 
     def run(self, ctx: Context, settings: FaultSettings) -> FaultResult:
-        return faults_experiment(
-            ctx.bench, records=settings.records, timeout_s=ctx.config.timeout_s, log=ctx.log
-        )
+        return faults_experiment(ctx, records=settings.records)
 
     def report(self, result: FaultResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         if not result:
@@ -68,9 +66,8 @@ class Faults(Base[FaultSettings, FaultResult]):
         return (render("faults", events="; ".join(result.events), row=" | ".join(row)),)
 
 
-def faults_experiment(
-    bench: BenchCluster, *, records: int, timeout_s: float, log: Log = print
-) -> FaultResult:
+def faults_experiment(ctx: Context, *, records: int) -> FaultResult:
+    bench, timeout_s = ctx.bench, ctx.config.timeout_s
     topic = fresh_id("faults_")
     data = preload(
         bench.kafka,
@@ -89,10 +86,7 @@ def faults_experiment(
         run.start_mappers(2)
         run.start_reducers(2)
         task_id = fresh_id("faults-")
-        output = default_output_topic(task_id)
-        bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
-        reader.start()
+        reader = bench.read_results(ResultReader, default_output_topic(task_id))
         run.register(paper_sql(topic, window="10 s", idle="2 s"), task_id=task_id)
         started = time.monotonic()
         run.wait_records_in(int(records * 0.3), timeout_s=timeout_s)
@@ -123,7 +117,7 @@ def faults_experiment(
     late = stats.get("late", 0) + stats.get("late_reducer", 0)
     bad = stats.get("bad", 0)
     for event in events:
-        log(f"  {event}")
+        ctx.log(f"  {event}")
     return FaultResult(
         produced=data.records,
         in_results=in_results,

@@ -22,7 +22,7 @@ from multiprocessing.process import BaseProcess
 from typing import ClassVar
 
 from benchmarks.e2e_figures import EndToEndResult
-from benchmarks.experiment import Base, Context, Log, Section, render
+from benchmarks.experiment import Base, Context, Section, render
 from benchmarks.harness import BenchCluster, Run, fresh_id
 from benchmarks.report_format import fmt, image
 from benchmarks.results_reader import ResultReader
@@ -154,10 +154,7 @@ def live_task(
         run.start_mappers(mappers)
         run.start_reducers(reducers)
         task_id = fresh_id(f"{prefix}-")
-        output = default_output_topic(task_id)
-        bench.create_topic(output, bench.settings.kafka.result_partitions)
-        reader = ResultReader(kafka=bench.kafka, topic=output, count_field="count_star")
-        reader.start()
+        reader = bench.read_results(ResultReader, default_output_topic(task_id))
         sql = query(topic) if query else paper_sql(topic, window=f"{window_s} s", idle="60 s")
         run.register(sql, task_id=task_id)
         try:
@@ -174,17 +171,13 @@ def live_task(
 
 
 def latency_run(
-    bench: BenchCluster,
-    *,
-    rate: float,
-    duration_s: int,
-    window_s: int,
-    mappers: int,
-    reducers: int,
-    warmup_s: float = 10.0,
+    ctx: Context, settings: LatencySettings, *, rate: float, warmup_s: float = 10.0
 ) -> list[float]:
     """Latencies (seconds) of the windows of one run."""
-    with live_task(bench, window_s=window_s, mappers=mappers, reducers=reducers) as live:
+    window_s, duration_s, config = settings.window_s, settings.duration_s, ctx.config
+    with live_task(
+        ctx.bench, window_s=window_s, mappers=config.mappers, reducers=config.reducers
+    ) as live:
         start_s = live.send(rate=rate, duration_s=duration_s)
         time.sleep(window_s + 5)
     return window_latencies(
@@ -242,20 +235,11 @@ class Latency(Base[LatencySettings, LatencyResult]):
     result_type = LatencyResult
 
     def run(self, ctx: Context, settings: LatencySettings) -> LatencyResult:
-        def at(rate: float) -> LatencyResult:
-            return latency_experiment(
-                ctx.bench,
-                rate=rate,
-                runs=ctx.config.runs,
-                duration_s=settings.duration_s,
-                window_s=settings.window_s,
-                mappers=ctx.config.mappers,
-                reducers=ctx.config.reducers,
-                log=ctx.log,
-            )
-
         rate = half_the_maximum(ctx.results)
-        return dataclasses.replace(at(rate), lighter=at(round(rate / 2, -2)))
+        found = latency_experiment(ctx, settings, rate=rate)
+        return dataclasses.replace(
+            found, lighter=latency_experiment(ctx, settings, rate=round(rate / 2, -2))
+        )
 
     def report(self, result: LatencyResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         if not result:
@@ -294,37 +278,20 @@ def half_the_maximum(results: Mapping[str, object]) -> float:
     return 5000.0
 
 
-def latency_experiment(
-    bench: BenchCluster,
-    *,
-    rate: float,
-    runs: int,
-    duration_s: int,
-    window_s: int,
-    mappers: int,
-    reducers: int,
-    log: Log = print,
-) -> LatencyResult:
+def latency_experiment(ctx: Context, settings: LatencySettings, *, rate: float) -> LatencyResult:
     latencies: list[float] = []
     per_run = []
-    for index in range(runs):
-        found = latency_run(
-            bench,
-            rate=rate,
-            duration_s=duration_s,
-            window_s=window_s,
-            mappers=mappers,
-            reducers=reducers,
-        )
+    for index in range(ctx.config.runs):
+        found = latency_run(ctx, settings, rate=rate)
         latencies += found
         per_run.append(
             LatencyRun(windows=len(found), p50_s=percentile(found, 50), p99_s=percentile(found, 99))
         )
-        log(f"  latency run {index + 1}: {len(found)} windows, p50 {per_run[-1].p50_s:.3f} s")
+        ctx.log(f"  latency run {index + 1}: {len(found)} windows, p50 {per_run[-1].p50_s:.3f} s")
     return LatencyResult(
         rate=rate,
-        window_s=window_s,
-        duration_s=duration_s,
+        window_s=settings.window_s,
+        duration_s=settings.duration_s,
         windows=len(latencies),
         p50_s=percentile(latencies, 50),
         p99_s=percentile(latencies, 99),

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from benchmarks.experiment import Base, Context, Log, Section
-from benchmarks.harness import BenchCluster, fresh_id
+from benchmarks.experiment import Base, Context, Section, note
+from benchmarks.harness import fresh_id
 from benchmarks.nexmark_check import check, data_rows, keyed_rows
 from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
 from benchmarks.nexmark_oracle import Expected, expected_results
@@ -36,7 +36,7 @@ from benchmarks.peers import PeerUnavailable, flink_kafka_jar, peer_python
 from benchmarks.procstat import cpu_seconds, tree_cpu_seconds, tree_peak_rss_mb
 from benchmarks.report_nexmark import NEXMARK_HEADING, nexmark_section
 from benchmarks.result_rows import RowCollector
-from benchmarks.stats import Summary
+from benchmarks.stats import Summary, summaries
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
 from devtools.gen.nexmark import NexmarkConfig, encode_bids, generate_bids
 from devtools.gen.nexmark_produce import produce_bids
@@ -44,22 +44,7 @@ from mars.tasks.spec import default_output_topic
 
 SENTINEL_AFTER_MS = 86_400_000  # a day after the data: past every data window and session
 TOPIC = "bids"  # the topic's name in the report's queries
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NexmarkPlan:
-    """What experiment 12 runs."""
-
-    records: int
-    runs: int
-    partitions: int = 4
-    span_s: int = 1800
-    seed: int = 7
-    mappers: int = 2
-    reducers: int = 1
-    flink_parallelism: int = 2
-    queries: tuple[str, ...] = ("q5", "q7", "q11")
-    timeout_s: float = 900.0
+SPAN_S, SEED, QUERY_NAMES = 1800, 7, ("q5", "q7", "q11")  # the bids' event time, the queries
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,11 +96,8 @@ class SystemRuns:
         return cls(
             runs=runs,
             exact=bool(runs) and all(r.check["exact"] for r in runs),
-            seconds=Summary.of([r.seconds for r in runs]),
-            records_per_s=Summary.of([r.records_per_s for r in runs]),
+            **summaries(runs, "seconds", "records_per_s", "records_per_cpu_s", "cpu_s"),
             records_per_s_per_core=Summary.of([r.records_per_s / cores for r in runs]),
-            records_per_cpu_s=Summary.of([r.records_per_cpu_s for r in runs]),
-            cpu_s=Summary.of([r.cpu_s for r in runs]),
         )
 
 
@@ -153,38 +135,37 @@ class NexmarkResult:
     notes: list[str] = field(default_factory=list)
 
 
-def nexmark_experiment(
-    bench: BenchCluster, plan: NexmarkPlan, *, log_dir: Path, log: Log = print
-) -> NexmarkResult:
+def nexmark_experiment(ctx: Context, settings: NexmarkSettings) -> NexmarkResult:
     """Runs interleaved (for each run, each query: Mars, then Flink) so load hits both alike;
     Flink missing or failing is noted and Mars measured all the same."""
-    loaded, preload = _preload(bench, plan, log)
-    queries = [QUERIES[name] for name in plan.queries]
+    log, log_dir, config = ctx.log, ctx.work_dir("nexmark"), ctx.config
+    loaded, preload = _preload(ctx, settings)
+    queries = [QUERIES[name] for name in QUERY_NAMES]
     found: dict[str, dict[str, list[QueryRun]]] = {
         q.name: {"mars": [], "flink": []} for q in queries
     }
     notes: list[str] = []
-    for index in range(plan.runs):
+    for index in range(config.runs):
         for query in queries:
-            mars = mars_query_run(bench, query, loaded, plan=plan)
+            mars = mars_query_run(ctx, query, loaded)
             found[query.name]["mars"].append(mars)
             log(f"  {query.name} mars  run {index + 1}: {_line(mars)}")
             try:
-                flink = flink_query_run(bench, query, loaded, plan=plan, log_dir=log_dir)
+                flink = flink_query_run(ctx, settings, query, loaded, log_dir=log_dir)
             except PeerUnavailable as error:
-                _note(notes, f"Flink SQL not measured: {error}", log)
+                note(notes, f"Flink SQL not measured: {error}", log)
                 continue
             except Exception as error:  # a failing peer must not lose Mars's runs
-                _note(notes, f"Flink SQL {query.name} failed: {error!r:.300}", log)
+                note(notes, f"Flink SQL {query.name} failed: {error!r:.300}", log)
                 continue
             found[query.name]["flink"].append(flink)
             log(f"  {query.name} flink run {index + 1}: {_line(flink)}")
     return replace(
         preload,
         cores=os.cpu_count() or 1,
-        mappers=plan.mappers,
-        reducers=plan.reducers,
-        flink_parallelism=plan.flink_parallelism,
+        mappers=config.mappers,
+        reducers=config.reducers,
+        flink_parallelism=settings.flink_parallelism,
         queries={
             q.name: QueryResult(
                 title=q.title,
@@ -200,18 +181,19 @@ def nexmark_experiment(
     )
 
 
-def _preload(bench: BenchCluster, plan: NexmarkPlan, log: Log) -> tuple[Loaded, NexmarkResult]:
-    config = NexmarkConfig(count=plan.records, seed=plan.seed, span_s=plan.span_s)
+def _preload(ctx: Context, settings: NexmarkSettings) -> tuple[Loaded, NexmarkResult]:
+    bench, records, partitions = ctx.bench, settings.records, ctx.config.partitions
+    config = NexmarkConfig(count=records, seed=SEED, span_s=SPAN_S)
     bids = generate_bids(config)
     data_end_ms = int(bids.date_time.max()) + 1
     topic = fresh_id(f"{TOPIC}_")  # a topic name the task language reads: no '-'
-    log(f"preloading {plan.records:,} Nexmark bids into topic {topic} ...")
-    bench.create_topic(topic, plan.partitions)
+    ctx.log(f"preloading {records:,} Nexmark bids into topic {topic} ...")
+    bench.create_topic(topic, partitions)
     report = produce_bids(
         bench.kafka,
         topic,
         bids,
-        partitions=plan.partitions,
+        partitions=partitions,
         sentinel_ms=data_end_ms + SENTINEL_AFTER_MS,
     )
     started = time.monotonic()
@@ -219,13 +201,13 @@ def _preload(bench: BenchCluster, plan: NexmarkPlan, log: Log) -> tuple[Loaded, 
     oracle_s = time.monotonic() - started
     sample = encode_bids(bids, 0, min(len(bids), 20_000))
     mean_bytes = sum(map(len, sample)) / max(len(sample), 1)
-    log(f"  {report.records_per_s:,.0f} bids/s produced; oracle in {oracle_s:.1f} s")
-    loaded = Loaded(topic=topic, records=plan.records, data_end_ms=data_end_ms, expected=expected)
+    ctx.log(f"  {report.records_per_s:,.0f} bids/s produced; oracle in {oracle_s:.1f} s")
+    loaded = Loaded(topic=topic, records=records, data_end_ms=data_end_ms, expected=expected)
     return loaded, NexmarkResult(
-        records=plan.records,
-        partitions=plan.partitions,
-        span_s=plan.span_s,
-        seed=plan.seed,
+        records=records,
+        partitions=partitions,
+        span_s=SPAN_S,
+        seed=SEED,
         mean_bytes=mean_bytes,
         distinct_times=len(set(bids.date_time.tolist())),
         produce_rate=report.records_per_s,
@@ -234,23 +216,19 @@ def _preload(bench: BenchCluster, plan: NexmarkPlan, log: Log) -> tuple[Loaded, 
     )
 
 
-def mars_query_run(
-    bench: BenchCluster, query: NexmarkQuery, loaded: Loaded, *, plan: NexmarkPlan
-) -> QueryRun:
-    redis = _redis_pid(bench)
+def mars_query_run(ctx: Context, query: NexmarkQuery, loaded: Loaded) -> QueryRun:
+    bench, config = ctx.bench, ctx.config
+    redis = bench.pids("redis")[0]
     with bench.run() as run:
-        run.start_mappers(plan.mappers)
-        run.start_reducers(plan.reducers)
+        run.start_mappers(config.mappers)
+        run.start_reducers(config.reducers)
         task_id = fresh_id(f"nexmark-{query.name}-")
-        output = default_output_topic(task_id)
-        bench.create_topic(output, bench.settings.kafka.result_partitions)
-        collector = RowCollector(kafka=bench.kafka, topic=output, count_field="")
-        collector.start()
+        collector = bench.read_results(RowCollector, default_output_topic(task_id), count_field="")
         try:
             redis_cpu = cpu_seconds(redis) or 0.0
             started = time.time()
             run.register(query.mars_sql(loaded.topic), task_id=task_id)
-            finished = _wait_rows(collector, "mars", query.name, loaded, timeout_s=plan.timeout_s)
+            finished = _wait_rows(collector, "mars", query.name, loaded, timeout_s=config.timeout_s)
             figures = run.figures()
             redis_cpu = (cpu_seconds(redis) or 0.0) - redis_cpu
             counters = run.stats()  # late and bad: none with partitions in time order
@@ -268,13 +246,9 @@ def mars_query_run(
 
 
 def flink_query_run(
-    bench: BenchCluster,
-    query: NexmarkQuery,
-    loaded: Loaded,
-    *,
-    plan: NexmarkPlan,
-    log_dir: Path,
+    ctx: Context, settings: NexmarkSettings, query: NexmarkQuery, loaded: Loaded, *, log_dir: Path
 ) -> QueryRun:
+    bench = ctx.bench
     python = peer_python()
     jar = flink_kafka_jar()
     output = fresh_id(f"flink-{query.name}-")
@@ -285,14 +259,12 @@ def flink_query_run(
         topic=loaded.topic,
         output=output,
         run_id=run_id,
-        parallelism=plan.flink_parallelism,
+        parallelism=settings.flink_parallelism,
     )
     path = log_dir / f"{output}.json"
     path.write_text(json.dumps(job_file(job, jar=jar), indent=2))
-    bench.create_topic(output, bench.settings.kafka.result_partitions)
     args = ["--job", str(path), "--log-dir", str(log_dir / f"flink-{run_id}")]
-    collector = RowCollector(kafka=bench.kafka, topic=output, count_field="")
-    collector.start()
+    collector = bench.read_results(RowCollector, output, count_field="")
     launched = time.time()
     try:
         child = spawn_module(
@@ -309,7 +281,7 @@ def flink_query_run(
                 "flink",
                 query.name,
                 loaded,
-                timeout_s=plan.timeout_s,
+                timeout_s=ctx.config.timeout_s,
                 alive=lambda: child.poll() is None,
             )
             cpu = tree_cpu_seconds(child.pid) - cpu
@@ -380,24 +352,12 @@ def _figures(
     )
 
 
-def _redis_pid(bench: BenchCluster) -> int:
-    state = bench.cluster.state
-    assert state is not None, "the cluster is not up"
-    return next(record.pid for record in state.processes if record.role == "redis")
-
-
 def _line(run: QueryRun) -> str:
     verdict = "exact" if run.check["exact"] else f"NOT EXACT ({run.check['first_problem']})"
     return (
         f"{run.seconds:.1f} s, {run.records_per_s:,.0f} rec/s, "
         f"{run.records_per_cpu_s:,.0f} rec/CPU-s, {verdict}"
     )
-
-
-def _note(notes: list[str], note: str, log: Log) -> None:
-    log(f"  {note}")
-    if note not in notes:
-        notes.append(note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,17 +377,7 @@ class Nexmark(Base[NexmarkSettings, NexmarkResult]):
     result_type = NexmarkResult
 
     def run(self, ctx: Context, settings: NexmarkSettings) -> NexmarkResult:
-        config = ctx.config
-        plan = NexmarkPlan(
-            records=settings.records,
-            runs=config.runs,
-            partitions=config.partitions,
-            mappers=config.mappers,
-            reducers=config.reducers,
-            flink_parallelism=settings.flink_parallelism,
-            timeout_s=config.timeout_s,
-        )
-        return nexmark_experiment(ctx.bench, plan, log_dir=ctx.work_dir("nexmark"), log=ctx.log)
+        return nexmark_experiment(ctx, settings)
 
     def report(self, result: NexmarkResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         return (nexmark_section(result),) if result else self.not_run()

@@ -90,12 +90,6 @@ class CpuWatch:
             self.samples.append((time.monotonic(), self._total()))
 
 
-def spark_daemon_pids(bench: BenchCluster) -> list[int]:
-    state = bench.cluster.state
-    assert state is not None, "the cluster is not up"
-    return [record.pid for record in state.processes if record.role in SPARK_ROLES]
-
-
 def mappers_mode(bench: BenchCluster, data: Dataset, plan: StreamPlan) -> ModeFigures:
     """`plan.mappers` mapper processes launched, then the task registered."""
     with bench.run(batch_size=plan.batch_size) as run:
@@ -115,7 +109,7 @@ def spark_mode(
     bench: BenchCluster, data: Dataset, plan: StreamPlan, *, master: str, log_dir: Path
 ) -> ModeFigures:
     """The task registered for Spark, then `mars spark stream` launched on `master`."""
-    daemons = spark_daemon_pids(bench)
+    daemons = bench.pids(*SPARK_ROLES)
     with bench.run(batch_size=plan.batch_size) as run:
         spec = run.register(paper_sql(data.topic, options="preaggregation='spark'"))
         log = log_dir / f"stream-{spec.id}.log"

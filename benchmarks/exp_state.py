@@ -14,13 +14,12 @@ its window closes grows for as long as the run lasts.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from benchmarks.exp_latency import live_task
-from benchmarks.experiment import Base, Context, Log, Section, render
-from benchmarks.harness import BenchCluster
+from benchmarks.experiment import Base, Context, Section, render
 from benchmarks.procstat import rss_mb
 from benchmarks.report_format import fmt, image, med
 from benchmarks.state_figures import (
@@ -75,17 +74,7 @@ class State(Base[StateSettings, StateResult]):
     result_type = StateResult
 
     def run(self, ctx: Context, settings: StateSettings) -> StateResult:
-        return state_experiment(
-            ctx.bench,
-            windows_s=settings.windows_s,
-            rate=settings.rate,
-            duration_s=settings.duration_s,
-            sips=settings.sips,
-            runs=settings.runs,
-            mappers=ctx.config.mappers,
-            reducers=ctx.config.reducers,
-            log=ctx.log,
-        )
+        return state_experiment(ctx, settings)
 
     def report(self, result: StateResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         if not result:
@@ -133,9 +122,6 @@ class State(Base[StateSettings, StateResult]):
             "reducer_idle": _span(by_window, "reducer_idle_rss_mb", ".0f"),
             "image": image(images, "state", "memory over time per window length"),
         }
-        values.update(
-            {k: getattr(result, k) for k in ("duration_s", "sips", "mappers", "reducers")}
-        )
         too_short_text = render("state_too_short", **values) if too_short else ""
         return (render("state", too_short=too_short_text, **values),)
 
@@ -155,22 +141,14 @@ def state_sql(topic: str, *, window_s: int) -> str:
     )
 
 
-def state_run(
-    bench: BenchCluster,
-    *,
-    window_s: int,
-    rate: float,
-    duration_s: int,
-    sips: int,
-    mappers: int,
-    reducers: int,
-) -> StateRun:
+def state_run(ctx: Context, settings: StateSettings, *, window_s: int, duration_s: int) -> StateRun:
     """One window length: fresh task and processes, `duration_s` of traffic, memory sampled."""
+    bench, rate = ctx.bench, settings.rate
     with live_task(
         bench,
         window_s=window_s,
-        mappers=mappers,
-        reducers=reducers,
+        mappers=ctx.config.mappers,
+        reducers=ctx.config.reducers,
         prefix="state",
         query=lambda topic: state_sql(topic, window_s=window_s),
     ) as live:
@@ -178,7 +156,7 @@ def state_run(
         redis_idle_mb = bench.redis_memory()["used_memory_mb"]
         reducer_idle_mb = sum(rss_mb(pid) or 0.0 for pid in pids)
         with bench.redis_sampler(pids=pids) as sampler:
-            live.send(rate=rate, duration_s=duration_s, sips=sips)
+            live.send(rate=rate, duration_s=duration_s, sips=settings.sips)
         figures = live.run.figures()["reducers"]
         records_in = live.run.stats().get("records_in", 0)
     peaks = [f.peak_rss_mb for f in figures]
@@ -198,47 +176,20 @@ def state_run(
     )
 
 
-def state_experiment(
-    bench: BenchCluster,
-    *,
-    windows_s: Sequence[int],
-    rate: float,
-    duration_s: int,
-    sips: int,
-    runs: int,
-    mappers: int,
-    reducers: int,
-    warmup_s: int = 10,
-    log: Log = print,
-) -> StateResult:
+def state_experiment(ctx: Context, settings: StateSettings, *, warmup_s: int = 10) -> StateResult:
     """Every window length once per run, interleaved, so the machine's load hits all alike.
 
     First an unmeasured `warmup_s` run: a Redis that served no task yet grows by about
     0.5 MiB of its own (script cache, clients, allocations it keeps) during its first task,
     which would otherwise count as the first window length's state."""
-    state_run(
-        bench,
-        window_s=windows_s[0],
-        rate=rate,
-        duration_s=warmup_s,
-        sips=sips,
-        mappers=mappers,
-        reducers=reducers,
-    )
+    windows_s, duration_s = settings.windows_s, settings.duration_s
+    state_run(ctx, settings, window_s=windows_s[0], duration_s=warmup_s)
     found: dict[int, list[StateRun]] = {window_s: [] for window_s in windows_s}
-    for index in range(runs):
+    for index in range(settings.runs):
         for window_s in windows_s:
-            run = state_run(
-                bench,
-                window_s=window_s,
-                rate=rate,
-                duration_s=duration_s,
-                sips=sips,
-                mappers=mappers,
-                reducers=reducers,
-            )
+            run = state_run(ctx, settings, window_s=window_s, duration_s=duration_s)
             found[window_s].append(run)
-            log(
+            ctx.log(
                 f"  state {window_label(window_s)} run {index + 1}: Redis +"
                 f"{run.redis_state_peak_mb:.1f} MiB peak, reducer "
                 f"{run.reducer_peak_rss_mb:.0f} MiB peak RSS, "
@@ -247,12 +198,12 @@ def state_experiment(
             )
     by_window = summarize_windows(found)
     return StateResult(
-        rate=rate,
+        rate=settings.rate,
         duration_s=duration_s,
-        sips=sips,
-        groups=sips * len(TYPES),
-        mappers=mappers,
-        reducers=reducers,
+        sips=settings.sips,
+        groups=settings.sips * len(TYPES),
+        mappers=ctx.config.mappers,
+        reducers=ctx.config.reducers,
         windows_s=list(windows_s),
         warmup_s=warmup_s,
         by_window=by_window,

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from benchmarks.experiment import Base, Context, Log, Section
+from benchmarks.experiment import Base, Context, Section
 from benchmarks.harness import BenchCluster, fresh_id
 from benchmarks.report_tasks import TASKS_HEADING, tasks_section
 from benchmarks.results_reader import ResultReader, TopicsReader
@@ -30,7 +30,6 @@ from benchmarks.task_figures import (
     with_time_ratios,
 )
 from benchmarks.task_shapes import COUNT_FIELD, SHAPES, Completion, TaskShape, shapes_for
-from benchmarks.workload import Dataset
 from mars.sql import parse_task
 from mars.tasks.spec import TaskSpec
 from mars.tasks.topics import (
@@ -42,33 +41,22 @@ from mars.tasks.topics import (
 )
 
 
-def tasks_experiment(
-    bench: BenchCluster,
-    data: Dataset,
-    *,
-    counts: Sequence[int],
-    runs: int,
-    mappers: int,
-    reducers: int,
-    timeout_s: float,
-    log: Log = print,
-) -> TasksResult:
+def tasks_experiment(ctx: Context, settings: TasksSettings) -> TasksResult:
+    data, counts = ctx.dataset(), settings.counts
     found: dict[str, list[TasksRun]] = {str(count): [] for count in counts}
     notes: list[str] = []
-    for index in range(runs):
+    for index in range(ctx.config.runs):
         for count in counts:
-            run, run_notes = tasks_run(
-                bench, data, count=count, mappers=mappers, reducers=reducers, timeout_s=timeout_s
-            )
+            run, run_notes = tasks_run(ctx, count=count)
             notes += run_notes
             found[str(count)].append(run)
-            log(
+            ctx.log(
                 f"  {count} task(s) run {index + 1}: {run.seconds:.1f} s, "
                 f"{run.completed}/{count} complete, {run.cpu_s:.1f} CPU s"
             )
     return TasksResult(
-        mappers=mappers,
-        reducers=reducers,
+        mappers=ctx.config.mappers,
+        reducers=ctx.config.reducers,
         records=data.records,
         counts=list(counts),
         shapes=[Shape(name=s.name, what=s.what, sql=s.sql(data.topic)) for s in SHAPES],
@@ -77,16 +65,9 @@ def tasks_experiment(
     )
 
 
-def tasks_run(
-    bench: BenchCluster,
-    data: Dataset,
-    *,
-    count: int,
-    mappers: int,
-    reducers: int,
-    timeout_s: float,
-) -> tuple[TasksRun, list[str]]:
+def tasks_run(ctx: Context, *, count: int) -> tuple[TasksRun, list[str]]:
     """One run of `count` tasks and its notes; their topics are deleted after it."""
+    bench, data = ctx.bench, ctx.dataset()
     shapes = shapes_for(count)
     specs = [
         parse_task(shape.sql(data.topic), task_id=fresh_id(f"tasks{count}-{i}-{shape.name}-"))
@@ -98,23 +79,15 @@ def tasks_run(
         Replication.of(bench.kafka),
     )
     try:
-        return _measure(
-            bench, data, specs, shapes, mappers=mappers, reducers=reducers, timeout_s=timeout_s
-        )
+        return _measure(ctx, specs, shapes)
     finally:
         _delete_topics(bench, specs)
 
 
 def _measure(
-    bench: BenchCluster,
-    data: Dataset,
-    specs: list[TaskSpec],
-    shapes: list[TaskShape],
-    *,
-    mappers: int,
-    reducers: int,
-    timeout_s: float,
+    ctx: Context, specs: list[TaskSpec], shapes: list[TaskShape]
 ) -> tuple[TasksRun, list[str]]:
+    bench, data, config = ctx.bench, ctx.dataset(), ctx.config
     readers = {
         spec.output_topic: ResultReader(
             kafka=bench.kafka,
@@ -126,12 +99,12 @@ def _measure(
     }
     completions = [Completion.of(spec, data) for spec in specs]
     with bench.run() as run:
-        run.start_mappers(mappers)
-        run.start_reducers(reducers)
+        run.start_mappers(config.mappers)
+        run.start_reducers(config.reducers)
         topics = TopicsReader(kafka=bench.kafka, readers=readers).start()
         started = time.time()
         run.register_many(specs)
-        done = _wait_complete(specs, readers, completions, timeout_s=timeout_s)
+        done = _wait_complete(specs, readers, completions, timeout_s=config.timeout_s)
         figures = run.figures()
         topics.stop()
     finished = [
@@ -202,16 +175,7 @@ class ManyTasks(Base[TasksSettings, TasksResult]):
     result_type = TasksResult
 
     def run(self, ctx: Context, settings: TasksSettings) -> TasksResult:
-        return tasks_experiment(
-            ctx.bench,
-            ctx.dataset(),
-            counts=settings.counts,
-            runs=ctx.config.runs,
-            mappers=ctx.config.mappers,
-            reducers=ctx.config.reducers,
-            timeout_s=ctx.config.timeout_s,
-            log=ctx.log,
-        )
+        return tasks_experiment(ctx, settings)
 
     def report(self, result: TasksResult | None, images: Mapping[str, str]) -> tuple[str, ...]:
         return (tasks_section(result),) if result else self.not_run()

@@ -137,6 +137,13 @@ class NoSettings:
     """For an experiment that has no settings of its own."""
 
 
+def note(notes: list[str], text: str, log: Log) -> None:
+    """`text` logged, and kept in a result's `notes` unless it is there already."""
+    log(f"  {text}")
+    if text not in notes:
+        notes.append(text)
+
+
 def render(template: str, **values: object) -> str:
     """`templates/<template>.md` with `$name`s filled in (`string.Template`), the blank
     lines an empty value leaves collapsed."""

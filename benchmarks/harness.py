@@ -15,11 +15,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import redis
 from kazoo.client import KazooClient
 
 from benchmarks.procstat import cpu_seconds, peak_rss_mb, rss_mb
+from benchmarks.results_reader import ResultReader
 from benchmarks.stats import MemorySample, ProgressSample
 from benchmarks.workload import KEEP_RECORDS
 from devtools.local import LocalCluster
@@ -35,6 +37,7 @@ from mars.tasks.spec import TaskSpec
 from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 
 UNBOUNDED_BACKLOG = 1_000_000_000
+R = TypeVar("R", bound=ResultReader)
 
 
 def fresh_id(prefix: str) -> str:
@@ -273,6 +276,21 @@ class BenchCluster:
     def create_topic(self, topic: str, partitions: int) -> None:
         plan = TopicPlan(name=topic, partitions=partitions, config=KEEP_RECORDS)
         ensure_topics(self.admin, [plan], Replication.of(self.settings.kafka))
+
+    def read_results(
+        self, kind: type[R], topic: str, *, count_field: str = "count_star", **options: Any
+    ) -> R:
+        """A `kind` reader of the result topic `topic` (created first), started."""
+        self.create_topic(topic, self.settings.kafka.result_partitions)
+        reader = kind(kafka=self.kafka, topic=topic, count_field=count_field, **options)
+        reader.start()
+        return reader
+
+    def pids(self, *roles: str) -> list[int]:
+        """The cluster's processes of these roles (`redis`, `spark-worker`, ...)."""
+        state = self.cluster.state
+        assert state is not None, "the cluster is not up"
+        return [record.pid for record in state.processes if record.role in roles]
 
     def redis_memory(self) -> dict[str, float]:
         info = self.redis.info("memory")

@@ -6,7 +6,6 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchmarks.codec import from_json
 from benchmarks.stats import Summary
 
 
@@ -17,12 +16,10 @@ def fmt(value: Any, spec: str = ",.0f") -> str:
     return format(value, spec)
 
 
-def med(node: Any, spec: str = ",.0f") -> str:
+def med(node: Summary | None, spec: str = ",.0f") -> str:
     """A measurement's median, with its runs' min–max when there was more than one run
-    (`node`: a `Summary` or its JSON form; `—` when missing)."""
-    if isinstance(node, dict) and "median" in node:
-        node = from_json(Summary, node)
-    if not isinstance(node, Summary):
+    (`—` when missing)."""
+    if node is None:
         return "—"
     spread = f" ({fmt(node.min, spec)}–{fmt(node.max, spec)})" if len(node.runs) > 1 else ""
     return fmt(node.median, spec) + spread

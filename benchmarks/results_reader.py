@@ -69,14 +69,16 @@ class ResultReader:
             seen.max_kafka_ts_ms = max(seen.max_kafka_ts_ms, kafka_ts_ms)
             self.keys_seen[(start, *(row.get(k) for k in self.key_fields))] += 1
 
+    def _counted(self, before_ms: int | None) -> list[WindowSeen]:
+        """The windows starting before `before_ms` (all when None)."""
+        with self._lock:
+            return [
+                w for start, w in self.windows.items() if before_ms is None or start < before_ms
+            ]
+
     def total(self, *, before_ms: int | None = None) -> int:
         """Sum of counts over windows starting before `before_ms` (all when None)."""
-        with self._lock:
-            return sum(
-                w.count
-                for start, w in self.windows.items()
-                if before_ms is None or start < before_ms
-            )
+        return sum(w.count for w in self._counted(before_ms))
 
     def duplicates(self) -> int:
         with self._lock:
@@ -96,15 +98,7 @@ class ResultReader:
 
     def completion_time_s(self, *, before_ms: int | None) -> float:
         """Wall time the last counted row arrived."""
-        with self._lock:
-            return max(
-                (
-                    w.last_arrival_s
-                    for s, w in self.windows.items()
-                    if before_ms is None or s < before_ms
-                ),
-                default=float("nan"),
-            )
+        return max((w.last_arrival_s for w in self._counted(before_ms)), default=float("nan"))
 
 
 @dataclass(slots=True)

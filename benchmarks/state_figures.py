@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.stats import MemorySample, Summary, ratio, steady_level
+from benchmarks.stats import MemorySample, Summary, ratio, steady_level, summaries
 
 STATE_WINDOWS_S = (60, 600, 3600)
 FIGURES = (
@@ -96,11 +96,8 @@ class WindowFigures:
 
     @classmethod
     def of(cls, runs: Sequence[StateRun]) -> WindowFigures:
-        def summary(name: str) -> Summary:
-            return Summary.of([getattr(run, name) for run in runs])
-
         names = (*FIGURES, "redis_idle_mb", "reducer_idle_rss_mb")
-        return cls(runs=list(runs), **{name: summary(name) for name in names})
+        return cls(runs=list(runs), **summaries(runs, *names))
 
 
 def summarize_windows(runs: Mapping[int, Sequence[StateRun]]) -> dict[str, WindowFigures]:

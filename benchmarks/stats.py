@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,6 +123,15 @@ class Summary:
         real = [v for v in values if not math.isnan(v)]
         low, high = (min(real), max(real)) if real else (math.nan, math.nan)
         return cls(runs=list(values), median=median(real), min=low, max=high)
+
+
+def summaries(runs: Sequence[Any], *names: str) -> dict[str, Any]:
+    """Each figure in `names` summed up over `runs` (mappings or objects that have it): a
+    `Summary` by name, for a result's constructor."""
+    return {
+        name: Summary.of([r[name] if isinstance(r, Mapping) else getattr(r, name) for r in runs])
+        for name in names
+    }
 
 
 def summarize(values: Sequence[float]) -> dict[str, float | list[float]]:
