@@ -30,6 +30,19 @@ class Aggregate(ABC, Generic[S]):
     # Whether the argument must be numeric (SUM, AVG): other values make a record bad.
     numeric_argument: ClassVar[bool] = False
 
+    @classmethod
+    def with_parameters(cls, parameters: tuple[float, ...]) -> Aggregate[Any]:
+        """The aggregate of a call with these constant arguments (none for most aggregates);
+        ValueError names what is wrong with them."""
+        if parameters:
+            raise ValueError(f"{cls.func.value.upper()} takes no parameters")
+        return cls()
+
+    @property
+    def parameters(self) -> tuple[float, ...]:
+        """The constant arguments this aggregate was made with (see `with_parameters`)."""
+        return ()
+
     @abstractmethod
     def initial(self) -> S:
         """The identity of `merge`: the state of an empty group."""

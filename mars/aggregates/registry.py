@@ -32,17 +32,24 @@ _BY_FUNC: dict[AggFunc, type[Aggregate[Any]]] = {
 COUNT_ALL_WIRE_NAME = "count_all"
 
 
-def aggregate_for(func: AggFunc, *, has_argument: bool) -> Aggregate[Any]:
-    """The aggregate implementing `func`; COUNT without argument is COUNT(*)."""
+def aggregate_for(
+    func: AggFunc, *, has_argument: bool, parameters: tuple[float, ...] = ()
+) -> Aggregate[Any]:
+    """The aggregate implementing `func`; COUNT without argument is COUNT(*).
+
+    ValueError when the call is not one the aggregate accepts.
+    """
     if func is AggFunc.COUNT:
         return CountNonNull() if has_argument else CountAll()
     if not has_argument:
         raise ValueError(f"{func.value} needs an argument")
-    return _BY_FUNC[func]()
+    return _BY_FUNC[func].with_parameters(parameters)
 
 
 def aggregate_for_call(call: AggregateCall) -> Aggregate[Any]:
-    return aggregate_for(call.func, has_argument=call.argument is not None)
+    return aggregate_for(
+        call.func, has_argument=call.argument is not None, parameters=call.parameters
+    )
 
 
 def aggregates_for(calls: tuple[AggregateCall, ...]) -> tuple[Aggregate[Any], ...]:
@@ -58,11 +65,21 @@ def state_aggregates(spec: TaskSpec) -> tuple[Aggregate[Any], ...]:
 
 
 def wire_name(aggregate: Aggregate[Any]) -> str:
-    """The name recorded in encoded partials, from which `from_wire_name` rebuilds it."""
-    return COUNT_ALL_WIRE_NAME if isinstance(aggregate, CountAll) else aggregate.func.value
+    """The name recorded in encoded partials, from which `from_wire_name` rebuilds it:
+    the function, then its parameters if any (`approx_percentile:0.5,0.99`)."""
+    if isinstance(aggregate, CountAll):
+        return COUNT_ALL_WIRE_NAME
+    if not aggregate.parameters:
+        return aggregate.func.value
+    return f"{aggregate.func.value}:{','.join(repr(p) for p in aggregate.parameters)}"
 
 
 def from_wire_name(name: str) -> Aggregate[Any]:
     if name == COUNT_ALL_WIRE_NAME:
         return CountAll()
-    return aggregate_for(AggFunc(name), has_argument=True)
+    func, _, parameters = name.partition(":")
+    return aggregate_for(
+        AggFunc(func),
+        has_argument=True,
+        parameters=tuple(float(p) for p in parameters.split(",")) if parameters else (),
+    )

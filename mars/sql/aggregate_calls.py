@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -32,8 +33,23 @@ _SIMPLE_AGGREGATES: dict[type[exp.Expr], AggFunc] = {
 }
 
 
-def read_aggregate(node: exp.AggFunc) -> tuple[AggFunc, exp.Expr | None]:
-    """The function and argument (None for COUNT(*)) of one aggregate call."""
+@dataclass(frozen=True, slots=True)
+class AggregateRead:
+    """One aggregate call as written: its function, argument (None for COUNT(*)) and
+    constant parameters."""
+
+    func: AggFunc
+    argument: exp.Expr | None
+    parameters: tuple[float, ...] = ()
+
+
+def read_aggregate(node: exp.AggFunc) -> AggregateRead:
+    """The function, argument and parameters of one aggregate call."""
+    func, argument = _read_simple(node)
+    return AggregateRead(func, argument)
+
+
+def _read_simple(node: exp.AggFunc) -> tuple[AggFunc, exp.Expr | None]:
     if isinstance(node, exp.Count):
         argument = node.this
         if argument is None or isinstance(argument, exp.Star):
@@ -71,10 +87,13 @@ def _arguments(node: exp.Expr) -> list[exp.Expr]:
     return [v for v in node.args.values() if isinstance(v, exp.Expr)]
 
 
-def default_alias(func: AggFunc, argument_sql: str | None) -> str:
-    """`count_star`, `sum_bytes`, `count_distinct_sip`, ..."""
+def default_alias(
+    func: AggFunc, argument_sql: str | None, parameters: tuple[float, ...] = ()
+) -> str:
+    """`count_star`, `sum_bytes`, `count_distinct_sip`, `approx_percentile_bytes_0_99`, ..."""
     argument = "star" if argument_sql is None else sanitized_name(argument_sql)
-    return f"{func.value}_{argument}"
+    suffix = "".join(f"_{sanitized_name(f'{p:g}')}" for p in parameters)
+    return f"{func.value}_{argument}{suffix}"
 
 
 def sanitized_name(sql: str) -> str:

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from mars.sql.aggregate_calls import default_alias, read_aggregate, sanitized_name, unique_name
+from mars.aggregates import aggregate_for
+from mars.sql.aggregate_calls import (
+    AggregateRead,
+    default_alias,
+    read_aggregate,
+    sanitized_name,
+    unique_name,
+)
 from mars.sql.errors import TaskError
 from mars.sql.polars_compiler import check_functions, compile_node
 from mars.sql.positions import node_position
@@ -44,7 +51,7 @@ def plan_aggregation(
     return _Planner(statement, event_time_field).plan()
 
 
-AggKey = tuple[AggFunc, str | None]
+AggKey = tuple[AggFunc, str | None, tuple[float, ...]]  # function, argument SQL, parameters
 
 
 class _Planner:
@@ -167,14 +174,15 @@ class _Planner:
                     raise TaskError(
                         "aggregate functions cannot be nested", position=node_position(inner)
                     )
-                func, argument = read_aggregate(call)
+                read = read_aggregate(call)
+                _check_parameters(read, call)
                 argument_sql = (
-                    self._input_sql(argument, clause=f"{func.value.upper()}'s argument")
-                    if argument is not None
+                    self._input_sql(read.argument, clause=f"{read.func.value.upper()}'s argument")
+                    if read.argument is not None
                     else None
                 )
                 user_alias = call.parent.alias if isinstance(call.parent, exp.Alias) else None
-                calls.append(((func, argument_sql), call, user_alias))
+                calls.append(((read.func, argument_sql, read.parameters), call, user_alias))
         # User aliases are taken first, so a generated name never takes one a user chose
         # later in the query; the aggregates keep their order of first appearance.
         aliases: dict[AggKey, str] = {}
@@ -190,19 +198,21 @@ class _Planner:
         for key, _, _ in calls:
             if key in self._aggregates:
                 continue
+            func, argument_sql, parameters = key
             alias = aliases.get(key) or unique_name(
-                default_alias(key[0], key[1]), self._taken_names() | set(aliases.values())
+                default_alias(func, argument_sql, parameters),
+                self._taken_names() | set(aliases.values()),
             )
-            self._aggregates[key] = AggregateCall(func=key[0], argument=key[1], alias=alias)
+            self._aggregates[key] = AggregateCall(
+                func=func, argument=argument_sql, alias=alias, parameters=parameters
+            )
 
     # --- result side ------------------------------------------------------------------------
 
     def _to_result(self, node: exp.Expr, *, use_aliases: bool) -> exp.Expr:
         def replace(n: exp.Expr) -> exp.Expr:
             if isinstance(n, exp.AggFunc):
-                func, argument = read_aggregate(n)
-                key = (func, argument.sql() if argument is not None else None)
-                return exp.column(self._aggregates[key].alias)
+                return exp.column(self._aggregates[_agg_key(read_aggregate(n))].alias)
             if use_aliases and isinstance(n, exp.Column) and n.name in self._select_aliases:
                 target = self._select_aliases[n.name]
                 if not (isinstance(target, exp.Column) and target.name == n.name):
@@ -246,8 +256,8 @@ class _Planner:
         if isinstance(expr, exp.AggFunc):
             if result_sql not in self._user_aliases:
                 return result_sql  # the aggregate's generated alias
-            func, argument = read_aggregate(expr)  # shares a user's alias: name it by itself
-            return default_alias(func, argument.sql() if argument is not None else None)
+            func, argument_sql, parameters = _agg_key(read_aggregate(expr))
+            return default_alias(func, argument_sql, parameters)  # shares a user's alias
         return sanitized_name(expr.sql())
 
     def _top_k(self) -> TopK | None:
@@ -278,6 +288,18 @@ class _Planner:
             descending=bool(ordered.args.get("desc")),
             limit=count,
         )
+
+
+def _agg_key(read: AggregateRead) -> AggKey:
+    argument_sql = read.argument.sql() if read.argument is not None else None
+    return (read.func, argument_sql, read.parameters)
+
+
+def _check_parameters(read: AggregateRead, call: exp.AggFunc) -> None:
+    try:
+        aggregate_for(read.func, has_argument=read.argument is not None, parameters=read.parameters)
+    except ValueError as error:
+        raise TaskError(str(error), position=node_position(call)) from None
 
 
 def _split_alias(item: exp.Expr) -> tuple[str | None, exp.Expr]:

@@ -96,11 +96,16 @@ class GroupKey:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AggregateCall:
-    """One aggregate; `argument` is SQL over input columns, None for COUNT(*)."""
+    """One aggregate; `argument` is SQL over input columns, None for COUNT(*).
+
+    `parameters` are the call's constant arguments after the first, such as the fraction of
+    APPROX_PERCENTILE(col, 0.99): they are part of the aggregate's identity.
+    """
 
     func: AggFunc
     argument: str | None
     alias: str
+    parameters: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,7 +226,12 @@ class TaskSpec:
             window=WindowSpec(**data["window"]),
             group_keys=tuple(GroupKey(**g) for g in data["group_keys"]),
             aggregates=tuple(
-                AggregateCall(func=AggFunc(a["func"]), argument=a["argument"], alias=a["alias"])
+                AggregateCall(
+                    func=AggFunc(a["func"]),
+                    argument=a["argument"],
+                    alias=a["alias"],
+                    parameters=tuple(a.get("parameters", ())),
+                )
                 for a in data["aggregates"]
             ),
             outputs=tuple(OutputColumn(**o) for o in data["outputs"]),
