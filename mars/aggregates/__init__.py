@@ -6,6 +6,7 @@ from mars.aggregates.counting import CountAll, CountNonNull
 from mars.aggregates.distinct import CountDistinct
 from mars.aggregates.encoding import PartialEncodingError, decode_states, encode_states
 from mars.aggregates.extremum import Max, Min
+from mars.aggregates.first_last import First, Last
 from mars.aggregates.hll import ApproxCountDistinct, sketch_of
 from mars.aggregates.registry import (
     aggregate_for,
@@ -25,6 +26,8 @@ __all__ = [
     "CountAll",
     "CountDistinct",
     "CountNonNull",
+    "First",
+    "Last",
     "Max",
     "Min",
     "PartialEncodingError",

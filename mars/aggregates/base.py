@@ -22,6 +22,16 @@ from mars.tasks.spec import AggFunc
 
 S = TypeVar("S")
 
+# The fields of the input of a `by_event_time` aggregate (see `timed_input`).
+TIMED_TIME = "time"
+TIMED_VALUE = "value"
+
+
+def timed_input(time: pl.Expr, value: pl.Expr) -> pl.Expr:
+    """The argument a `by_event_time` aggregate's `partial_exprs` reads: a struct of each
+    record's event time (epoch ms) and value."""
+    return pl.struct(time.alias(TIMED_TIME), value.alias(TIMED_VALUE))
+
 
 class Aggregate(ABC, Generic[S]):
     """One aggregate function over one argument (or none, for COUNT(*))."""
@@ -29,6 +39,9 @@ class Aggregate(ABC, Generic[S]):
     func: ClassVar[AggFunc]
     # Whether the argument must be numeric (SUM, AVG): other values make a record bad.
     numeric_argument: ClassVar[bool] = False
+    # Whether the aggregate folds (event time, value) pairs (FIRST, LAST): then `add` takes a
+    # `(time_ms, value)` tuple and `partial_exprs` a `timed_input` struct.
+    by_event_time: ClassVar[bool] = False
 
     @classmethod
     def with_parameters(cls, parameters: tuple[float, ...]) -> Aggregate[Any]:

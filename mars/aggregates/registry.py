@@ -9,6 +9,7 @@ from mars.aggregates.base import Aggregate
 from mars.aggregates.counting import CountAll, CountNonNull
 from mars.aggregates.distinct import CountDistinct
 from mars.aggregates.extremum import Max, Min
+from mars.aggregates.first_last import First, Last
 from mars.aggregates.hll import ApproxCountDistinct
 from mars.aggregates.spread import StddevPop, StddevSamp, VarPop, VarSamp
 from mars.aggregates.sum import Sum
@@ -25,6 +26,8 @@ _BY_FUNC: dict[AggFunc, type[Aggregate[Any]]] = {
     AggFunc.VAR_SAMP: VarSamp,
     AggFunc.STDDEV_POP: StddevPop,
     AggFunc.STDDEV_SAMP: StddevSamp,
+    AggFunc.FIRST: First,
+    AggFunc.LAST: Last,
 }
 
 # Wire name of COUNT(*), distinct from COUNT(expr): both share AggFunc.COUNT but differ in state

@@ -20,6 +20,9 @@ Session windows: the batch's on-time records of each group are cut into sessions
 consecutive times are more than the gap apart; each partial session is keyed by its first time,
 and carries its last time as an extra MAX state, so the reducer can merge sessions of different
 batches.
+
+FIRST and LAST read each record's event time with its value (`timed_input`), so their partial
+states hold the time they are at; the reducer and session merges need nothing else.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any, cast
 import polars as pl
 
 from mars.aggregates import Max
+from mars.aggregates.base import timed_input
 from mars.engine.bucketed_datasets import encode_bucketed_datasets
 from mars.engine.compiled_task import CompiledTask, argument_column, key_column
 from mars.engine.dataset import encode_key
@@ -290,6 +294,8 @@ class Preaggregator:
         partial_exprs: list[pl.Expr] = []
         for i, agg in enumerate(task.aggregates):
             argument = pl.col(argument_column(i)) if task.arguments[i] is not None else None
+            if agg.by_event_time and argument is not None:  # FIRST, LAST: value and time
+                argument = timed_input(pl.col(_TIME), argument)
             partial_exprs.extend(agg.partial_exprs(argument, prefixes[i]))
         if task.session is not None:
             frame = _with_session_starts(frame, key_names, gap_ms=task.session.gap_ms)

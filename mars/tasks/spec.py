@@ -54,6 +54,9 @@ class AggFunc(StrEnum):
     VAR_SAMP = "var_samp"
     STDDEV_POP = "stddev_pop"
     STDDEV_SAMP = "stddev_samp"
+    # The value at the earliest / latest event time; ties: the smallest / largest value.
+    FIRST = "first"
+    LAST = "last"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

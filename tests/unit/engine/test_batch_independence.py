@@ -31,6 +31,10 @@ AGGREGATES = [
     (AggFunc.AVG, "v", "avg_v"),
     (AggFunc.COUNT_DISTINCT, "v", "distinct_v"),
     (AggFunc.APPROX_COUNT_DISTINCT, "u", "approx_u"),
+    (AggFunc.FIRST, "v", "first_v"),
+    (AggFunc.LAST, "v", "last_v"),
+    (AggFunc.FIRST, "u", "first_u"),
+    (AggFunc.LAST, "u", "last_u"),
 ]
 
 record_st = st.fixed_dictionaries(
@@ -92,7 +96,11 @@ def reference(spec: TaskSpec, rows: list[dict[str, Any]]) -> tuple[OpenWindows, 
                 groups = windows.setdefault(start, {})
                 states = groups.setdefault((row["k"],), [a.initial() for a in aggregates])
                 groups[(row["k"],)] = [
-                    agg.add(state, args[call.argument])
+                    # FIRST and LAST fold (event time, value) pairs
+                    agg.add(
+                        state,
+                        (ts, args[call.argument]) if agg.by_event_time else args[call.argument],
+                    )
                     for agg, state, call in zip(aggregates, states, spec.aggregates, strict=True)
                 ]
         stream[partition] = ts if before is None else max(before, ts)
