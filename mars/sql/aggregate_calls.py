@@ -1,7 +1,8 @@
 """Recognises the aggregate calls of the task language and names them.
 
 COUNT(*), COUNT(col), COUNT(DISTINCT col), SUM, MIN, MAX, AVG, APPROX_COUNT_DISTINCT, and
-VAR_POP, VAR_SAMP (VARIANCE), STDDEV_POP, STDDEV_SAMP (STDDEV).
+VAR_POP, VAR_SAMP (VARIANCE), STDDEV_POP, STDDEV_SAMP (STDDEV), FIRST, LAST (FIRST_VALUE,
+LAST_VALUE).
 Identical calls share one `AggregateCall`; an unaliased call is named from its text
 (`count_star`, `sum_bytes`), made unique against the names already taken.
 """
@@ -30,6 +31,11 @@ _SIMPLE_AGGREGATES: dict[type[exp.Expr], AggFunc] = {
     exp.StddevPop: AggFunc.STDDEV_POP,
     exp.StddevSamp: AggFunc.STDDEV_SAMP,
     exp.Stddev: AggFunc.STDDEV_SAMP,
+    # By event time (mars.aggregates.first_last); FIRST_VALUE / LAST_VALUE are synonyms.
+    exp.First: AggFunc.FIRST,
+    exp.FirstValue: AggFunc.FIRST,
+    exp.Last: AggFunc.LAST,
+    exp.LastValue: AggFunc.LAST,
 }
 
 
@@ -68,7 +74,7 @@ def _read_simple(node: exp.AggFunc) -> tuple[AggFunc, exp.Expr | None]:
         raise TaskError(
             f"unsupported aggregate function '{node.sql_name().lower()}'; use COUNT, SUM, MIN, "
             "MAX, AVG, COUNT(DISTINCT ...), APPROX_COUNT_DISTINCT, VAR_POP, VAR_SAMP, "
-            "STDDEV_POP or STDDEV_SAMP",
+            "STDDEV_POP, STDDEV_SAMP, FIRST or LAST",
             position=node_position(node),
         )
     argument = node.this

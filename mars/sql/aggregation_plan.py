@@ -24,6 +24,7 @@ from mars.sql.aggregate_calls import (
     unique_name,
 )
 from mars.sql.errors import TaskError
+from mars.sql.offset_aggregates import reject_offset_aggregates
 from mars.sql.polars_compiler import check_functions, compile_node
 from mars.sql.positions import node_position
 from mars.sql.statement import SelectStatement
@@ -71,8 +72,10 @@ class _Planner:
         statement = self._statement
         for node in (*statement.select, statement.where, *statement.group_by, statement.having):
             if node is not None:
+                reject_offset_aggregates(node)
                 check_functions(node)
         for ordered in statement.order_by:
+            reject_offset_aggregates(ordered)
             check_functions(ordered)
         where = self._where()
         self._group_keys()
