@@ -2,7 +2,7 @@
 
 COUNT(*), COUNT(col), COUNT(DISTINCT col), SUM, MIN, MAX, AVG, APPROX_COUNT_DISTINCT, and
 VAR_POP, VAR_SAMP (VARIANCE), STDDEV_POP, STDDEV_SAMP (STDDEV), FIRST, LAST (FIRST_VALUE,
-LAST_VALUE).
+LAST_VALUE). COUNT_IF and FILTER (WHERE ...) are rewritten before (`conditional_aggregates`).
 Identical calls share one `AggregateCall`; an unaliased call is named from its text
 (`count_star`, `sum_bytes`), made unique against the names already taken.
 """
@@ -74,7 +74,7 @@ def _read_simple(node: exp.AggFunc) -> tuple[AggFunc, exp.Expr | None]:
         raise TaskError(
             f"unsupported aggregate function '{node.sql_name().lower()}'; use COUNT, SUM, MIN, "
             "MAX, AVG, COUNT(DISTINCT ...), APPROX_COUNT_DISTINCT, VAR_POP, VAR_SAMP, "
-            "STDDEV_POP, STDDEV_SAMP, FIRST or LAST",
+            "STDDEV_POP, STDDEV_SAMP, FIRST, LAST or COUNT_IF",
             position=node_position(node),
         )
     argument = node.this

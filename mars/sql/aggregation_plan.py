@@ -18,11 +18,11 @@ from sqlglot import exp
 from mars.aggregates import aggregate_for
 from mars.sql.aggregate_calls import (
     AggregateRead,
-    default_alias,
     read_aggregate,
     sanitized_name,
     unique_name,
 )
+from mars.sql.conditional_aggregates import call_alias, without_aggregate_filters
 from mars.sql.errors import TaskError
 from mars.sql.offset_aggregates import reject_offset_aggregates
 from mars.sql.polars_compiler import check_functions, compile_node
@@ -57,6 +57,7 @@ AggKey = tuple[AggFunc, str | None, tuple[float, ...]]  # function, argument SQL
 
 class _Planner:
     def __init__(self, statement: SelectStatement, event_time_field: str | None):
+        statement = without_aggregate_filters(statement)  # COUNT_IF, FILTER: plain aggregates
         self._statement = statement
         self._window_columns = {WINDOW_START: WINDOW_START, WINDOW_END: WINDOW_END}
         if event_time_field is not None:
@@ -170,6 +171,7 @@ class _Planner:
         nodes += [n for n in (self._statement.having,) if n is not None]
         nodes += [o.this for o in self._statement.order_by]
         calls: list[tuple[AggKey, exp.AggFunc, str | None]] = []
+        arguments: dict[AggKey, exp.Expr | None] = {}
         for node in nodes:
             for call in node.find_all(exp.AggFunc):
                 inner = next((n for n in call.find_all(exp.AggFunc) if n is not call), None)
@@ -186,6 +188,7 @@ class _Planner:
                 )
                 user_alias = call.parent.alias if isinstance(call.parent, exp.Alias) else None
                 calls.append(((read.func, argument_sql, read.parameters), call, user_alias))
+                arguments[(read.func, argument_sql, read.parameters)] = read.argument
         # User aliases are taken first, so a generated name never takes one a user chose
         # later in the query; the aggregates keep their order of first appearance.
         aliases: dict[AggKey, str] = {}
@@ -203,7 +206,7 @@ class _Planner:
                 continue
             func, argument_sql, parameters = key
             alias = aliases.get(key) or unique_name(
-                default_alias(func, argument_sql, parameters),
+                call_alias(func, arguments[key], parameters),
                 self._taken_names() | set(aliases.values()),
             )
             self._aggregates[key] = AggregateCall(
@@ -259,8 +262,8 @@ class _Planner:
         if isinstance(expr, exp.AggFunc):
             if result_sql not in self._user_aliases:
                 return result_sql  # the aggregate's generated alias
-            func, argument_sql, parameters = _agg_key(read_aggregate(expr))
-            return default_alias(func, argument_sql, parameters)  # shares a user's alias
+            read = read_aggregate(expr)
+            return call_alias(read.func, read.argument, read.parameters)  # shares a user's alias
         return sanitized_name(expr.sql())
 
     def _top_k(self) -> TopK | None:
