@@ -48,6 +48,12 @@ class Aggregate:
     relative: float = 1e-9
 
 
+def _at_time(extreme: str, column: str, condition: str = "TRUE") -> str:
+    """DuckDB for FIRST (`min`) / LAST (`max`) of `column` over the rows where `condition`."""
+    where = f"{column} IS NOT NULL AND ({condition})"
+    return f"({extreme}({{'t': ts, 'v': {column}}}) FILTER (WHERE {where})).v"
+
+
 AGGREGATES: tuple[Aggregate, ...] = (
     Aggregate("n", "count(*)", "count(*)"),
     Aggregate("nv", "count(v)", "count(v)"),
@@ -70,6 +76,31 @@ AGGREGATES: tuple[Aggregate, ...] = (
     Aggregate("spf", "stddev_pop(f)", "stddev_pop(f)", relative=1e-7),
     Aggregate("ssv", "stddev_samp(v)", "stddev_samp(v)", relative=1e-7),
     Aggregate("sdf", "stddev(f)", "stddev_samp(f)", relative=1e-7),
+    # FIRST / LAST by event time, ties to the smallest / largest value, NULLs skipped: the
+    # oracle takes the min / max of the struct (time, value) over the non-NULL values.
+    Aggregate("fv", "first(v)", _at_time("min", "v")),
+    Aggregate("lv", "last(v)", _at_time("max", "v")),
+    Aggregate("fk1", "first(k1)", _at_time("min", "k1")),
+    Aggregate("lf", "last_value(f)", _at_time("max", "f")),
+    # COUNT_IF and FILTER (WHERE ...): Mars rewrites them to CASE, DuckDB runs them as written.
+    Aggregate("cia", "count_if(k1 = 'a')", "count(*) FILTER (WHERE k1 = 'a')"),
+    # DuckDB's count_if is NULL when every condition is NULL; COUNT_IF counts, so 0 (as Spark)
+    Aggregate("cfv", "count(*) FILTER (WHERE v > 10)", "coalesce(count_if(v > 10), 0)"),
+    Aggregate("sfv", "sum(v) FILTER (WHERE k2 IN (1, 2))", "sum(v) FILTER (WHERE k2 IN (1, 2))"),
+    Aggregate("mfs", "min(s) FILTER (WHERE v > 0)", "min(s) FILTER (WHERE v > 0)"),
+    Aggregate("aff", "avg(f) FILTER (WHERE s LIKE 'x%')", "avg(f) FILTER (WHERE s LIKE 'x%')"),
+    Aggregate(
+        "dfk",
+        "count(DISTINCT k1) FILTER (WHERE f < 0.5)",
+        "count(DISTINCT k1) FILTER (WHERE f < 0.5)",
+    ),
+    Aggregate(
+        "vff",
+        "var_pop(v) FILTER (WHERE k1 <> 'b')",
+        "var_pop(v) FILTER (WHERE k1 <> 'b')",
+        relative=1e-7,
+    ),
+    Aggregate("lfv", "last(v) FILTER (WHERE k2 = 1)", _at_time("max", "v", "k2 = 1")),
 )
 
 # Conditions WHERE is built from: each is type-correct for the fields' JSON types, so Mars and

@@ -120,3 +120,27 @@ def test_a_spread_result_is_compared_within_its_relative_tolerance() -> None:
     assert problems(drawn, expected, [row(1000.0 * (1 + 5e-8))], stats) == []
     assert problems(drawn, expected, [row(1000.0 * (1 + 5e-6))], stats) != []
     assert problems(drawn, expected, [row(None)], stats) != []
+
+
+def test_first_and_last_take_the_extreme_value_among_ties_and_skip_nulls() -> None:
+    names = {"fv", "lv", "fk1", "lfv", "cia", "cfv"}
+    picked = tuple(a for a in AGGREGATES if a.alias in names)
+    records = [
+        {"ts": 3, "k1": "a", "v": 7, "k2": 1},
+        {"ts": 1, "k1": "a", "v": None, "k2": 1},  # earliest, but NULL: skipped
+        {"ts": 3, "k1": "a", "v": 2, "k2": 0},  # ties with 7 at the earliest valued time
+        {"ts": 6, "k1": "a", "v": 12, "k2": 1},
+        {"ts": 6, "k1": "a", "v": 30, "k2": 2},  # ties with 12 at the latest time
+        {"ts": 5, "k1": "b", "v": 11},
+    ]
+    expected = expected_of(case(shape(aggregates=picked), records))
+    assert expected.rows == {
+        (0, "a"): {"fv": 2, "lv": 30, "fk1": "a", "lfv": 12, "cia": 5, "cfv": 2},
+        (0, "b"): {"fv": 11, "lv": 11, "fk1": "b", "lfv": None, "cia": 0, "cfv": 1},
+    }
+
+
+def test_count_if_of_only_null_conditions_is_zero() -> None:
+    counted = tuple(a for a in AGGREGATES if a.alias == "cfv")
+    records = [{"ts": 1, "k1": "a", "v": None}, {"ts": 2, "k1": "a"}]
+    assert expected_of(case(shape(aggregates=counted), records)).rows == {(0, "a"): {"cfv": 0}}
