@@ -116,6 +116,10 @@ def test_cumulate_windows_are_exact_step_by_step_through_a_reducer_killed(
     ends = sorted(end for start, end, k in got if k == "late-comer" and start == T0)
     assert ends == list(range(T0 + 21 * STEP_MS, T0 + HOUR_MS + 1, STEP_MS))
 
+    print(
+        f"\ncumulate: {len(sent):,} records, {len(got):,} windows x groups exact, "
+        f"{rows_at_half} emitted by the kill at half time"
+    )
     pull = httpx.get(f"{pipeline.api_url}/tasks/{task}/windows", timeout=30)
     assert pull.status_code == 422 and "cumulative" in pull.text
 
