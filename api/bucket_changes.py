@@ -30,6 +30,12 @@ def change_buckets(
             "buckets: a session-window task cannot change its bucket count (a session's "
             "partials must stay in one bucket across the change); register it again",
         )
+    if spec.window.cumulate:
+        raise ApiError(
+            409,
+            "buckets: a cumulative-window task cannot change its bucket count (a max window's "
+            "slices must stay in one bucket across the change); register it again",
+        )
     if spec.options.preaggregation is Preaggregation.SPARK:
         raise ApiError(
             409,

@@ -36,7 +36,8 @@ CHECKPOINT_READ_ATTEMPTS = 3  # a checkpoint may be dropped between reading its 
 
 
 class PullQueryError(ValueError):
-    """A filter names no group column of the task (the message says which are)."""
+    """A filter names no group column of the task (the message says which are), or the task's
+    windows are cumulative (not supported: each step's window is final when it closes)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,6 +87,11 @@ def current_windows(
 ) -> CurrentWindows:
     """The current rows of the task's open windows (and the final rows still kept) whose group
     columns equal `groups` (as text) and whose window starts at `window_start` (if given)."""
+    if spec.window.cumulate:
+        raise PullQueryError(
+            "pull queries do not apply to cumulative windows (WINDOWING CUMULATE): each step "
+            "emits the window so far to the results topic; read the latest results instead"
+        )
     positions = {key.name: i for i, key in enumerate(spec.group_keys)}
     unknown = sorted(set(groups) - set(positions))
     if unknown:

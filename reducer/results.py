@@ -4,9 +4,10 @@ Result record value (JSON): `task`, `window_start` / `window_end` (epoch ms),
 `window_start_iso` / `window_end_iso` (ISO-8601 UTC), every output column of the task by name,
 plus every group column and aggregate alias the SELECT list does not already carry.
 Key (JSON): `[task, window_start, [group values...]]`, unique per window and group, so a
-compacted topic keeps one record per window and group. JSON is written by msgspec (a window's
-rows are encoded on the critical path of its latency): NaN and infinities become `null`, and
-values JSON has no type for are written as their `str`.
+compacted topic keeps one record per window and group; for cumulative windows, whose windows
+share their start, `[task, window_start, window_end, [group values...]]`. JSON is written by
+msgspec (a window's rows are encoded on the critical path of its latency): NaN and infinities
+become `null`, and values JSON has no type for are written as their `str`.
 
 Update record (EMIT CHANGES, `mars.updates.<task>`): the same key and row plus `"final"`: false
 for the current value of an open window's group, true for its final value (the same row as the
@@ -31,6 +32,10 @@ LATE_SESSION_REASON = (
     "partial session more than GRACE behind the reducer's watermark: its session may be closed "
     "(its partition was idle)"
 )
+LATE_CUMULATE_REASON = (
+    "cumulative window already emitted by the reducer (its partition was idle): missing from "
+    "the windows emitted from window_end on, counted in those not yet closed"
+)
 
 
 _dumps = msgspec.json.Encoder(enc_hook=str).encode
@@ -39,6 +44,11 @@ _dumps = msgspec.json.Encoder(enc_hook=str).encode
 def row_keys(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[bytes]:
     """`[task, window_start, [group values...]]` of each row: one per window and group."""
     task, names = spec.id, [g.name for g in spec.group_keys]
+    if spec.window.cumulate:
+        return [
+            _dumps([task, row["window_start"], row["window_end"], [row.get(n) for n in names]])
+            for row in rows
+        ]
     return [_dumps([task, row["window_start"], [row.get(name) for name in names]]) for row in rows]
 
 
@@ -57,6 +67,12 @@ def result_records(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[OutRe
     ]
 
 
+def late_reason(spec: TaskSpec) -> str:
+    if spec.window.session:
+        return LATE_SESSION_REASON
+    return LATE_CUMULATE_REASON if spec.window.cumulate else LATE_REASON
+
+
 def late_record(spec: TaskSpec, late: LateContribution) -> OutRecord:
     """A late contribution for the late topic. The reducer no longer has the records' bytes,
     only the group's partial states, so it writes the group and how many records it held."""
@@ -64,7 +80,7 @@ def late_record(spec: TaskSpec, late: LateContribution) -> OutRecord:
     value = {
         "task": spec.id,
         "source": "reducer",
-        "reason": LATE_SESSION_REASON if spec.window.session else LATE_REASON,
+        "reason": late_reason(spec),
         "window_start": late.window_start,
         "window_end": end,
         "window_start_iso": iso_utc(late.window_start),

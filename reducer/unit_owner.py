@@ -46,9 +46,10 @@ from mars.engine.finalize import result_spec
 from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, watermark_of
 from mars.store.watermark import watermark_held_by_backfills
 from mars.tasks.spec import TaskSpec
-from mars.windows import SessionWindows, WindowAssigner
+from mars.windows import CumulativeWindows, SessionWindows, WindowAssigner
 from reducer.commit_cleanup import CommitCleanup
 from reducer.commit_records import CommitTarget, UnitChanges, commit_records
+from reducer.open_cumulative import OpenCumulativeState
 from reducer.open_sessions import OpenSessionState
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, WindowGroups
 from reducer.output import FencedError, OutputError, OutRecord
@@ -60,7 +61,8 @@ from reducer.wakeups import WriteWakeups
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]  # wall clock in epoch ms
-UnitState = OpenWindowState | OpenSessionState  # windows, or session windows
+# windows, session windows, or cumulative windows
+UnitState = OpenWindowState | OpenSessionState | OpenCumulativeState
 
 
 class Output(Protocol):
@@ -227,6 +229,15 @@ class UnitOwner:
                 closed_watermark=progress.closed_watermark,
                 checkpoint=checkpoint,
                 track_changes=self.spec.updates_topic is not None,
+            )
+        if window.cumulate:
+            return OpenCumulativeState.starting(
+                cumulate=CumulativeWindows.from_spec(window),
+                aggregates=self._aggregates,
+                rseqs=progress.rseqs,
+                replayed_through=progress.merged,
+                closed_watermark=progress.closed_watermark,
+                checkpoint=checkpoint,
             )
         return OpenWindowState.starting(
             assigner=WindowAssigner.from_spec(window),

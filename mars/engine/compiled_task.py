@@ -11,7 +11,7 @@ from mars.aggregates import Aggregate, aggregates_for
 from mars.engine.decode import FieldPlan, RecordDecoder, decoder_for
 from mars.sql.expressions import to_polars
 from mars.tasks.spec import TaskSpec, TimeFormat
-from mars.windows import SessionWindows, WindowAssigner
+from mars.windows import CumulativeWindows, SessionWindows, WindowAssigner
 
 KEY_PREFIX = "__k"
 ARG_PREFIX = "__a"
@@ -32,6 +32,7 @@ class CompiledTask:
     spec: TaskSpec
     window: WindowAssigner  # for session windows: tumbling windows of the gap, never used
     session: SessionWindows | None  # session windows (`WINDOWING SESSION <gap>`)
+    cumulate: CumulativeWindows | None  # cumulative windows (`WINDOWING CUMULATE ... STEP`)
     aggregates: tuple[Aggregate[Any], ...]
     where: pl.Expr | None
     keys: tuple[pl.Expr, ...]  # aliased key_column(i)
@@ -66,6 +67,7 @@ class CompiledTask:
             spec=spec,
             window=WindowAssigner.from_spec(spec.window),
             session=SessionWindows.from_spec(spec.window) if spec.window.session else None,
+            cumulate=CumulativeWindows.from_spec(spec.window) if spec.window.cumulate else None,
             aggregates=aggregates,
             where=where,
             keys=keys,

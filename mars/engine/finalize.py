@@ -137,9 +137,9 @@ def windows_rows(
 ) -> list[dict[str, Any]]:
     """`window_rows` of each `(window_start, groups)`, in order, finalized together."""
     rows = finalize_windows(spec, windows)
-    if spec.top_k is not None:
-        by_window: dict[int, list[dict[str, Any]]] = {}
+    if spec.top_k is not None:  # per window: the cumulative windows of a step share a start
+        by_window: dict[tuple[int, int], list[dict[str, Any]]] = {}
         for row in rows:
-            by_window.setdefault(row["window_start"], []).append(row)
+            by_window.setdefault((row["window_start"], row["window_end"]), []).append(row)
         rows = [row for kept in by_window.values() for row in select_top_k(spec.top_k, kept)]
     return [{"task": spec.id, **row} for row in rows]

@@ -23,6 +23,12 @@ batches.
 
 FIRST and LAST read each record's event time with its value (`timed_input`), so their partial
 states hold the time they are at; the reducer and session merges need nothing else.
+
+Cumulative windows: a record is late when its max window is closed; an on-time one is counted
+in one step slice, its own or, when that slice's window closed before it came (end + grace at
+or below the stream time before it), the first slice still open then: so it counts in exactly
+its cumulative windows still open, as a hopping record counts only in its open windows. The
+reducer folds closed slices into each max window's running state (reducer/open_cumulative.py).
 """
 
 from __future__ import annotations
@@ -219,7 +225,8 @@ class Preaggregator:
 
     def _late_from(self) -> pl.Expr:
         """Per row, the smallest stream time at which the record is late (mars.windows)."""
-        windows = self._task.session or self._task.window
+        task = self._task
+        windows = task.session or task.cumulate or task.window
         return windows.late_from_expr(pl.col(_TIME))
 
     def _with_stream_time_before(
@@ -273,7 +280,14 @@ class Preaggregator:
         return frame.filter(~late_mask), frame.filter(late_mask)
 
     def _late_reason(self, event_time: int, stream_time: int) -> str:
-        window, session = self._task.window, self._task.session
+        window, session, cumulate = self._task.window, self._task.session, self._task.cumulate
+        if cumulate is not None:
+            start = cumulate.max_start(event_time)
+            return (
+                f"late: event time {event_time} ms falls in cumulative window "
+                f"[{start}, {start + cumulate.size_ms}) which closed (grace "
+                f"{cumulate.grace_ms} ms) at stream time {stream_time} ms"
+            )
         if session is not None:
             return (
                 f"late: event time {event_time} ms is more than GRACE ({session.grace_ms} ms) "
@@ -320,7 +334,11 @@ class Preaggregator:
 
     def _with_window_starts(self, frame: pl.DataFrame) -> pl.DataFrame:
         """One row per record and window it contributes to, the window's start in `_WINDOW`."""
-        window = self._task.window
+        window, cumulate = self._task.window, self._task.cumulate
+        if cumulate is not None:  # its slice: its own, or the first one still open
+            before = pl.col(_BEFORE) if _BEFORE in frame.columns else pl.lit(None, pl.Int64)
+            slice_start = cumulate.contribution_slice_expr(pl.col(_TIME), before)
+            return frame.with_columns(slice_start.alias(_WINDOW))
         frame = frame.with_columns(window.starts_expr(pl.col(_TIME)).alias(_WINDOW))
         if window.tumbling:
             return frame

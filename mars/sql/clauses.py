@@ -1,6 +1,7 @@
 """Splits the Mars-specific clauses off a task's SQL, keeping character positions.
 
-`WINDOWING <n> <unit>`, `WINDOWING SESSION <n> <unit>`, `SLIDE <n> <unit>`, `GRACE <n> <unit>`,
+`WINDOWING <n> <unit>`, `WINDOWING SESSION <n> <unit>`, `WINDOWING CUMULATE <n> <unit>`,
+`SLIDE <n> <unit>`, `STEP <n> <unit>`, `GRACE <n> <unit>`,
 `EMIT CHANGES [EVERY <n> <unit>]` / `EMIT FINAL` and `WITH (key = value, ...)` are not SQL,
 so they are found among sqlglot's tokens (at parenthesis depth 0, so a string or a nested
 expression never matches) and replaced by spaces. The rest keeps every character at its
@@ -20,17 +21,18 @@ from mars.sql.durations import UNIT_HELP, DurationError, duration_ms, is_unit
 from mars.sql.errors import TaskError
 from mars.sql.positions import token_error_position
 
-CLAUSE_KEYWORDS = ("WINDOWING", "SLIDE", "GRACE")
+CLAUSE_KEYWORDS = ("WINDOWING", "SLIDE", "GRACE", "STEP")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Duration:
     """A duration clause: its value and where its keyword starts. `session`: the clause was
-    `WINDOWING SESSION <gap>`."""
+    `WINDOWING SESSION <gap>`; `cumulate`: `WINDOWING CUMULATE <size>`."""
 
     ms: int
     position: int
     session: bool = False
+    cumulate: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,8 +103,11 @@ def _read_clause(tokens: list[Token], i: int, sql: str, found: _Found) -> int | 
         if keyword in found.durations:
             raise TaskError(f"{keyword} is given twice", position=token.start)
         session = _is_session(tokens, i)
-        ms, after = _read_duration(tokens, i + 1 if session else i, sql)
-        found.durations[keyword] = Duration(ms=ms, position=token.start, session=session)
+        cumulate = _is_cumulate(tokens, i)
+        ms, after = _read_duration(tokens, i + 1 if session or cumulate else i, sql)
+        found.durations[keyword] = Duration(
+            ms=ms, position=token.start, session=session, cumulate=cumulate
+        )
         return after
     if _is_emit_clause(tokens, i):
         if "emit" in found.options:
@@ -131,6 +136,7 @@ def _is_clause_keyword(tokens: list[Token], i: int) -> bool:
         following is None
         or following.token_type in (TokenType.NUMBER, TokenType.DASH, TokenType.SEMICOLON)
         or _is_session(tokens, i)
+        or _is_cumulate(tokens, i)
     )
 
 
@@ -140,6 +146,15 @@ def _is_session(tokens: list[Token], i: int) -> bool:
         tokens[i].text.upper() == "WINDOWING"
         and i + 1 < len(tokens)
         and tokens[i + 1].text.upper() == "SESSION"
+    )
+
+
+def _is_cumulate(tokens: list[Token], i: int) -> bool:
+    """`WINDOWING CUMULATE ...` at token `i`."""
+    return (
+        tokens[i].text.upper() == "WINDOWING"
+        and i + 1 < len(tokens)
+        and tokens[i + 1].text.upper() == "CUMULATE"
     )
 
 
@@ -198,9 +213,12 @@ def _is_options_clause(tokens: list[Token], i: int) -> bool:
 
 def _read_duration(tokens: list[Token], i: int, sql: str) -> tuple[int, int]:
     """Read `KEYWORD [-]<number> <unit>` starting at the keyword; return (ms, next index).
-    The keyword may be `SESSION` of `WINDOWING SESSION`, which names it in messages."""
+    The keyword may be `SESSION` of `WINDOWING SESSION` (or `CUMULATE`), which names it in
+    messages."""
     keyword = tokens[i]
-    name = "WINDOWING SESSION" if keyword.text.upper() == "SESSION" else keyword.text.upper()
+    name = keyword.text.upper()
+    if name in ("SESSION", "CUMULATE"):
+        name = f"WINDOWING {name}"
     j = i + 1
     sign = ""
     if j < len(tokens) and tokens[j].token_type == TokenType.DASH:

@@ -2,7 +2,8 @@
 
     SELECT sip, type, timestamp, count(*) FROM S GROUP BY sip, type, timestamp WINDOWING 60 s
 
-Steps: split off the Mars clauses (WINDOWING [SESSION]/SLIDE/GRACE/EMIT/WITH), resolve the
+Steps: split off the Mars clauses (WINDOWING [SESSION|CUMULATE]/SLIDE/STEP/GRACE/EMIT/WITH),
+resolve the
 options, let sqlglot parse the SELECT, plan the grouping, and check that every expression
 compiles to Polars. Every error is a `TaskError` whose position points into the original text.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from mars.sql.aggregation_plan import AggregationPlan, plan_aggregation
 from mars.sql.clauses import Duration, split_mars_clauses
+from mars.sql.cumulate import check_cumulate_task, cumulate_window
 from mars.sql.errors import TaskError
 from mars.sql.options import resolve_options
 from mars.sql.positions import node_position
@@ -50,6 +52,8 @@ def _parse(sql: str, *, task_id: str, options: Mapping[str, Any] | None) -> Task
     resolved = resolve_options(clauses.options, options)
     if window.session:
         _check_session_task(statement)
+    if window.cumulate:
+        check_cumulate_task(resolved.task_options, clauses.options)
     plan = plan_aggregation(statement, event_time_field=resolved.event_time.field)
     _check_csv_columns(plan, resolved.event_time, resolved.task_options)
     return TaskSpec(
@@ -78,6 +82,9 @@ def _window(durations: Mapping[str, Duration], sql: str) -> WindowSpec:
     if size.ms <= 0:
         what = "the session gap" if size.session else "the window size"
         raise TaskError(f"{what} must be positive", position=size.position)
+    step = durations.get("STEP")
+    if size.cumulate or step is not None:
+        return cumulate_window(size, step, durations.get("SLIDE"), durations.get("GRACE"))
     slide = durations.get("SLIDE")
     if size.session and slide is not None:
         raise TaskError(

@@ -65,16 +65,21 @@ class WindowSpec:
 
     `session`: session windows per group instead (`WINDOWING SESSION <gap>`), with `size_ms`
     and `slide_ms` both the inactivity gap: records at most a gap apart share a session.
+
+    `cumulate`: cumulative windows (`WINDOWING CUMULATE <size> STEP <step>`, Flink's CUMULATE):
+    `size_ms` is the max window, `slide_ms` the step; the windows `[s, s + n * step)` of each
+    max window `[s, s + size)`.
     """
 
     size_ms: int
     slide_ms: int
     grace_ms: int = 0
     session: bool = False
+    cumulate: bool = False
 
     @property
     def tumbling(self) -> bool:
-        return self.size_ms == self.slide_ms and not self.session
+        return self.size_ms == self.slide_ms and not self.session and not self.cumulate
 
     @property
     def gap_ms(self) -> int:

@@ -20,10 +20,10 @@ import json
 import random
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Literal
+from typing import Any, Literal
 
 TimeUnit = Literal["s", "ms", "iso"]
-WindowKind = Literal["tumbling", "hopping", "session"]
+WindowKind = Literal["tumbling", "hopping", "session", "cumulate"]
 
 _FORMAT = {"s": "epoch_s", "ms": "epoch_ms", "iso": "iso8601"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -152,7 +152,7 @@ class TaskShape:
     aggregates: tuple[Aggregate, ...]
     window: WindowKind
     size_ms: int  # window size, or the session gap
-    slide_ms: int  # = size_ms unless hopping
+    slide_ms: int  # = size_ms unless hopping; the step of cumulative windows
     grace_ms: int
     unit: TimeUnit
     where: str | None = None
@@ -176,6 +176,8 @@ class TaskShape:
             parts.append(f"ORDER BY {self.top_k[0]} DESC LIMIT {self.top_k[1]}")
         if self.window == "session":
             parts.append(f"WINDOWING SESSION {self.size_ms} ms")
+        elif self.window == "cumulate":
+            parts.append(f"WINDOWING CUMULATE {self.size_ms} ms STEP {self.slide_ms} ms")
         else:
             parts.append(f"WINDOWING {self.size_ms} ms")
             if self.window == "hopping":
@@ -186,6 +188,11 @@ class TaskShape:
             parts.append("EMIT CHANGES EVERY 1 s")
         parts.append(f"WITH (event_time = 'ts', event_time_format = '{_FORMAT[self.unit]}')")
         return " ".join(parts)
+
+    def window_of(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The window part of a result key: `(window_start,)`, or for cumulative windows,
+        which share their start, `(window_start, window_end)`."""
+        return key[:2] if self.window == "cumulate" else key[:1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,13 +223,16 @@ class Case:
 def random_shape(rng: random.Random) -> TaskShape:
     unit: TimeUnit = rng.choice(["s", "ms", "ms", "iso"])
     step = 1000 if unit == "s" else 1  # the smallest time step the unit can express
-    window: WindowKind = rng.choice(["tumbling", "tumbling", "hopping", "session"])
+    window: WindowKind = rng.choice(["tumbling", "tumbling", "hopping", "session", "cumulate"])
     size = (
         rng.choice([1, 2, 5, 10]) * 1000 if unit == "s" else rng.choice([50, 100, 250, 1000, 5000])
     )
     slide = size
     if window == "hopping":
         slide = max(step, size // rng.choice([2, 3, 4, 5]) // step * step)
+    if window == "cumulate":  # a step of at least 10 ms dividing the size
+        steps = [n for n in (2, 4, 5, 10) if size % (n * step) == 0 and size // n >= 10]
+        slide = size // rng.choice(steps) if steps else size
     grace = rng.choice([0, 0, 0, size // 4, size, 3 * size]) // step * step
     if size + grace > MAX_CLOSE_MS:  # the last windows close by idle close, in wall-clock time
         grace = 0
@@ -264,7 +274,7 @@ def random_shape(rng: random.Random) -> TaskShape:
         having=having,
         top_k=top_k,
         window_column=window == "tumbling" and rng.random() < 0.2,
-        emit_changes=rng.random() < 0.2,
+        emit_changes=window != "cumulate" and rng.random() < 0.2,  # refused with CUMULATE
     )
 
 

@@ -1,6 +1,7 @@
 """Mars's output for a case against the oracle's: every row, and the counters.
 
-Rows are matched by `(window_start, *group values)`. Exact aggregates must be equal (floats
+Rows are matched by `(window_start, *group values)` (cumulative windows, which share their
+start: `(window_start, window_end, *group values)`). Exact aggregates must be equal (floats
 within their `Aggregate.relative` error, 1e-9 for a sum or an average, whose rounding depends
 on the order of additions, 1e-7 for a variance or standard deviation); approximate ones
 within their `Aggregate.approximate` relative error, or 1. A top-k task's rows of a window must
@@ -25,7 +26,10 @@ def problems(
     """What differs (empty: the case passed)."""
     shape = case.shape
     found: list[str] = []
-    keys = [_key(row, shape.keys) for row in rows]
+    keys = [
+        _key(row, shape.window_of((row["window_start"], row.get("window_end"))), shape.keys)
+        for row in rows
+    ]
     twice = [key for key, n in Counter(keys).items() if n > 1]
     if twice:
         found.append(f"emitted more than once: {twice[:5]}")
@@ -73,12 +77,13 @@ def _top_k_problems(
 ) -> list[str]:
     assert case.shape.top_k is not None
     alias, k = case.shape.top_k
-    by_window: dict[int, list[Any]] = defaultdict(list)
+    window_of = case.shape.window_of
+    by_window: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
     for key, values in oracle.items():
-        by_window[key[0]].append(values[alias])
-    emitted: dict[int, list[Any]] = defaultdict(list)
+        by_window[window_of(key)].append(values[alias])
+    emitted: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
     for key, row in got.items():
-        emitted[key[0]].append(row.get(alias))
+        emitted[window_of(key)].append(row.get(alias))
     found = []
     for window in sorted(set(by_window) | set(emitted)):
         want = _descending(by_window[window])[:k]
@@ -97,8 +102,8 @@ def _descending(values: Sequence[Any]) -> list[Any]:
     return present + [None] * (len(values) - len(present))
 
 
-def _key(row: Mapping[str, Any], keys: Sequence[str]) -> ResultKey:
-    return (row["window_start"], *(row.get(k) for k in keys))
+def _key(row: Mapping[str, Any], window: tuple[Any, ...], keys: Sequence[str]) -> ResultKey:
+    return (*window, *(row.get(k) for k in keys))
 
 
 def _tolerance(case: Case, name: str) -> tuple[float, float]:

@@ -8,8 +8,11 @@ everything else is one DuckDB query per case:
 - filtered: WHERE is false or NULL;
 - stream time before a record: the max event time of the earlier records of its partition,
   bad ones left out (filtered and late ones count);
-- late: tumbling/hopping `last_start + size + grace <= before`, session `ts + grace < before`;
+- late: tumbling/hopping `last_start + size + grace <= before`, session `ts + grace < before`,
+  cumulate `max_start + size + grace <= before` (its max window closed);
 - hopping: a record counts in its windows with `start + size + grace > before`;
+- cumulate: each accepted record joined to the windows `[max_start, max_start + n * step)`
+  ending after it, kept where `end + grace > before`;
 - sessions: per group, the accepted records in time order, cut where the next is more than the
   gap later; `window_start` / `window_end` = first / last time;
 - HAVING on the aggregated rows, then top-k (`Expected.top_k`, checked by the comparison).
@@ -26,7 +29,7 @@ import duckdb
 from tests.differential.cases import Case
 from tests.oracle import event_time_ms
 
-ResultKey = tuple[Any, ...]  # (window_start, *group key values)
+ResultKey = tuple[Any, ...]  # (window_start, [window_end if cumulate,] *group key values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ def expected_of(case: Case) -> Expected:
         names = [d[0] for d in con.description or []]
     finally:
         con.close()
-    width = 1 + len(shape.keys)
+    width = len(shape.window_of((0, 0))) + len(shape.keys)
     results = {
         tuple(row[:width]): dict(zip(names[width:], row[width:], strict=True)) for row in rows
     }
@@ -88,6 +91,8 @@ def _judge_sql(case: Case) -> str:
     shape = case.shape
     if shape.window == "session":
         late = f"ts + {shape.grace_ms} < before"
+    elif shape.window == "cumulate":
+        late = f"{_last_start(shape.size_ms)} + {shape.size_ms + shape.grace_ms} <= before"
     else:
         late = f"{_last_start(shape.slide_ms)} + {shape.size_ms + shape.grace_ms} <= before"
     return f"""
@@ -134,6 +139,23 @@ def _aggregate_sql(case: Case) -> str:
             SELECT min(ts) AS window_start, {", ".join([*keys, ""])}
                    {aggregates}, max(ts) AS window_end
             FROM numbered GROUP BY {", ".join([*keys, "session"])}
+        """
+    elif shape.window == "cumulate":
+        size, step = shape.size_ms, shape.slide_ms
+        grouped = f"""
+            WITH windows AS (
+                SELECT *, {_last_start(size)} AS window_start FROM judged WHERE accepted
+            ),
+            assigned AS (
+                SELECT *, unnest(generate_series(
+                    window_start + {step}, window_start + {size}, CAST({step} AS BIGINT)
+                )) AS window_end
+                FROM windows
+            )
+            SELECT window_start, window_end, {", ".join([*keys, ""])} {aggregates}
+            FROM assigned
+            WHERE window_end > ts AND (before IS NULL OR window_end + {shape.grace_ms} > before)
+            GROUP BY {", ".join(["window_start", "window_end", *keys])}
         """
     else:
         size, slide = shape.size_ms, shape.slide_ms

@@ -170,9 +170,9 @@ def _final_updates(reader: TopicReader, topic: str) -> list[dict[str, Any]]:
 def _rows_wanted(case: Case, expected: Expected) -> int:
     if case.shape.top_k is None:
         return len(expected.rows)
-    per_window: dict[int, int] = defaultdict(int)
+    per_window: dict[tuple[Any, ...], int] = defaultdict(int)
     for key in expected.rows:
-        per_window[key[0]] += 1
+        per_window[case.shape.window_of(key)] += 1
     return sum(min(case.shape.top_k[1], n) for n in per_window.values())
 
 

@@ -77,6 +77,38 @@ def test_hopping_counts_only_windows_still_open() -> None:
     assert counts == {3: 1, 4: 1, 5: 2, 6: 1, 7: 1, 8: 1}
 
 
+def test_cumulate_counts_a_record_in_its_windows_still_open() -> None:
+    # size 40, step 10, grace 5: ts 12 at stream time 27 misses [0, 20) (20 + 5 <= 27), counts
+    # in [0, 30) and [0, 40); the group "a" of ts 3 is in every window of the max window.
+    records = [{"ts": 3, "k1": "a"}, {"ts": 27, "k1": "b"}, {"ts": 12, "k1": "b"}]
+    expected = expected_of(
+        case(shape(window="cumulate", size_ms=40, slide_ms=10, grace_ms=5), records)
+    )
+    counts = {key: row["n"] for key, row in expected.rows.items()}
+    assert counts == {
+        (0, 10, "a"): 1,
+        (0, 20, "a"): 1,
+        (0, 30, "a"): 1,
+        (0, 40, "a"): 1,
+        (0, 30, "b"): 2,
+        (0, 40, "b"): 2,
+    }
+    late = expected_of(
+        case(
+            shape(window="cumulate", size_ms=40, slide_ms=10),
+            [records[1], {"ts": 39, "k1": "b"}, {"ts": 0, "k1": "b"}],
+        )
+    )
+    assert late.late == 0
+    late = expected_of(
+        case(
+            shape(window="cumulate", size_ms=40, slide_ms=10),
+            [{"ts": 40, "k1": "b"}, {"ts": 0, "k1": "b"}],
+        )
+    )
+    assert late.late == 1
+
+
 def test_having_filters_groups() -> None:
     records = [{"ts": 1, "k1": "a"}, {"ts": 2, "k1": "a"}, {"ts": 3, "k1": "b"}]
     expected = expected_of(case(shape(having="n > 1"), records))
