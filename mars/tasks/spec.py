@@ -54,6 +54,10 @@ class AggFunc(StrEnum):
     VAR_SAMP = "var_samp"
     STDDEV_POP = "stddev_pop"
     STDDEV_SAMP = "stddev_samp"
+    # The quantile sketch (KLL, Apache DataSketches): one fraction, or a list of them.
+    APPROX_PERCENTILE = "approx_percentile"
+    APPROX_PERCENTILES = "approx_percentiles"
+    TOPK = "topk"  # the k most frequent values: a Misra-Gries summary
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
