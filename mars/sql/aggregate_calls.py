@@ -1,7 +1,8 @@
 """Recognises the aggregate calls of the task language and names them.
 
 COUNT(*), COUNT(col), COUNT(DISTINCT col), SUM, MIN, MAX, AVG, APPROX_COUNT_DISTINCT, and
-VAR_POP, VAR_SAMP (VARIANCE), STDDEV_POP, STDDEV_SAMP (STDDEV).
+VAR_POP, VAR_SAMP (VARIANCE), STDDEV_POP, STDDEV_SAMP (STDDEV), and the sketch aggregates
+APPROX_PERCENTILE / APPROX_MEDIAN and TOPK (`mars.sql.sketch_calls`).
 Identical calls share one `AggregateCall`; an unaliased call is named from its text
 (`count_star`, `sum_bytes`), made unique against the names already taken.
 """
@@ -16,6 +17,7 @@ from sqlglot import exp
 
 from mars.sql.errors import TaskError
 from mars.sql.positions import node_position
+from mars.sql.sketch_calls import read_sketch_call
 from mars.tasks.spec import AggFunc
 
 _SIMPLE_AGGREGATES: dict[type[exp.Expr], AggFunc] = {
@@ -45,6 +47,9 @@ class AggregateRead:
 
 def read_aggregate(node: exp.AggFunc) -> AggregateRead:
     """The function, argument and parameters of one aggregate call."""
+    sketch = read_sketch_call(node)
+    if sketch is not None:
+        return AggregateRead(*sketch)
     func, argument = _read_simple(node)
     return AggregateRead(func, argument)
 
@@ -68,7 +73,7 @@ def _read_simple(node: exp.AggFunc) -> tuple[AggFunc, exp.Expr | None]:
         raise TaskError(
             f"unsupported aggregate function '{node.sql_name().lower()}'; use COUNT, SUM, MIN, "
             "MAX, AVG, COUNT(DISTINCT ...), APPROX_COUNT_DISTINCT, VAR_POP, VAR_SAMP, "
-            "STDDEV_POP or STDDEV_SAMP",
+            "STDDEV_POP, STDDEV_SAMP, APPROX_PERCENTILE, APPROX_MEDIAN or TOPK",
             position=node_position(node),
         )
     argument = node.this
@@ -92,7 +97,7 @@ def default_alias(
 ) -> str:
     """`count_star`, `sum_bytes`, `count_distinct_sip`, `approx_percentile_bytes_0_99`, ..."""
     argument = "star" if argument_sql is None else sanitized_name(argument_sql)
-    suffix = "".join(f"_{sanitized_name(f'{p:g}')}" for p in parameters)
+    suffix = "".join("_" + re.sub(r"[^a-z0-9]+", "_", f"{p:g}").strip("_") for p in parameters)
     return f"{func.value}_{argument}{suffix}"
 
 

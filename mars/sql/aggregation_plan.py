@@ -26,6 +26,7 @@ from mars.sql.aggregate_calls import (
 from mars.sql.errors import TaskError
 from mars.sql.polars_compiler import check_functions, compile_node
 from mars.sql.positions import node_position
+from mars.sql.sketch_calls import reject_list_ordering
 from mars.sql.statement import SelectStatement
 from mars.tasks.spec import AggFunc, AggregateCall, GroupKey, OutputColumn, TopK
 
@@ -283,6 +284,7 @@ class _Planner:
             raise TaskError("LIMIT must be at least 1", position=node_position(limit))
         ordered = order_by[0]
         _, target = self._resolve_reference(ordered.this, clause="ORDER BY")
+        reject_list_ordering(target)
         return TopK(
             order_by=self._result_sql(target),
             descending=bool(ordered.args.get("desc")),
