@@ -143,3 +143,28 @@ def reject_list_ordering(target: exp.Expr) -> None:
             "APPROX_PERCENTILE(col, p) with one fraction, or another aggregate",
             position=node_position(target),
         )
+
+
+LIST_FUNCS = frozenset({AggFunc.APPROX_PERCENTILES, AggFunc.TOPK})
+
+
+def reject_list_operations(
+    result: exp.Expr, list_columns: set[str], *, bare_allowed: bool, position: int | None
+) -> None:
+    """TaskError when a result expression (aggregates already replaced by their columns)
+    computes with a list-valued aggregate: a list may be selected as it is (`bare_allowed`,
+    SELECT) or tested with IS [NOT] NULL, nothing else (no function or operator takes one)."""
+    for column in result.find_all(exp.Column):
+        if column.name not in list_columns:
+            continue
+        parent = column.parent
+        while isinstance(parent, exp.Paren):
+            parent = parent.parent
+        if isinstance(parent, exp.Is) or (bare_allowed and column.unnest() is result.unnest()):
+            continue
+        raise TaskError(
+            f"this aggregate ('{column.name}') gives a list (TOPK, or APPROX_PERCENTILE with "
+            "a list of fractions): it can be selected as it is or tested with IS NULL, not "
+            "used in an expression or a condition",
+            position=position,
+        )

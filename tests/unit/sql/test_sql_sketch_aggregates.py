@@ -139,6 +139,36 @@ def test_a_list_cannot_rank_groups(call: str) -> None:
         assert caught.position is not None
 
 
+@pytest.mark.parametrize(
+    ("select", "having"),
+    [
+        ("topk(s, 2) || 'x'", None),
+        ("coalesce(topk(s, 2), 'x')", None),
+        ("approx_percentile(v, [0.5]) + 1", None),
+        ("topk(s, 2) AS t", "t = 'a'"),
+        ("topk(s, 2) AS t", "topk(s, 2) = 'a'"),
+        ("count(*)", "topk(s, 2)"),
+    ],
+)
+def test_a_list_is_selected_as_it_is_or_tested_for_null(select: str, having: str | None) -> None:
+    clause = f" HAVING {having}" if having else ""
+    sql = f"SELECT k, {select} FROM S GROUP BY k{clause} WINDOWING 1 s"
+    caught = error(sql)
+    assert "gives a list" in caught.message
+    where = having if having else select
+    assert caught.position == sql.index(where, len("SELECT k, "))
+
+
+def test_a_list_may_be_tested_for_null_and_a_percentile_computed_with() -> None:
+    spec = parse_task(
+        "SELECT k, topk(s, 2) AS t, approx_median(v) * 2 AS m2 FROM S GROUP BY k "
+        "HAVING t IS NOT NULL AND approx_median(v) + 1 > 2 WINDOWING 1 s",
+        task_id="t",
+    )
+    assert spec.having == "NOT t IS NULL AND approx_percentile_v_0_5 + 1 > 2"
+    assert [o.expression for o in spec.outputs] == ["k", "t", "approx_percentile_v_0_5 * 2"]
+
+
 def test_not_in_where() -> None:
     sql = "SELECT k FROM S WHERE approx_median(x) > 1 GROUP BY k WINDOWING 1 s"
     caught = error(sql)
