@@ -47,6 +47,13 @@ def trimmed(counts: dict[Any, int], limit: int) -> dict[Any, int]:
     return {value: count - cut for value, count in counts.items() if count > cut}
 
 
+def _sorted_wire(values: list[Any], counts: list[int]) -> list[Any]:
+    """The wire form of an untrimmed summary from a batch's aligned lists: a Polars column
+    holds one type, whose natural order is `sort_key`'s, so no key function is needed."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    return [sum(counts), [values[i] for i in order], [counts[i] for i in order]]
+
+
 class TopK(Aggregate[Summary]):
     """TOPK(col, k): the k most frequent values of the group (a list), or NULL."""
 
@@ -113,6 +120,14 @@ class TopK(Aggregate[Summary]):
         counts = frame.get_column(f"{prefix}counts").to_list()
         return [self._summary(v, c) for v, c in zip(values, counts, strict=True)]
 
+    def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
+        values = frame.get_column(f"{prefix}values").to_list()
+        counts = frame.get_column(f"{prefix}counts").to_list()
+        return [
+            _sorted_wire(v, c) if len(v) <= self.capacity else self.to_wire(self._summary(v, c))
+            for v, c in zip(values, counts, strict=True)
+        ]
+
     def _summary(self, values: Iterable[Any], counts: Iterable[int]) -> Summary:
         table = dict(zip(values, counts, strict=True))
         if not table:
@@ -120,9 +135,11 @@ class TopK(Aggregate[Summary]):
         return (sum(table.values()), trimmed(table, self.capacity))
 
     def to_wire(self, state: Summary) -> Any:
-        # Sorted, so one state always encodes to the same bytes in every process.
+        # [n, values, counts], values sorted: one state always encodes to the same bytes.
         n, counts = state
-        return [n, [[v, c] for v, c in sorted(counts.items(), key=lambda i: sort_key(i[0]))]]
+        ordered = sorted(counts, key=sort_key)
+        return [n, ordered, [counts[value] for value in ordered]]
 
     def from_wire(self, wire: Any) -> Summary:
-        return (int(wire[0]), {value: int(count) for value, count in wire[1]})
+        n, values, counts = wire
+        return (int(n), dict(zip(values, counts, strict=True)))
