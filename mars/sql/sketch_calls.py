@@ -153,7 +153,8 @@ def reject_list_operations(
 ) -> None:
     """TaskError when a result expression (aggregates already replaced by their columns)
     computes with a list-valued aggregate: a list may be selected as it is (`bare_allowed`,
-    SELECT) or tested with IS [NOT] NULL, nothing else (no function or operator takes one)."""
+    SELECT) or tested with IS NULL or IS NOT NULL, nothing else (no function or operator
+    of the language takes one)."""
     for column in result.find_all(exp.Column):
         if column.name not in list_columns:
             continue
