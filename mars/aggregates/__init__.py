@@ -7,7 +7,9 @@ from mars.aggregates.distinct import CountDistinct
 from mars.aggregates.encoding import PartialEncodingError, decode_states, encode_states
 from mars.aggregates.extremum import Max, Min
 from mars.aggregates.first_last import First, Last
+from mars.aggregates.frequent import TopK
 from mars.aggregates.hll import ApproxCountDistinct, sketch_of
+from mars.aggregates.quantiles import ApproxPercentile, ApproxPercentiles
 from mars.aggregates.registry import (
     aggregate_for,
     aggregate_for_call,
@@ -22,6 +24,8 @@ from mars.aggregates.sum import Sum
 __all__ = [
     "Aggregate",
     "ApproxCountDistinct",
+    "ApproxPercentile",
+    "ApproxPercentiles",
     "Average",
     "CountAll",
     "CountDistinct",
@@ -34,6 +38,7 @@ __all__ = [
     "StddevPop",
     "StddevSamp",
     "Sum",
+    "TopK",
     "VarPop",
     "VarSamp",
     "aggregate_for",

@@ -10,7 +10,9 @@ from mars.aggregates.counting import CountAll, CountNonNull
 from mars.aggregates.distinct import CountDistinct
 from mars.aggregates.extremum import Max, Min
 from mars.aggregates.first_last import First, Last
+from mars.aggregates.frequent import TopK
 from mars.aggregates.hll import ApproxCountDistinct
+from mars.aggregates.quantiles import ApproxPercentile, ApproxPercentiles
 from mars.aggregates.spread import StddevPop, StddevSamp, VarPop, VarSamp
 from mars.aggregates.sum import Sum
 from mars.tasks.spec import AggFunc, AggregateCall, TaskSpec
@@ -28,6 +30,9 @@ _BY_FUNC: dict[AggFunc, type[Aggregate[Any]]] = {
     AggFunc.STDDEV_SAMP: StddevSamp,
     AggFunc.FIRST: First,
     AggFunc.LAST: Last,
+    AggFunc.APPROX_PERCENTILE: ApproxPercentile,
+    AggFunc.APPROX_PERCENTILES: ApproxPercentiles,
+    AggFunc.TOPK: TopK,
 }
 
 # Wire name of COUNT(*), distinct from COUNT(expr): both share AggFunc.COUNT but differ in state

@@ -343,7 +343,10 @@ def _value_problem(name: str, value: Any, *, numeric: bool) -> str | None:
     if kind in (dict, list):
         return f"field '{name}' holds a nested value, a scalar is needed"
     if numeric and kind not in _NUMERIC_KINDS:
-        return f"field '{name}' must be a number for SUM/AVG/VAR/STDDEV, got {value!r:.60}"
+        return (
+            f"field '{name}' must be a number for SUM/AVG/VAR/STDDEV/APPROX_PERCENTILE, "
+            f"got {value!r:.60}"
+        )
     if numeric and kind is int and value not in _INT64_RANGE:
         return f"field '{name}' is outside the 64-bit integer range"
     if kind not in _SCALAR_KINDS:

@@ -2,7 +2,9 @@
 
 COUNT(*), COUNT(col), COUNT(DISTINCT col), SUM, MIN, MAX, AVG, APPROX_COUNT_DISTINCT, and
 VAR_POP, VAR_SAMP (VARIANCE), STDDEV_POP, STDDEV_SAMP (STDDEV), FIRST, LAST (FIRST_VALUE,
-LAST_VALUE). COUNT_IF and FILTER (WHERE ...) are rewritten before (`conditional_aggregates`).
+LAST_VALUE), and the sketch aggregates APPROX_PERCENTILE / APPROX_MEDIAN and TOPK
+(`mars.sql.sketch_calls`). COUNT_IF and FILTER (WHERE ...) are rewritten before
+(`conditional_aggregates`).
 Identical calls share one `AggregateCall`; an unaliased call is named from its text
 (`count_star`, `sum_bytes`), made unique against the names already taken.
 """
@@ -17,6 +19,7 @@ from sqlglot import exp
 
 from mars.sql.errors import TaskError
 from mars.sql.positions import node_position
+from mars.sql.sketch_calls import read_sketch_call
 from mars.tasks.spec import AggFunc
 
 _SIMPLE_AGGREGATES: dict[type[exp.Expr], AggFunc] = {
@@ -51,6 +54,9 @@ class AggregateRead:
 
 def read_aggregate(node: exp.AggFunc) -> AggregateRead:
     """The function, argument and parameters of one aggregate call."""
+    sketch = read_sketch_call(node)
+    if sketch is not None:
+        return AggregateRead(*sketch)
     func, argument = _read_simple(node)
     return AggregateRead(func, argument)
 
@@ -74,7 +80,8 @@ def _read_simple(node: exp.AggFunc) -> tuple[AggFunc, exp.Expr | None]:
         raise TaskError(
             f"unsupported aggregate function '{node.sql_name().lower()}'; use COUNT, SUM, MIN, "
             "MAX, AVG, COUNT(DISTINCT ...), APPROX_COUNT_DISTINCT, VAR_POP, VAR_SAMP, "
-            "STDDEV_POP, STDDEV_SAMP, FIRST, LAST or COUNT_IF",
+            "STDDEV_POP, STDDEV_SAMP, FIRST, LAST, COUNT_IF, APPROX_PERCENTILE, APPROX_MEDIAN "
+            "or TOPK",
             position=node_position(node),
         )
     argument = node.this
@@ -98,7 +105,7 @@ def default_alias(
 ) -> str:
     """`count_star`, `sum_bytes`, `count_distinct_sip`, `approx_percentile_bytes_0_99`, ..."""
     argument = "star" if argument_sql is None else sanitized_name(argument_sql)
-    suffix = "".join(f"_{sanitized_name(f'{p:g}')}" for p in parameters)
+    suffix = "".join("_" + re.sub(r"[^a-z0-9]+", "_", f"{p:g}").strip("_") for p in parameters)
     return f"{func.value}_{argument}{suffix}"
 
 

@@ -27,6 +27,7 @@ from mars.sql.errors import TaskError
 from mars.sql.offset_aggregates import reject_offset_aggregates
 from mars.sql.polars_compiler import check_functions, compile_node
 from mars.sql.positions import node_position
+from mars.sql.sketch_calls import LIST_FUNCS, reject_list_operations, reject_list_ordering
 from mars.sql.statement import SelectStatement
 from mars.tasks.spec import AggFunc, AggregateCall, GroupKey, OutputColumn, TopK
 
@@ -238,15 +239,22 @@ class _Planner:
 
         return node.transform(replace)
 
-    def _result_sql(self, node: exp.Expr, *, use_aliases: bool = True) -> str:
+    def _result_sql(
+        self, node: exp.Expr, *, use_aliases: bool = True, bare_list: bool = False
+    ) -> str:
         result = self._to_result(node, use_aliases=use_aliases)
+        lists = {c.alias for key, c in self._aggregates.items() if key[0] in LIST_FUNCS}
+        if lists:
+            reject_list_operations(
+                result, lists, bare_allowed=bare_list, position=node_position(node)
+            )
         compile_node(result)
         return result.sql()
 
     def _outputs(self) -> tuple[OutputColumn, ...]:
         outputs: dict[str, OutputColumn] = {}
         for (alias, expr), item in zip(self._items, self._statement.select, strict=True):
-            sql = self._result_sql(expr, use_aliases=False)
+            sql = self._result_sql(expr, use_aliases=False, bare_list=True)
             name = alias or self._output_name(expr, sql)
             if name in outputs:
                 raise TaskError(
@@ -289,6 +297,7 @@ class _Planner:
             raise TaskError("LIMIT must be at least 1", position=node_position(limit))
         ordered = order_by[0]
         _, target = self._resolve_reference(ordered.this, clause="ORDER BY")
+        reject_list_ordering(target)
         return TopK(
             order_by=self._result_sql(target),
             descending=bool(ordered.args.get("desc")),

@@ -18,6 +18,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 from mars.sql.errors import TaskError
 from mars.sql.expressions import syntax_error_message
 from mars.sql.positions import node_position, parse_error_position, token_error_position
+from mars.sql.sketch_calls import normalize_sketch_calls
 
 _SUPPORTED_PARTS = {"expressions", "from_", "where", "group", "having", "order", "limit"}
 _UNSUPPORTED_PART_NAMES = {
@@ -53,6 +54,7 @@ def read_statement(sql: str) -> SelectStatement:
             where = node_position(node) if isinstance(node, exp.Expr) else None
             raise TaskError(message, position=where)
     _reject_unsupported_nodes(select, sql)
+    normalize_sketch_calls(select)
     source_topic, qualifiers = _read_source(select)
     _strip_qualifiers(select, qualifiers)
     group = select.args.get("group")

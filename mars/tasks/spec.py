@@ -57,6 +57,10 @@ class AggFunc(StrEnum):
     # The value at the earliest / latest event time; ties: the smallest / largest value.
     FIRST = "first"
     LAST = "last"
+    # The quantile sketch (KLL, Apache DataSketches): one fraction, or a list of them.
+    APPROX_PERCENTILE = "approx_percentile"
+    APPROX_PERCENTILES = "approx_percentiles"
+    TOPK = "topk"  # the k most frequent values: a Misra-Gries summary
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

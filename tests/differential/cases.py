@@ -46,6 +46,26 @@ class Aggregate:
     oracle: str
     approximate: float = 0.0
     relative: float = 1e-9
+    # A percentile's fractions: the oracle gives the exact value(s), quantile_disc, and
+    # `values`, the group's sorted values, for the rank check of a sketch beyond 200 values.
+    fractions: tuple[float, ...] = ()
+    values: str | None = None
+    top: int = 0  # TOPK's k: the oracle gives the group's histogram, compared exactly
+
+    def oracle_sql(self) -> str:
+        """The oracle's columns of this aggregate: its value, then the values if any."""
+        values = f", {self.values} AS {self.alias}__values" if self.values else ""
+        return f"{self.oracle} AS {self.alias}{values}"
+
+    @property
+    def rankable(self) -> bool:
+        """Whether a top-k may order by it: an exact single value."""
+        return not (self.approximate or self.fractions or self.top)
+
+
+# A group's non-null values in order, for the rank check of a percentile.
+_V = "list(v ORDER BY v) FILTER (WHERE v IS NOT NULL)"
+_F = "list(f ORDER BY f) FILTER (WHERE f IS NOT NULL)"
 
 
 def _at_time(extreme: str, column: str, condition: str = "TRUE") -> str:
@@ -101,6 +121,21 @@ AGGREGATES: tuple[Aggregate, ...] = (
         relative=1e-7,
     ),
     Aggregate("lfv", "last(v) FILTER (WHERE k2 = 1)", _at_time("max", "v", "k2 = 1")),
+    # KLL sketches: exact up to 200 values per group, within 1.33 % in rank beyond.
+    Aggregate("p50v", "approx_median(v)", "quantile_disc(v, 0.5)", fractions=(0.5,), values=_V),
+    Aggregate(
+        "p9f", "approx_percentile(f, 0.9)", "quantile_disc(f, 0.9)", fractions=(0.9,), values=_F
+    ),
+    Aggregate(
+        "qsv",
+        "approx_percentile(v, [0, 0.25, 0.99])",
+        "quantile_disc(v, [0, 0.25, 0.99])",
+        fractions=(0.0, 0.25, 0.99),
+        values=_V,
+    ),
+    # Misra-Gries summaries of 256 counters: exact for these few distinct values.
+    Aggregate("tk1", "topk(k1, 2)", "histogram(k1)", top=2),
+    Aggregate("tk2", "approx_top_k(k2, 3)", "histogram(k2)", top=3),
 )
 
 # Conditions WHERE is built from: each is type-correct for the fields' JSON types, so Mars and
@@ -141,6 +176,7 @@ _HAVING = (
     "sv > {small}",
     "n > 1 OR nv = 0",
     "ssv > {small}.37",
+    "p50v > {small}.37",
 )
 
 
@@ -251,7 +287,9 @@ def random_shape(rng: random.Random) -> TaskShape:
             where = f"NOT ({where})"
     having = None
     candidates = [
-        h for h in _HAVING if all(name in aliases for name in ("n", "sv", "nv", "ssv") if name in h)
+        h
+        for h in _HAVING
+        if all(name in aliases for name in ("n", "sv", "nv", "ssv", "p50v") if name in h)
     ]
     if candidates and rng.random() < 0.3:
         having = rng.choice(candidates).format(
@@ -259,7 +297,7 @@ def random_shape(rng: random.Random) -> TaskShape:
         )
     top_k = None
     if window != "session" and rng.random() < 0.25:
-        rankable = [a.alias for a in aggregates if not a.approximate]
+        rankable = [a.alias for a in aggregates if a.rankable]
         if rankable:
             top_k = (rng.choice(rankable), rng.randint(1, 3))
     return TaskShape(

@@ -7,17 +7,25 @@ on the order of additions, 1e-7 for a variance or standard deviation); approxima
 within their `Aggregate.approximate` relative error, or 1. A top-k task's rows of a window must
 be k (or every group, if fewer) of the oracle's rows, with the oracle's values, whose ranking
 values are the oracle's k largest: which of several tied groups is kept is Mars's choice.
+TOPK must equal the exact top k of the group's histogram; a percentile must equal DuckDB's
+quantile_disc for a group of at most 200 values, and have a rank within 1.33 % beyond.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.differential.cases import Case
+from tests.differential.cases import Aggregate, Case
 from tests.differential.oracle import Expected, ResultKey
+
+# DataSketches' KLL at k = 200 (docs/semantics.md): a group of at most 200 values is kept
+# whole; beyond, a value's rank is within the single-sided normalized rank error (99 %).
+KLL_EXACT = 200
+KLL_RANK_ERROR = 0.0133
 
 
 def problems(
@@ -62,10 +70,15 @@ def _row_problems(
         compared.append("window_end")
     if want is None:
         return [f"unexpected row {key}: {_show(row, compared)}"]
+    sketches = {a.alias: a for a in case.shape.aggregates if a.fractions or a.top}
     found = [
         f"row {key}: {name} = {row.get(name)!r}, oracle {want[name]!r}"
         for name in compared
-        if not _same(row.get(name), want[name], _tolerance(case, name))
+        if not (
+            _sketch_agrees(sketches[name], row.get(name), want)
+            if name in sketches
+            else _same(row.get(name), want[name], _tolerance(case, name))
+        )
     ]
     if case.shape.window_column and row.get("ts") != key[0]:
         found.append(f"row {key}: ts = {row.get('ts')!r}, the window start is {key[0]}")
@@ -125,6 +138,32 @@ def _same(got: Any, want: Any, tolerance: tuple[float, float]) -> bool:
     if isinstance(want, float) or isinstance(got, float):
         return math.isclose(float(got), float(want), rel_tol=relative, abs_tol=1e-9)
     return bool(got == want)
+
+
+def _sketch_agrees(aggregate: Aggregate, got: Any, want: Mapping[str, Any]) -> bool:
+    """TOPK: the exact top k of the oracle's histogram, most frequent first, ties by value.
+    A percentile: the exact value of a group of at most `KLL_EXACT` values, else one whose
+    rank in the group's sorted values is within `KLL_RANK_ERROR` of the fraction."""
+    exact = want[aggregate.alias]
+    if got is None or exact is None:
+        return got is None and exact is None
+    if aggregate.top:
+        ranked = sorted(exact.items(), key=lambda item: (-item[1], item[0]))
+        return bool(got == [value for value, _ in ranked[: aggregate.top]])
+    listed = isinstance(exact, list)
+    gots, exacts = (got, exact) if listed else ([got], [exact])
+    if not isinstance(gots, list) or len(gots) != len(aggregate.fractions):
+        return False
+    values: list[Any] = want[f"{aggregate.alias}__values"]
+    if len(values) <= KLL_EXACT:
+        return all(float(g) == float(e) for g, e in zip(gots, exacts, strict=True))
+    n = len(values)
+    for value, fraction in zip(gots, aggregate.fractions, strict=True):
+        below = bisect.bisect_left(values, value) / n
+        at_or_below = bisect.bisect_right(values, value) / n
+        if not (below <= fraction + KLL_RANK_ERROR and at_or_below >= fraction - KLL_RANK_ERROR):
+            return False
+    return True
 
 
 def _show(row: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:

@@ -121,7 +121,7 @@ def _last_start(slide: int) -> str:
 def _aggregate_sql(case: Case) -> str:
     shape = case.shape
     keys = list(shape.keys)
-    aggregates = ", ".join(f"{a.oracle} AS {a.alias}" for a in shape.aggregates)
+    aggregates = ", ".join(a.oracle_sql() for a in shape.aggregates)
     if shape.window == "session":
         by_key = f"PARTITION BY {', '.join(keys)}" if keys else ""
         grouped = f"""

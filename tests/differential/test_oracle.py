@@ -176,3 +176,48 @@ def test_count_if_of_only_null_conditions_is_zero() -> None:
     counted = tuple(a for a in AGGREGATES if a.alias == "cfv")
     records = [{"ts": 1, "k1": "a", "v": None}, {"ts": 2, "k1": "a"}]
     assert expected_of(case(shape(aggregates=counted), records)).rows == {(0, "a"): {"cfv": 0}}
+
+
+def sketches() -> tuple[Any, ...]:
+    return tuple(a for a in AGGREGATES if a.fractions or a.top)
+
+
+def test_sketch_oracles_give_exact_percentiles_values_and_histograms() -> None:
+    records = [
+        {"ts": 1, "k1": "a", "k2": 1, "v": 5, "f": 0.5},
+        {"ts": 2, "k1": "a", "k2": 1, "v": None, "f": 0.25},
+        {"ts": 3, "k1": "a", "k2": 2, "v": 1, "f": 1.0},
+        {"ts": 4, "k1": "a", "k2": None, "v": 3},
+        {"ts": 5, "k1": "b"},
+    ]
+    expected = expected_of(case(shape(aggregates=sketches()), records))
+    a, b = expected.rows[(0, "a")], expected.rows[(0, "b")]
+    assert (a["p50v"], a["p9f"], a["qsv"]) == (3, 1.0, [1, 1, 5])  # fractions 0, 0.25, 0.99
+    assert (a["p50v__values"], a["p9f__values"]) == ([1, 3, 5], [0.25, 0.5, 1.0])
+    assert (a["tk1"], a["tk2"]) == ({"a": 4}, {1: 2, 2: 1})
+    assert b["p50v"] is b["qsv"] is b["p50v__values"] is b["tk2"] is None
+
+
+def test_sketches_are_compared_exactly_up_to_200_values_and_by_rank_beyond() -> None:
+    chosen = tuple(a for a in sketches() if a.alias in {"p50v", "qsv", "tk1"})
+    small = [{"ts": 1, "k1": k, "v": v} for k, v in [("x", 1), ("y", 2), ("y", 3), ("x", 4)]]
+    drawn = case(shape(keys=(), aggregates=chosen), small)
+    expected = expected_of(drawn)
+    stats = {"records_in": 4}
+
+    def row(median: Any, quantiles: Any, top: Any) -> dict[str, Any]:
+        return {"window_start": 0, "p50v": median, "qsv": quantiles, "tk1": top}
+
+    assert problems(drawn, expected, [row(2.0, [1.0, 1.0, 4.0], ["x", "y"])], stats) == []
+    assert problems(drawn, expected, [row(3.0, [1.0, 1.0, 4.0], ["x", "y"])], stats) != []
+    assert problems(drawn, expected, [row(2.0, [1.0, 2.0, 4.0], ["x", "y"])], stats) != []
+    assert problems(drawn, expected, [row(2.0, [1.0, 1.0, 4.0], ["y", "x"])], stats) != []
+    assert problems(drawn, expected, [row(None, [1.0, 1.0, 4.0], ["x", "y"])], stats) != []
+
+    large = [{"ts": 1, "v": v} for v in range(1000)]  # median 499; 1.33 % is 13 ranks
+    drawn = case(shape(keys=(), aggregates=chosen[:1]), large)
+    expected = expected_of(drawn)
+    stats = {"records_in": 1000}
+    for median, ok in [(499.0, True), (511.0, True), (487.0, True), (520.0, False)]:
+        found = problems(drawn, expected, [{"window_start": 0, "p50v": median}], stats)
+        assert (found == []) is ok, (median, found)
