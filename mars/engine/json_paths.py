@@ -73,7 +73,7 @@ class PathReader:
             for step in path:
                 node = node.child(step)
             node.columns.append(name)
-        self.record_type = self._struct_of(self._root, "MarsRecord")
+        self.record_type = self._root.struct = self._struct_of(self._root, "MarsRecord")
         self._root_getters = [
             (node, attrgetter(node.attr)) for node in self._root.children.values()
         ]
@@ -103,7 +103,7 @@ class PathReader:
         for name in node.columns:
             out[name] = values
         for step, child in node.children.items():
-            if node.is_struct:
+            if node.struct is not None:  # below an Any node, a node is read as plain JSON
                 attr = child.attr
                 below = [None if v is None else getattr(v, attr) for v in values]
             else:
