@@ -3,10 +3,12 @@
 The task's columns (`mars.tasks.field_paths`: `sip`, `$.payload.user.id`, `$.m.tags[0]`) form
 a tree of keys. Every inner node of that tree whose children are all keys, and which is not
 itself a column, becomes a msgspec Struct generated for exactly those keys (`None` when the
-record holds null or lacks it); the others (columns, and nodes an index is taken of) are
-decoded as plain values. So msgspec skips, in C, every key no path reads, at every level, and a
-record costs one Struct per object on the paths plus the values read. A column is then taken
-column-wise from its parent's column.
+record holds null or lacks it), and so does every array node read only by index (an
+array-like Struct of its first elements: those read, the ones before them kept unparsed, the
+rest skipped); the others (columns, and nodes read both by key and by index) are decoded as
+plain values. So msgspec skips, in C, every key and element no path reads, at every level, and
+a record costs one Struct per object or array on the paths plus the values read. A column is
+then taken column-wise from its parent's column.
 
 Semantics (docs/semantics.md, "Nested fields"): a missing key, a too-short array or a null on
 the way gives NULL; a value of the wrong kind on the way (a key of a non-object, an index of a
@@ -29,6 +31,8 @@ from typing import Any
 import msgspec
 
 from mars.tasks.field_paths import FieldPath, Step, display_path, field_path
+
+_MAX_ARRAY_FIELDS = 64  # beyond this index, an array is decoded whole instead
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +58,14 @@ class _Node:
 
     @property
     def is_struct(self) -> bool:
-        return (
-            bool(self.children)
-            and not self.columns
-            and all(isinstance(step, str) for step in self.children)
-        )
+        """Read as a Struct: an object whose keys, or an array whose first elements, are all
+        that is read of it."""
+        if not self.children or self.columns:
+            return False
+        if all(isinstance(step, str) for step in self.children):
+            return True
+        indexes = [step for step in self.children if isinstance(step, int)]
+        return len(indexes) == len(self.children) and max(indexes) <= _MAX_ARRAY_FIELDS
 
 
 class PathReader:
@@ -79,18 +86,32 @@ class PathReader:
         ]
 
     def _struct_of(self, node: _Node, name: str) -> Any:
+        """An object's Struct (its keys renamed to attributes `f<i>`), or an array's (array-like:
+        one attribute `i<n>` per position up to the last read; the positions not read are kept
+        unparsed as `msgspec.Raw`, the elements after the last are skipped)."""
+        if all(isinstance(step, str) for step in node.children):
+            for i, child in enumerate(node.children.values()):
+                child.attr = f"f{i}"
+            attrs = [child.attr for child in node.children.values()]
+            rename = {child.attr: str(step) for step, child in node.children.items()}
+            array_like = False
+        else:
+            for step, child in node.children.items():
+                child.attr = f"i{step}"
+            attrs = [f"i{n}" for n in range(max(map(int, node.children)) + 1)]
+            rename = {}
+            array_like = True
+        by_attr = {child.attr: child for child in node.children.values()}
         fields: list[tuple[str, Any, None]] = []
-        rename: dict[str, str] = {}
-        for i, (step, child) in enumerate(node.children.items()):
-            child.attr = f"f{i}"
-            rename[child.attr] = str(step)
-            kind: Any = Any
-            if child.is_struct:
-                child.struct = self._struct_of(child, f"{name}_{i}")
-                kind = child.struct | None
-            fields.append((child.attr, kind, None))
+        for i, attr in enumerate(attrs):
+            read = by_attr.get(attr)
+            kind: Any = msgspec.Raw if read is None else Any
+            if read is not None and read.is_struct:
+                read.struct = self._struct_of(read, f"{name}_{i}")
+                kind = read.struct | None
+            fields.append((attr, kind, None))
         # No cycles: the GC need not track (and scan) every record.
-        return msgspec.defstruct(name, fields, rename=rename, gc=False)
+        return msgspec.defstruct(name, fields, rename=rename, array_like=array_like, gc=False)
 
     def columns_of(self, records: Sequence[Any]) -> dict[str, list[Any]]:
         """Each column's values (in `records` order) from records of `record_type`."""
@@ -104,8 +125,11 @@ class PathReader:
             out[name] = values
         for step, child in node.children.items():
             if node.struct is not None:  # below an Any node, a node is read as plain JSON
-                attr = child.attr
-                below = [None if v is None else getattr(v, attr) for v in values]
+                if None in values:
+                    attr = child.attr
+                    below = [None if v is None else getattr(v, attr) for v in values]
+                else:  # the usual case: one pass in C
+                    below = list(map(attrgetter(child.attr), values))
             else:
                 below = [_step(v, step, child.path) for v in values]
             self._collect(child, below, out)
