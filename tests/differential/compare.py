@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.differential.cases import Case
+from tests.differential.cases import Case, result_name
 from tests.differential.oracle import Expected, ResultKey
 
 
@@ -98,7 +98,7 @@ def _descending(values: Sequence[Any]) -> list[Any]:
 
 
 def _key(row: Mapping[str, Any], keys: Sequence[str]) -> ResultKey:
-    return (row["window_start"], *(row.get(k) for k in keys))
+    return (row["window_start"], *(row.get(result_name(k)) for k in keys))
 
 
 def _tolerance(case: Case, name: str) -> tuple[float, float]:
