@@ -348,7 +348,7 @@ def _fields(rng: random.Random, style: _StreamStyle) -> dict[str, object]:
         "v": None if rng.random() < style.v_null else rng.randint(-20, 100),
         "f": round(rng.random(), 3) + 0.0001,
         "s": rng.choice(["x1", "x7", "y7", "yy", "z", "x", "q17"]),
-        "m": _nested(rng),
+        "m": nested_object(rng),
     }
     return {name: value for name, value in fields.items() if rng.random() >= style.omit}
 
@@ -365,7 +365,7 @@ def _time_value(ts_ms: int, unit: TimeUnit, rng: random.Random) -> int | str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _nested(rng: random.Random) -> object:
+def nested_object(rng: random.Random) -> object:
     """`m`: mostly `{"u": {"id": ..}, "tags": [..], "w": ..}`, with NULLs and missing keys at
     every level and now and then a value of the wrong kind."""
     if rng.random() < 0.08:
