@@ -1,11 +1,13 @@
 """Record bytes -> a Polars DataFrame holding only the fields a task reads.
 
-JSON records are decoded by msgspec into a Struct generated for the task's fields, so unknown
-fields are skipped in C and a whole batch is decoded in one call; only when that fails is the
-batch decoded record by record to find the bad ones. CSV records are split by the task's
-header spec. A record is *bad* (dead-letter, with a reason) when it is not decodable, when a
-field it needs holds a nested value, or when a field used directly as a SUM/AVG argument is
-not a number; bad records are dropped from the frame and never affect the others.
+JSON records are decoded by msgspec into a Struct generated for the task's fields (nested
+Structs for paths into nested fields, `mars.engine.json_paths`), so unknown fields are skipped
+in C and a whole batch is decoded in one call; only when that fails is the batch decoded record
+by record to find the bad ones. CSV records are split by the task's header spec. A record is
+*bad* (dead-letter, with a reason) when it is not decodable, when a field it needs holds a
+nested value, when a path it needs runs through a value of the wrong kind, or when a field used
+directly as a SUM/AVG argument is not a number; bad records are dropped from the frame and
+never affect the others.
 
 Column typing: a field's values must be scalars. Numbers stay numbers (ints become floats when
 mixed with floats); if one batch holds both strings and numbers in a non-numeric field, the
@@ -52,7 +54,8 @@ class RecordDecoder(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FieldPlan:
-    """Which input fields a task reads, and which must hold numbers."""
+    """Which input fields a task reads (column names: a top-level field's own name, or a
+    nested path's `mars.tasks.field_paths.path_name`), and which must hold numbers."""
 
     fields: tuple[str, ...]
     numeric_fields: frozenset[str] = frozenset()
