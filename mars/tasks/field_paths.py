@@ -23,6 +23,7 @@ _INDEX = re.compile(r"\[(\d+)\]")
 _QUOTED = re.compile(r"\['((?:[^'\\]|\\.)*)'\]")
 _DOTTED = re.compile(r"\.([^.\[\]]+)")
 _FIRST = re.compile(r"[^.\[\]]+")
+_QUOTED_PATH = re.compile(r'"(\$[.\[](?:[^"]|"")*)"')
 
 
 class FieldPathError(ValueError):
@@ -69,6 +70,12 @@ def display_path(path: FieldPath) -> str:
     head = path[0]
     assert isinstance(head, str)
     return head + "".join(_step_text(step) for step in path[1:])
+
+
+def display_sql(sql: str) -> str:
+    """SQL text of a task (its path columns quoted, `"$.m.u.id"`) with each path as written in
+    SQL (`m.u.id`), for messages."""
+    return _QUOTED_PATH.sub(lambda m: display_path(field_path(m.group(1).replace('""', '"'))), sql)
 
 
 def last_name(path: FieldPath) -> str:

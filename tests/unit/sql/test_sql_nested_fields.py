@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mars.sql import TaskError, parse_task
-from mars.tasks.field_paths import FieldPath, field_path, path_name, read_path_text
+from mars.tasks.field_paths import FieldPath, display_sql, field_path, path_name, read_path_text
 from mars.tasks.spec import AggFunc, AggregateCall, GroupKey
 
 
@@ -121,3 +121,10 @@ def test_a_nested_event_time_with_csv_input_is_refused() -> None:
 def test_a_bad_event_time_path_is_refused() -> None:
     with pytest.raises(TaskError, match="event_time"):
         parse("SELECT count(*) FROM S WINDOWING 1 s WITH (event_time = 'm[x]')")
+
+
+def test_messages_show_paths_as_written() -> None:
+    spec = parse_task("SELECT sum(m.v + m['a \"q\"'][0]) FROM S WINDOWING 1 s", task_id="t")
+    argument = spec.aggregates[0].argument
+    assert argument is not None
+    assert display_sql(argument) == "m.v + m['a \"q\"'][0]"
