@@ -1,11 +1,13 @@
 """Record bytes -> a Polars DataFrame holding only the fields a task reads.
 
-JSON records are decoded by msgspec into a Struct generated for the task's fields, so unknown
-fields are skipped in C and a whole batch is decoded in one call; only when that fails is the
-batch decoded record by record to find the bad ones. CSV records are split by the task's
-header spec. A record is *bad* (dead-letter, with a reason) when it is not decodable, when a
-field it needs holds a nested value, or when a field used directly as a SUM/AVG argument is
-not a number; bad records are dropped from the frame and never affect the others.
+JSON records are decoded by msgspec into a Struct generated for the task's fields (nested
+Structs for paths into nested fields, `mars.engine.json_paths`), so unknown fields are skipped
+in C and a whole batch is decoded in one call; only when that fails is the batch decoded record
+by record to find the bad ones. CSV records are split by the task's header spec. A record is
+*bad* (dead-letter, with a reason) when it is not decodable, when a field it needs holds a
+nested value, when a path it needs runs through a value of the wrong kind, or when a field used
+directly as a SUM/AVG argument is not a number; bad records are dropped from the frame and
+never affect the others.
 
 Column typing: a field's values must be scalars. Numbers stay numbers (ints become floats when
 mixed with floats); if one batch holds both strings and numbers in a non-numeric field, the
@@ -17,7 +19,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter, methodcaller
+from operator import methodcaller
 from typing import Any, Protocol
 
 import msgspec
@@ -26,7 +28,9 @@ import polars as pl
 
 from mars.engine.errors import EngineError
 from mars.engine.joined_values import join_values
+from mars.engine.json_paths import BadValue, PathReader
 from mars.native import mars_native
+from mars.tasks.field_paths import display_path, field_path
 from mars.tasks.spec import CsvFormat, InputFormat
 
 ROW = "__row"  # index of the record in the batch, kept through every step
@@ -50,7 +54,8 @@ class RecordDecoder(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FieldPlan:
-    """Which input fields a task reads, and which must hold numbers."""
+    """Which input fields a task reads (column names: a top-level field's own name, or a
+    nested path's `mars.tasks.field_paths.path_name`), and which must hold numbers."""
 
     fields: tuple[str, ...]
     numeric_fields: frozenset[str] = frozenset()
@@ -67,19 +72,13 @@ class JsonColumns:
 
 
 class JsonRecordDecoder:
-    """Decodes JSON objects, reading only `plan.fields` (missing fields are NULL)."""
+    """Decodes JSON objects, reading only `plan.fields` (missing fields are NULL); a field may
+    be a path into nested objects and arrays (`mars.engine.json_paths`)."""
 
     def __init__(self, plan: FieldPlan) -> None:
         self.plan = plan
-        attrs = [f"f{i}" for i in range(len(plan.fields))]
-        record_type = msgspec.defstruct(
-            "MarsRecord",
-            [(attr, Any, None) for attr in attrs],
-            rename=dict(zip(attrs, plan.fields, strict=True)),
-            # Scalars only: no cycles, so the GC need not track (and scan) every record.
-            gc=False,
-        )
-        self._getters = [attrgetter(attr) for attr in attrs]
+        self._reader = PathReader(plan.fields)
+        record_type = self._reader.record_type
         self._one = msgspec.json.Decoder(record_type)
         self._many = msgspec.json.Decoder(list[record_type])  # type: ignore[valid-type]
 
@@ -88,29 +87,49 @@ class JsonRecordDecoder:
 
     def columns(self, values: Sequence[bytes]) -> JsonColumns:
         """Every field of the plan, as Python values. A record that decodes with more fields
-        read decodes with fewer (unread fields are only skipped), so when none is bad a
-        decoder of more fields can serve this one's `from_columns`."""
-        bad: dict[int, str] = {}
-        rows: Sequence[int]
+        read decodes with fewer (unread fields are only skipped; a path through a value of the
+        wrong kind is a `BadValue` in its own column only), so when none is bad a decoder of
+        more fields can serve this one's `from_columns`."""
         try:
             decoded = self._many.decode(b"[" + join_values(values, b",") + b"]")
             if len(decoded) != len(values):
                 raise ValueError("record boundaries do not match")
-            rows = range(len(values))
         except (msgspec.DecodeError, ValueError):
-            decoded, good = [], []
-            for row, value in enumerate(values):
-                try:
-                    decoded.append(self._one.decode(value))
-                    good.append(row)
-                except msgspec.DecodeError as exc:
+            return self._columns_one_by_one(values)
+        return JsonColumns(
+            rows=range(len(values)), columns=self._reader.columns_of(decoded), bad={}
+        )
+
+    def _columns_one_by_one(self, values: Sequence[bytes]) -> JsonColumns:
+        bad: dict[int, str] = {}
+        typed: list[Any] = []  # records of the plan's Struct
+        typed_at: list[int] = []  # their positions among the good rows
+        walked: list[dict[str, Any]] = []  # column values of the records walked as plain JSON
+        walked_at: list[int] = []
+        good: list[int] = []
+        for row, value in enumerate(values):
+            try:
+                typed.append(self._one.decode(value))
+                typed_at.append(len(good))
+            except msgspec.DecodeError as exc:
+                plain = _plain_object(value)
+                if plain is None:
                     bad[row] = f"not a decodable JSON object: {exc}"
-            rows = good
-        columns = {
-            name: list(map(getter, decoded))
-            for name, getter in zip(self.plan.fields, self._getters, strict=True)
-        }
-        return JsonColumns(rows=rows, columns=columns, bad=bad)
+                    continue
+                # A nested value of the wrong kind on some path: found by walking.
+                walked.append(self._reader.values_of_object(plain))
+                walked_at.append(len(good))
+            good.append(row)
+        columns = self._reader.columns_of(typed)
+        if walked:
+            for name, typed_values in columns.items():
+                merged: list[Any] = [None] * len(good)
+                for position, value in zip(typed_at, typed_values, strict=True):
+                    merged[position] = value
+                for position, record in zip(walked_at, walked, strict=True):
+                    merged[position] = record[name]
+                columns[name] = merged
+        return JsonColumns(rows=good, columns=columns, bad=bad)
 
     def from_columns(self, decoded: JsonColumns) -> DecodedBatch:
         """This plan's frame from `columns` of a plan holding at least its fields."""
@@ -171,15 +190,23 @@ class CsvRecordDecoder:
     """Decodes one CSV line per record by the task's header spec; empty fields are NULL."""
 
     def __init__(self, plan: FieldPlan, csv_format: CsvFormat) -> None:
-        missing = [name for name in plan.fields if name not in csv_format.columns]
+        names = [field_path(name) for name in plan.fields]
+        missing = [
+            name
+            for name, path in zip(plan.fields, names, strict=True)
+            if len(path) > 1 or path[0] not in csv_format.columns
+        ]
         if missing:
-            raise EngineError(f"fields {missing} are not in the CSV header {csv_format.columns}")
+            raise EngineError(
+                f"fields {missing} are not in the CSV header {csv_format.columns} "
+                "(nested fields need JSON input)"
+            )
         self.plan = plan
         self.csv_format = csv_format
         self._delimiter = csv_format.delimiter
         self._delimiter_byte = csv_format.delimiter.encode()[0]  # what `line_shape` counts
         self._width = len(csv_format.columns)
-        self._indexes = [csv_format.columns.index(name) for name in plan.fields]
+        self._indexes = [csv_format.columns.index(str(path[0])) for path in names]
 
     def decode(self, values: Sequence[bytes]) -> DecodedBatch:
         bad: dict[int, str] = {}
@@ -338,8 +365,20 @@ def _frame_from_columns(
     return DecodedBatch(frame=pl.DataFrame(series), bad=bad)
 
 
+def _plain_object(value: bytes) -> dict[str, Any] | None:
+    """`value` parsed as plain JSON if it is an object, else None."""
+    try:
+        parsed = msgspec.json.decode(value)
+    except msgspec.DecodeError:
+        return None
+    return parsed if type(parsed) is dict else None
+
+
 def _value_problem(name: str, value: Any, *, numeric: bool) -> str | None:
     kind = type(value)
+    if kind is BadValue:
+        return str(value.reason)
+    name = display_path(field_path(name))
     if kind in (dict, list):
         return f"field '{name}' holds a nested value, a scalar is needed"
     if numeric and kind not in _NUMERIC_KINDS:

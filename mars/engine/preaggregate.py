@@ -49,6 +49,7 @@ from mars.engine.event_time import event_time_ms
 from mars.engine.isolate import with_columns_isolating_failures
 from mars.engine.records import BatchPartials, RejectedRecord, SourceBatch, SourceRecord
 from mars.engine.shared_decode import BatchDecoding
+from mars.tasks.field_paths import display_path, display_sql, field_path
 from mars.tasks.spec import TaskSpec, TimeFormat
 
 _PARTITION = "__p"
@@ -191,12 +192,13 @@ class Preaggregator:
             return frame
         event_time = self._task.spec.event_time
         field = event_time.field
+        label = display_path(field_path(field or ""))
         missing = frame.filter(pl.col(_TIME).is_null())
         for row, value in missing.select(ROW, field).iter_rows():
             bad[row] = (
-                f"event time field '{field}' is missing"
+                f"event time field '{label}' is missing"
                 if value is None
-                else f"event time field '{field}' is not a valid "
+                else f"event time field '{label}' is not a valid "
                 f"{event_time.format.value} timestamp: {value!r:.60}"
             )
         return frame.filter(pl.col(_TIME).is_not_null())
@@ -215,7 +217,8 @@ class Preaggregator:
             offending = frame.filter(pl.col(argument_column(i)).is_not_null())
             for row, value in offending.select(ROW, argument_column(i)).iter_rows():
                 bad[row] = (
-                    f"{call.func.value.upper()}({call.argument}) needs a number, got {value!r:.60}"
+                    f"{call.func.value.upper()}({display_sql(call.argument or '')}) needs a "
+                    f"number, got {value!r:.60}"
                 )
             # What is left is NULL there: give it a numeric type so the aggregate can run.
             frame = frame.filter(pl.col(argument_column(i)).is_null()).with_columns(

@@ -7,9 +7,11 @@ decoder per group for the union of the group's fields, once per task set. Per ba
 `BatchDecoding.for_decoder` hands each task exactly what its own decoder would have given:
 
 - JSON: the union decoder's Python values (`JsonColumns`); each task types and checks its own
-  fields from them. A record the union cannot decode may still decode for a task (a number out
-  of range in a field the task does not read is skipped unparsed), so when the union finds a
-  bad record every task decodes the batch itself.
+  fields from them. Nested paths of several tasks share their Structs (one tree of all the
+  paths), and a path through a value of the wrong kind marks only its own column. A record
+  the union cannot decode may still decode for a task (a number out of range in a field the
+  task does not read is skipped unparsed), so when the union finds a bad record every task
+  decodes the batch itself.
 - CSV: the union decoder's plain-lines check and Polars read (`CsvStrings`, text columns); each
   task casts its SUM/AVG fields. When the batch is not plain, or a task's cast fails, that task
   decodes the batch itself, which gives every bad record its exact reason.

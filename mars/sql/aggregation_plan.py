@@ -24,6 +24,7 @@ from mars.sql.aggregate_calls import (
 )
 from mars.sql.conditional_aggregates import call_alias, without_aggregate_filters
 from mars.sql.errors import TaskError
+from mars.sql.field_references import column_label, default_name
 from mars.sql.offset_aggregates import reject_offset_aggregates
 from mars.sql.polars_compiler import check_functions, compile_node
 from mars.sql.positions import node_position
@@ -124,7 +125,7 @@ class _Planner:
             # A plain column keeps its name; an expression takes its select alias if any.
             name = alias
             if name is None and isinstance(expr, exp.Column):
-                name = expr.name
+                name = default_name(expr.name)
             name = name or self._select_alias_of(sql)
             if name is None:
                 name = unique_name(sanitized_name(sql), self._taken_names())
@@ -232,7 +233,8 @@ class _Planner:
                 if window_column is not None:
                     return exp.column(window_column)
                 raise TaskError(
-                    f"column '{n.name}' must appear in GROUP BY or be used in an aggregate",
+                    f"column '{column_label(n.name)}' must appear in GROUP BY or be used in an "
+                    "aggregate",
                     position=node_position(n),
                 )
             return n
@@ -266,7 +268,7 @@ class _Planner:
 
     def _output_name(self, expr: exp.Expr, result_sql: str) -> str:
         if isinstance(expr, exp.Column):
-            return expr.name
+            return default_name(expr.name)
         if isinstance(expr, exp.AggFunc):
             if result_sql not in self._user_aliases:
                 return result_sql  # the aggregate's generated alias

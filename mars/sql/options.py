@@ -17,6 +17,7 @@ from mars.sql.clauses import OptionValue
 from mars.sql.durations import MAX_DURATION_MS, DurationError, parse_duration_text
 from mars.sql.errors import TaskError
 from mars.tasks.bucket_layout import MAX_BUCKETS
+from mars.tasks.field_paths import FieldPathError, path_name, read_path_text
 from mars.tasks.spec import (
     CsvFormat,
     EventTime,
@@ -106,8 +107,12 @@ class _OptionReader:
             if time_format is not None:
                 raise self._fail("event_time_format", "has no meaning with processing time")
             return EventTime(field=None, format=TimeFormat.PROCESSING)
-        if not _FIELD_NAME.match(field):
+        if "[" not in field and not _FIELD_NAME.match(field):
             raise self._fail("event_time", f"'{field}' is not a field name")
+        try:  # a nested field as in the SQL: `meta.ts`, `meta['a key']`, `meta.ts[0]`
+            field = path_name(read_path_text(field))
+        except FieldPathError as error:
+            raise self._fail("event_time", str(error)) from None
         return EventTime(field=field, format=TimeFormat(time_format or TimeFormat.EPOCH_S))
 
     def task_options(self) -> TaskOptions:

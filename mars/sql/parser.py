@@ -21,6 +21,7 @@ from mars.sql.errors import TaskError
 from mars.sql.options import resolve_options
 from mars.sql.positions import node_position
 from mars.sql.statement import SelectStatement, read_statement
+from mars.tasks.field_paths import display_path, field_path
 from mars.tasks.spec import EventTime, TaskOptions, TaskSpec, WindowSpec
 
 _TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -126,13 +127,26 @@ def _check_csv_columns(plan: AggregationPlan, event_time: EventTime, options: Ta
         return
     columns = set(options.csv.columns)
     listed = ", ".join(options.csv.columns)
-    if event_time.field is not None and event_time.field not in columns:
-        raise TaskError(
-            f"the event-time field '{event_time.field}' is not one of csv_columns ({listed})"
-        )
-    for column in plan.input_columns:
-        if column.name not in columns:
+    if event_time.field is not None:
+        path = field_path(event_time.field)
+        if len(path) > 1:
             raise TaskError(
-                f"column '{column.name}' is not one of csv_columns ({listed})",
+                f"the event-time field '{display_path(path)}' is a nested field: "
+                "nested fields need JSON input"
+            )
+        if path[0] not in columns:
+            raise TaskError(
+                f"the event-time field '{path[0]}' is not one of csv_columns ({listed})"
+            )
+    for column in plan.input_columns:
+        path = field_path(column.name)
+        if len(path) > 1:
+            raise TaskError(
+                f"'{display_path(path)}' is a nested field: nested fields need JSON input",
+                position=node_position(column),
+            )
+        if path[0] not in columns:
+            raise TaskError(
+                f"column '{path[0]}' is not one of csv_columns ({listed})",
                 position=node_position(column),
             )

@@ -17,6 +17,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 
 from mars.sql.errors import TaskError
 from mars.sql.expressions import syntax_error_message
+from mars.sql.field_references import rewrite_field_references
 from mars.sql.positions import node_position, parse_error_position, token_error_position
 from mars.sql.sketch_calls import normalize_sketch_calls
 
@@ -56,7 +57,7 @@ def read_statement(sql: str) -> SelectStatement:
     _reject_unsupported_nodes(select, sql)
     normalize_sketch_calls(select)
     source_topic, qualifiers = _read_source(select)
-    _strip_qualifiers(select, qualifiers)
+    rewrite_field_references(select, qualifiers)
     group = select.args.get("group")
     order = select.args.get("order")
     limit = select.args.get("limit")
@@ -156,18 +157,3 @@ def _read_source(select: exp.Select) -> tuple[str, set[str]]:
     if table.alias:
         qualifiers.add(table.alias)
     return topic, qualifiers
-
-
-def _strip_qualifiers(select: exp.Select, qualifiers: set[str]) -> None:
-    """`S.sip` is `sip`; a column qualified with another name is an error."""
-    for column in list(select.find_all(exp.Column)):
-        qualifier = ".".join(p.name for p in column.parts[:-1])
-        if not qualifier:
-            continue
-        if qualifier not in qualifiers:
-            raise TaskError(
-                f"unknown table '{qualifier}' (the task reads only {sorted(qualifiers)[0]})",
-                position=node_position(column),
-            )
-        for part in ("table", "db", "catalog"):
-            column.set(part, None)

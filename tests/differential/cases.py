@@ -11,7 +11,9 @@ records. One case in `BACKFILL_EVERY` has its whole stream applied by a Spark ba
 task registered paused, backfilled, then resumed: idle close must still come).
 
 Records hold `ts` (event time), `k1` (skewed string or NULL), `k2` (small int or NULL),
-`v` (int or NULL), `f` (float) and `s` (a string for LIKE).
+`v` (int or NULL), `f` (float), `s` (a string for LIKE) and `m`, a nested object read through
+the paths `m.u.id`, `m.tags[0]` and `m.w` (`NESTED_PATHS`): sometimes missing or null at any
+level, sometimes of the wrong kind (a bad record for the tasks that read the path).
 """
 
 from __future__ import annotations
@@ -136,7 +138,20 @@ AGGREGATES: tuple[Aggregate, ...] = (
     # Misra-Gries summaries of 256 counters: exact for these few distinct values.
     Aggregate("tk1", "topk(k1, 2)", "histogram(k1)", top=2),
     Aggregate("tk2", "approx_top_k(k2, 3)", "histogram(k2)", top=3),
+    Aggregate("smw", "sum(m.w)", "sum(m.w)"),
+    Aggregate("mxid", "max(m.u.id)", "max(m.u.id)"),
+    Aggregate("dtag", "count(DISTINCT m.tags[0])", "count(DISTINCT m.tags[0])"),
 )
+
+# Paths into `m`, and the result name Mars gives each as an unaliased group key.
+NESTED_PATHS = {"m.u.id": "id", "m.tags[0]": "tags_0", "m.w": "w"}
+PATH_KEYS = ("m.u.id", "m.tags[0]")
+
+
+def result_name(key: str) -> str:
+    """The result column of group key `key` (a path's is its last name)."""
+    return NESTED_PATHS.get(key, key)
+
 
 # Conditions WHERE is built from: each is type-correct for the fields' JSON types, so Mars and
 # DuckDB read it alike; NULLs flow through (a NULL condition drops the record).
@@ -168,6 +183,10 @@ _CONDITIONS = (
     "-k2 % 2 = 0",
     "v > 90",  # drops nearly every record
     "k1 = 'ccc' AND v IS NOT NULL",  # so does this one (a rare key)
+    "m.u.id > {tiny}",
+    "m.tags[0] = 'a'",
+    "m.w IS NULL",
+    "m.w + m.u.id < {small}",
 )
 # Thresholds of a float result end in .37: no stddev of these values lands on one exactly.
 _HAVING = (
@@ -273,11 +292,16 @@ def random_shape(rng: random.Random) -> TaskShape:
     if size + grace > MAX_CLOSE_MS:  # the last windows close by idle close, in wall-clock time
         grace = 0
     keys = tuple(k for k in ("k1", "k2") if rng.random() < 0.55)
+    keys += tuple(k for k in PATH_KEYS if rng.random() < 0.2)
     aggregates = tuple(rng.sample(AGGREGATES, rng.randint(1, 4)))
     if all(a.alias != "n" for a in aggregates) and rng.random() < 0.7:
         aggregates = (AGGREGATES[0], *aggregates)
     aliases = {a.alias for a in aggregates}
-    values = {"small": rng.randint(-10, 40), "large": rng.randint(40, 120)}
+    values = {
+        "small": rng.randint(-10, 40),
+        "large": rng.randint(40, 120),
+        "tiny": rng.randint(0, 4),
+    }
     where = None
     if rng.random() < 0.6:
         picked = [c.format(**values) for c in rng.sample(_CONDITIONS, rng.randint(1, 3))]
@@ -403,6 +427,7 @@ def _fields(rng: random.Random, style: _StreamStyle) -> dict[str, object]:
         "v": None if rng.random() < style.v_null else rng.randint(-20, 100),
         "f": round(rng.random(), 3) + 0.0001,
         "s": rng.choice(["x1", "x7", "y7", "yy", "z", "x", "q17"]),
+        "m": nested_object(rng),
     }
     return {name: value for name, value in fields.items() if rng.random() >= style.omit}
 
@@ -417,3 +442,46 @@ def _time_value(ts_ms: int, unit: TimeUnit, rng: random.Random) -> int | str:
         local = moment.astimezone(_PLUS_TWO)
         return local.strftime("%Y-%m-%dT%H:%M:%S.") + f"{local.microsecond // 1000:03d}+02:00"
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def nested_object(rng: random.Random) -> object:
+    """`m`: mostly `{"u": {"id": ..}, "tags": [..], "w": ..}`, with NULLs and missing keys at
+    every level and now and then a value of the wrong kind."""
+    if rng.random() < 0.08:
+        return None
+    if rng.random() < 0.02:
+        return rng.choice(["m", [1, 2], 5])  # not an object
+    nested: dict[str, object] = {"other": {"skipped": [1, {"x": 2}]}}
+    if rng.random() < 0.9:
+        nested["u"] = _user(rng)
+    if rng.random() < 0.9:
+        nested["tags"] = _tags(rng)
+    if rng.random() < 0.85:
+        nested["w"] = None if rng.random() < 0.15 else rng.randint(-5, 20)
+    return nested
+
+
+def _user(rng: random.Random) -> object:
+    roll = rng.random()
+    if roll < 0.1:
+        return None
+    if roll < 0.12:
+        return rng.choice([7, "u", [{"id": 1}]])  # not an object
+    user: dict[str, object] = {"name": "n"}
+    if rng.random() < 0.9:
+        user["id"] = rng.choice([None, rng.randint(0, 6), rng.randint(0, 6)])
+        if rng.random() < 0.02:
+            user["id"] = {"id": 1}  # not a scalar
+    return user
+
+
+def _tags(rng: random.Random) -> object:
+    roll = rng.random()
+    if roll < 0.06:
+        return None
+    if roll < 0.08:
+        return rng.choice([{"0": "a"}, "a"])  # not an array
+    tags: list[str | None] = list(rng.sample(["a", "b", "c", "dd"], rng.randint(0, 3)))
+    if roll < 0.13:
+        tags = [None, *tags]
+    return tags

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.differential.cases import Aggregate, Case
+from tests.differential.cases import Aggregate, Case, result_name
 from tests.differential.oracle import Expected, ResultKey
 
 # DataSketches' KLL at k = 200 (docs/semantics.md): a group of at most 200 values is kept
@@ -116,7 +116,7 @@ def _descending(values: Sequence[Any]) -> list[Any]:
 
 
 def _key(row: Mapping[str, Any], window: tuple[Any, ...], keys: Sequence[str]) -> ResultKey:
-    return (*window, *(row.get(k) for k in keys))
+    return (*window, *(row.get(result_name(k)) for k in keys))
 
 
 def _tolerance(case: Case, name: str) -> tuple[float, float]:

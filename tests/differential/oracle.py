@@ -4,7 +4,9 @@ It implements docs/semantics.md independently of Mars (no import from `mars`): r
 decoded with the standard library, event times parsed by `tests.oracle.event_time_ms`, and
 everything else is one DuckDB query per case:
 
-- bad: not a JSON object, or WHERE keeps it and it has no valid event time;
+- bad: not a JSON object, a path the task reads (`m.u.id`, `m.tags[0]`, `m.w`) runs through a
+  value of the wrong kind or ends at an object or array (judged with DuckDB's json functions,
+  which read the paths' values too), or WHERE keeps it and it has no valid event time;
 - filtered: WHERE is false or NULL;
 - stream time before a record: the max event time of the earlier records of its partition,
   bad ones left out (filtered and late ones count);
@@ -43,7 +45,7 @@ class Expected:
 
 def expected_of(case: Case) -> Expected:
     shape = case.shape
-    decoded: list[tuple[int, int, int | None, Any, Any, Any, Any, Any]] = []
+    decoded: list[tuple[Any, ...]] = []  # p, pos, ts, k1, k2, v, f, s, m (JSON text)
     not_objects = 0
     for p, values in enumerate(case.partitions):
         for pos, value in enumerate(values):
@@ -56,15 +58,18 @@ def expected_of(case: Case) -> Expected:
                 continue
             ts = event_time_ms(record.get("ts"), shape.unit)
             fields = [record.get(name) for name in ("k1", "k2", "v", "f", "s")]
-            decoded.append((p, pos, ts, *fields))
+            nested = json.dumps(record["m"]) if "m" in record else None
+            decoded.append((p, pos, ts, *fields, nested))
     con = duckdb.connect()
     try:
         con.execute(
-            "CREATE TABLE r (p INT, pos INT, ts BIGINT, k1 VARCHAR, k2 BIGINT, v BIGINT, "
-            "f DOUBLE, s VARCHAR)"
+            "CREATE TABLE raw (p INT, pos INT, ts BIGINT, k1 VARCHAR, k2 BIGINT, v BIGINT, "
+            "f DOUBLE, s VARCHAR, m JSON)"
         )
         if decoded:
-            con.executemany("INSERT INTO r VALUES (?, ?, ?, ?, ?, ?, ?, ?)", decoded)
+            con.executemany("INSERT INTO raw VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", decoded)
+        con.execute(_nested_sql(case))
+        (path_bad,) = con.execute("SELECT count(*) FROM raw WHERE path_bad").fetchone() or (0,)
         con.execute(_judge_sql(case))
         bad, late, filtered = con.execute(
             "SELECT count(*) FILTER (WHERE bad), count(*) FILTER (WHERE late), "
@@ -81,10 +86,53 @@ def expected_of(case: Case) -> Expected:
     return Expected(
         rows=results,
         records=case.records,
-        bad=not_objects + int(bad),
+        bad=not_objects + int(path_bad) + int(bad),
         late=int(late),
         filtered=int(filtered),
     )
+
+
+# Each path: its column in the oracle's table, its value, and when it makes a record bad.
+_OBJECT_OR_NULL = "IN ('OBJECT', 'NULL')"
+_PATHS = {
+    "m.u.id": (
+        "m_uid",
+        "TRY_CAST(json_extract(m, '$.u.id') AS BIGINT)",
+        f"json_type(m) NOT {_OBJECT_OR_NULL} OR json_type(m, '$.u') NOT {_OBJECT_OR_NULL} "
+        "OR json_type(m, '$.u.id') IN ('OBJECT', 'ARRAY')",
+    ),
+    "m.tags[0]": (
+        "m_tag0",
+        "json_extract_string(m, '$.tags[0]')",
+        f"json_type(m) NOT {_OBJECT_OR_NULL} OR json_type(m, '$.tags') NOT IN ('ARRAY', 'NULL') "
+        "OR json_type(m, '$.tags[0]') IN ('OBJECT', 'ARRAY')",
+    ),
+    "m.w": (
+        "m_w",
+        "TRY_CAST(json_extract(m, '$.w') AS BIGINT)",
+        f"json_type(m) NOT {_OBJECT_OR_NULL} OR json_type(m, '$.w') IN ('OBJECT', 'ARRAY')",
+    ),
+}
+
+
+def _duck(sql: str) -> str:
+    """Mars's SQL text with each path as the oracle's column of its value."""
+    for path, (column, _, _) in _PATHS.items():
+        sql = sql.replace(path, column)
+    return sql
+
+
+def _nested_sql(case: Case) -> str:
+    """`raw` with each path's value and `path_bad`; `r`: the records that are not bad."""
+    shape = case.shape
+    read = " ".join([*shape.keys, shape.where or "", *(a.sql for a in shape.aggregates)])
+    bad = [f"coalesce({rule}, false)" for path, (_, _, rule) in _PATHS.items() if path in read]
+    values = ", ".join(f"{value} AS {column}" for column, value, _ in _PATHS.values())
+    return f"""
+        CREATE OR REPLACE TABLE raw AS
+        SELECT *, {values}, {" OR ".join(bad) or "false"} AS path_bad FROM raw;
+        CREATE TABLE r AS SELECT * EXCLUDE (path_bad) FROM raw WHERE NOT path_bad;
+    """
 
 
 def _judge_sql(case: Case) -> str:
@@ -98,7 +146,7 @@ def _judge_sql(case: Case) -> str:
     return f"""
         CREATE TABLE judged AS
         WITH kept AS (
-            SELECT *, coalesce(({shape.where or "TRUE"}), false) AS keep FROM r
+            SELECT *, coalesce(({_duck(shape.where or "TRUE")}), false) AS keep FROM r
         ),
         timed AS (
             SELECT *, max(ts) OVER (
@@ -120,8 +168,8 @@ def _last_start(slide: int) -> str:
 
 def _aggregate_sql(case: Case) -> str:
     shape = case.shape
-    keys = list(shape.keys)
-    aggregates = ", ".join(a.oracle_sql() for a in shape.aggregates)
+    keys = [_duck(key) for key in shape.keys]
+    aggregates = ", ".join(_duck(a.oracle_sql()) for a in shape.aggregates)
     if shape.window == "session":
         by_key = f"PARTITION BY {', '.join(keys)}" if keys else ""
         grouped = f"""

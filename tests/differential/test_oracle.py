@@ -221,3 +221,22 @@ def test_sketches_are_compared_exactly_up_to_200_values_and_by_rank_beyond() -> 
     for median, ok in [(499.0, True), (511.0, True), (487.0, True), (520.0, False)]:
         found = problems(drawn, expected, [{"window_start": 0, "p50v": median}], stats)
         assert (found == []) is ok, (median, found)
+
+
+def test_paths_read_nested_values_and_a_wrong_kind_is_bad_only_where_read() -> None:
+    by_id = shape(keys=("m.u.id",), where="m.w IS NOT NULL")
+    records: list[dict[str, Any] | bytes] = [
+        {"ts": 1, "m": {"u": {"id": 3}, "w": 1}},
+        {"ts": 2, "m": {"u": {"id": 3}, "w": 2, "tags": "not an array"}},  # tags unread
+        {"ts": 3, "m": {"u": None, "w": 1}},  # NULL key
+        {"ts": 4, "m": {"u": 7, "w": 1}},  # bad: 'm.u' is not an object
+        {"ts": 5, "m": None},  # filtered (m.w is NULL)
+        {"ts": 6, "m": {"u": {"id": {"x": 1}}, "w": 1}},  # bad: an object where a scalar is
+    ]
+    expected = expected_of(case(by_id, records))
+    assert (expected.bad, expected.filtered) == (2, 1)
+    assert expected.rows == {(0, 3): {"n": 2}, (0, None): {"n": 1}}
+    by_tag = shape(keys=("m.tags[0]",))
+    expected = expected_of(case(by_tag, records))
+    assert expected.bad == 1  # only the record whose tags is not an array
+    assert expected.rows == {(0, None): {"n": 5}}
