@@ -67,10 +67,15 @@ def tasks_experiment(ctx: Context, settings: TasksSettings) -> TasksResult:
 
 def tasks_run(ctx: Context, *, count: int) -> tuple[TasksRun, list[str]]:
     """One run of `count` tasks and its notes; their topics are deleted after it."""
+    return shapes_run(ctx, shapes_for(count), label=f"tasks{count}")
+
+
+def shapes_run(ctx: Context, shapes: list[TaskShape], *, label: str) -> tuple[TasksRun, list[str]]:
+    """One run of a task per shape, registered at once (ids start with `label`), and its
+    notes; their topics are deleted after it."""
     bench, data = ctx.bench, ctx.dataset()
-    shapes = shapes_for(count)
     specs = [
-        parse_task(shape.sql(data.topic), task_id=fresh_id(f"tasks{count}-{i}-{shape.name}-"))
+        parse_task(shape.sql(data.topic), task_id=fresh_id(f"{label}-{i}-{shape.name}-"))
         for i, shape in enumerate(shapes)
     ]
     ensure_topics(

@@ -18,6 +18,7 @@ from benchmarks.exp_profile import Profile
 from benchmarks.exp_pull_query import PullQueries
 from benchmarks.exp_spark_stream import SparkStream
 from benchmarks.exp_state import State
+from benchmarks.exp_statistics import Statistics
 from benchmarks.exp_tasks import ManyTasks
 from benchmarks.experiment import Experiment
 
@@ -34,6 +35,7 @@ EXPERIMENTS: tuple[Experiment[Any, Any], ...] = (
     ManyTasks(),
     Profile(),
     Nexmark(),
+    Statistics(),
     SparkStream(),  # last: the Spark master and workers it starts stay up until the end
 )
 BY_NAME = {experiment.name: experiment for experiment in EXPERIMENTS}

@@ -62,6 +62,19 @@ class TasksResult:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatisticsResult:
+    """Experiment 13: the processes, the topic's records, the two shapes and each one's runs
+    summed up (`by_shape`, keyed by the shape's name; the first is the plain query)."""
+
+    mappers: int = 0
+    reducers: int = 0
+    records: int = 0
+    shapes: list[Shape] = field(default_factory=list)
+    by_shape: dict[str, CountFigures] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
 def count_summary(runs: Sequence[TasksRun]) -> CountFigures:
     """One task count's runs summed up (`time_ratio` comes from `with_time_ratios`)."""
 

@@ -68,6 +68,18 @@ SHAPES = (
 )
 
 
+# The statistics experiment: the reference query, then with a percentile and a spread added.
+STATISTICS_SHAPES = (
+    SHAPES[0],
+    TaskShape(
+        name="paper_stats",
+        what="the reference query with approx_percentile(bytes, 0.99) and stddev(bytes) added",
+        template="SELECT sip, type, timestamp, count(*), approx_percentile(bytes, 0.99), "
+        "stddev(bytes) FROM {topic} GROUP BY sip, type, timestamp WINDOWING 60 s {options}",
+    ),
+)
+
+
 def shapes_for(count: int) -> list[TaskShape]:
     """`count` shapes drawn round-robin from `SHAPES`."""
     return [SHAPES[index % len(SHAPES)] for index in range(count)]

@@ -29,6 +29,7 @@ EXPECTED = (
     "tasks",
     "profile",
     "nexmark",
+    "statistics",
     "spark_stream",
 )
 
