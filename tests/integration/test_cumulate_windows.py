@@ -32,7 +32,7 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
 from tests.integration.pipeline import TopicReader, wait_for
-from tests.integration.watched import WatchedPipeline, make_topic
+from tests.integration.watched import WatchedPipeline, kill_an_owner, make_topic, unit_owners
 
 pytestmark = pytest.mark.integration
 
@@ -80,10 +80,10 @@ def test_cumulate_windows_are_exact_step_by_step_through_a_reducer_killed(
         producing.start()
         wall_s = EVENT_SPAN_MS / SPEEDUP / 1000
         reader.poll_for(wall_s / 2)
-        victim = _kill_an_owner(pipeline, task)  # SIGKILL, mid-hour
+        victim = kill_an_owner(pipeline, task)  # SIGKILL, mid-hour
         rows_at_half = len(reader.values(output))
         wait_for(
-            lambda: victim not in _owners(pipeline, task),
+            lambda: victim not in unit_owners(pipeline, task),
             timeout_s=60,
             what="the killed reducer's units taken over",
             logs=pipeline.logs,
@@ -190,18 +190,3 @@ def _post_task(
         headers={"Authorization": f"Bearer {pipeline.token}"},
         timeout=60,
     )
-
-
-def _owners(pipeline: WatchedPipeline, task: str) -> set[str]:
-    units = pipeline.get(f"/tasks/{task}")["live"]["units"]
-    return {unit["owner"] for unit in units if unit["owner"]}
-
-
-def _kill_an_owner(pipeline: WatchedPipeline, task: str) -> str:
-    """SIGKILL a reducer owning units of `task`; return its member id."""
-    owners = _owners(pipeline, task)
-    assert owners, "no unit of the task has an owner"
-    victim = sorted(owners)[0]
-    pid = pipeline.get("/cluster")["members"][victim]["pid"]
-    pipeline.procs.kill(pipeline.procs.by_pid(pid))
-    return victim

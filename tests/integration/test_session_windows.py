@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
 from tests.integration.pipeline import TopicReader, wait_for
-from tests.integration.watched import WatchedPipeline, make_topic
+from tests.integration.watched import WatchedPipeline, kill_an_owner, make_topic, unit_owners
 from tests.session_oracle import Session, expected_sessions
 
 pytestmark = pytest.mark.integration
@@ -71,9 +71,9 @@ def test_session_windows_are_exact_through_a_reducer_killed_mid_session(
     )
     producing.start()
     time.sleep(PRODUCE_S / 2)
-    victim = _kill_an_owner(pipeline, task)  # SIGKILL, while sessions are open
+    victim = kill_an_owner(pipeline, task)  # SIGKILL, while sessions are open
     wait_for(
-        lambda: victim not in _owners(pipeline, task),
+        lambda: victim not in unit_owners(pipeline, task),
         timeout_s=60,
         what="the killed reducer's units taken over",
         logs=pipeline.logs,
@@ -153,21 +153,6 @@ def _row_order(row: dict[str, Any]) -> tuple[str, int]:
 def _open_sessions(pipeline: WatchedPipeline, task: str) -> list[tuple[str, int, int, int]]:
     rows = pipeline.get(f"/tasks/{task}/windows")["rows"]
     return [(r["uid"], r["window_start"], r["window_end"], r["n"]) for r in rows if not r["final"]]
-
-
-def _owners(pipeline: WatchedPipeline, task: str) -> set[str]:
-    units = pipeline.get(f"/tasks/{task}")["live"]["units"]
-    return {unit["owner"] for unit in units if unit["owner"]}
-
-
-def _kill_an_owner(pipeline: WatchedPipeline, task: str) -> str:
-    """SIGKILL a reducer owning units of `task`; return its member id."""
-    owners = _owners(pipeline, task)
-    assert owners, "no unit of the task has an owner"
-    victim = sorted(owners)[0]
-    pid = pipeline.get("/cluster")["members"][victim]["pid"]
-    pipeline.procs.kill(pipeline.procs.by_pid(pid))
-    return victim
 
 
 def _produce_sessions(bootstrap: str, topic: str, sent: list[tuple[int, str, int, int]]) -> None:

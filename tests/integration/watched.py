@@ -153,6 +153,22 @@ class WatchedPipeline:
         self.procs.stop_all()
 
 
+def unit_owners(pipeline: WatchedPipeline, task: str) -> set[str]:
+    """The member ids of the reducers owning units of `task`."""
+    units = pipeline.get(f"/tasks/{task}")["live"]["units"]
+    return {unit["owner"] for unit in units if unit["owner"]}
+
+
+def kill_an_owner(pipeline: WatchedPipeline, task: str) -> str:
+    """SIGKILL a reducer owning units of `task`; return its member id."""
+    owners = unit_owners(pipeline, task)
+    assert owners, "no unit of the task has an owner"
+    victim = sorted(owners)[0]
+    pid = pipeline.get("/cluster")["members"][victim]["pid"]
+    pipeline.procs.kill(pipeline.procs.by_pid(pid))
+    return victim
+
+
 def windowed_sql(
     topic: str, group_by: tuple[str, ...], aggregates: Mapping[str, str], windowing: str
 ) -> str:
