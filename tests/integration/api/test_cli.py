@@ -42,6 +42,32 @@ def test_task_add_with_bad_sql_exits_non_zero_with_caret(
     assert caret.index("^") == lines[sql_line].index("frobnicate")
 
 
+def test_task_add_takes_the_statistics_aggregates_and_nested_fields(
+    running_api: RunningApi, source_topic: str, unique_name: str, http: httpx.Client
+) -> None:
+    sql = (
+        "SELECT sip, approx_percentile(bytes, [0.5, 0.99]) AS p, approx_median(bytes), "
+        "stddev(bytes), topk(type, 3), first(bytes), last(bytes), count_if(bytes > 100), "
+        "sum(bytes) FILTER (WHERE type = 'dns'), max(meta.hop[0]) "
+        f"FROM {source_topic} GROUP BY sip WINDOWING CUMULATE 1 h STEP 1 m"
+    )
+    added = mars(running_api, "task", "add", sql, "--id", unique_name)
+    assert added.returncode == 0, added.stderr
+    spec = http.get(f"/tasks/{unique_name}").json()["spec"]
+    assert [a["func"] for a in spec["aggregates"]] == [
+        "approx_percentiles",
+        "approx_percentile",
+        "stddev_samp",
+        "topk",
+        "first",
+        "last",
+        "count",
+        "sum",
+        "max",
+    ]
+    assert spec["window"]["cumulate"] is True
+
+
 def test_task_add_bad_option_syntax_exits_2(running_api: RunningApi, source_topic: str) -> None:
     sql = f"SELECT sip, count(*) FROM {source_topic} GROUP BY sip WINDOWING 60 s"
     done = mars(running_api, "task", "add", sql, "--option", "buckets")

@@ -33,6 +33,11 @@ pytestmark = pytest.mark.integration
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SQL = "SELECT type, count(*) FROM {topic} GROUP BY type WINDOWING 5 s"
+# The form's task: the statistics aggregates, whose list results the results table shows.
+STATS_SQL = (
+    "SELECT type, count(*), approx_percentile(bytes, [0.5, 0.99]) AS pcts, stddev(bytes), "
+    "topk(sip, 3), first(bytes), count_if(bytes > 100) FROM {topic} GROUP BY type WINDOWING 5 s"
+)
 BAD_SQL = "SELECT type, count(*) FROM {topic}\nGROUP BY type WINDOWING 5 parsecs"
 LIVE_S = 90  # longer than the test needs: the counts must be growing while it looks
 AHEAD_S = 45 * 60  # the event time of the "ahead" task's records, past the wall clock
@@ -122,13 +127,20 @@ def test_dashboard_shows_live_tasks_and_changes_them(
     page.dispatch_event("#token", "change")
 
     # A second task through the form.
-    page.fill("#sql", SQL.format(topic=topic))
+    page.fill("#sql", STATS_SQL.format(topic=topic))
     page.fill("#task-id", second)
     page.fill("#options", '{"idle_timeout": "5 s"}')
     page.click("#register-form button[type=submit]")
     expect(page.locator("#register-ok")).to_contain_text(f"Registered {second}")
     expect(page.locator(f'#tasks tr[data-task="{second}"]')).to_be_visible()
     assert pipeline.get(f"/tasks/{second}")["status"] == "RUNNING"
+    page.locator(f'#tasks tr[data-task="{second}"]').click()
+    percentiles = page.locator("#results thead th").filter(has_text="pcts")
+    expect(percentiles).to_have_count(1, timeout=60_000)
+    expect(
+        page.locator("#results tbody td").filter(has_text=re.compile(r"^\[\d"))
+    ).not_to_have_count(0)
+    row.click()  # back to the first task
 
     # A bad query: the error at its line and column, with a caret under it.
     page.fill("#sql", BAD_SQL.format(topic=topic))
