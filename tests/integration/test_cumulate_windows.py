@@ -1,8 +1,8 @@
 """Cumulative windows (`WINDOWING CUMULATE 1 h STEP 1 m`) under live traffic, exact through a
 reducer killed with SIGKILL.
 
-A producer sends records whose event time follows the wall clock at 60x (an hour of event time
-a minute), over 4 partitions, slightly out of order within GRACE, while two mappers and two
+A producer sends records whose event time follows the wall clock at 120x (an hour of event time
+in 30 s), over 4 partitions, slightly out of order within GRACE, while two mappers and two
 reducers run. The stream covers the hour `[T0, T0 + 1 h)` and the first minutes of the next;
 halfway, a reducer owning units of the task is killed: the other one rebuilds them from their
 checkpoints (pending slices and running states) and a replay. Then one record per partition
@@ -42,9 +42,9 @@ SQL = (
     "SELECT k, count(*) AS n, sum(v) AS total FROM {topic} GROUP BY k "
     "WINDOWING CUMULATE 1 h STEP 1 m GRACE 30 s"
 )
-SPEEDUP = 60  # event ms per wall ms: an hour of event time a minute
+SPEEDUP = 120  # event ms per wall ms: an hour of event time in 30 s
 EVENT_SPAN_MS = HOUR_MS + 5 * STEP_MS  # the hour, and the first minutes of the next
-RATE = 150  # records per wall second
+RATE = 200  # records per wall second
 KEYS = ("a", "b", "c", "d", "e", "f", "late-comer")
 T0 = 1_700_002_800_000  # an hour boundary (2023-11-14T23:00Z)
 Sent = list[tuple[int, int, str, int]]  # (partition, event time, key, v) in send order
