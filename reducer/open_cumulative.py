@@ -49,6 +49,7 @@ from reducer.open_windows import (
     WindowGroups,
     check_next_dataset,
 )
+from reducer.replay_marks import ReplayMarks
 
 
 @dataclass(slots=True, kw_only=True)
@@ -62,8 +63,7 @@ class OpenCumulativeState:
     closed_watermark: int | None = None
     _pending: dict[int, dict[int, Groups]] = field(default_factory=dict)  # s -> σ -> groups
     _running: dict[int, Groups] = field(default_factory=dict)  # s -> groups
-    _first_seq: dict[int, dict[int, int]] = field(default_factory=dict)  # bucket -> s -> seq
-    _closed_since_checkpoint: bool = False
+    _replay: ReplayMarks = field(default_factory=ReplayMarks)
 
     @classmethod
     def starting(
@@ -120,7 +120,6 @@ class OpenCumulativeState:
         cumulate = self.cumulate
         late: list[LateContribution] = []
         accounted = seq <= self.replayed_through.get(bucket, 0)
-        first_seqs = self._first_seq.setdefault(bucket, {})
         for slice_start, groups in dataset.windows.items():
             start = cumulate.max_start(slice_start)
             end = slice_start + cumulate.step_ms
@@ -133,7 +132,7 @@ class OpenCumulativeState:
                 continue
             pending = self._pending.setdefault(start, {})
             merge_groups(self.aggregates, pending.setdefault(slice_start, {}), groups)
-            first_seqs.setdefault(start, seq)
+            self._replay.merged(bucket, start, seq)
         self.merged[bucket] = seq
         return late
 
@@ -169,9 +168,7 @@ class OpenCumulativeState:
         last_end = min(start + size, closes_through - closes_through % step)
         closed = self._emit(start, first_end, last_end, pending, running)
         if start + size <= closes_through:  # its last window is closed: drop it
-            for first_seqs in self._first_seq.values():
-                first_seqs.pop(start, None)
-            self._closed_since_checkpoint = True
+            self._replay.dropped(start)
             return closed
         if pending:
             self._pending[start] = pending
@@ -221,7 +218,7 @@ class OpenCumulativeState:
     def needs_checkpoint(self) -> bool:
         """Some open max window holds contributions merged since the last checkpoint, or the
         last checkpoint still holds max windows dropped since."""
-        return self._closed_since_checkpoint or any(self._first_seq.values())
+        return self._replay.needs_checkpoint
 
     @property
     def checkpoint_now(self) -> bool:
@@ -229,12 +226,10 @@ class OpenCumulativeState:
         return False
 
     def checkpointed(self) -> None:
-        self._first_seq.clear()
-        self._closed_since_checkpoint = False
+        self._replay.checkpointed()
 
     def rseq(self, bucket: int) -> int:
-        first = self._first_seq.get(bucket, {})
-        return min(first.values(), default=self.merged[bucket] + 1)
+        return self._replay.rseq(bucket, self.merged[bucket])
 
     def rseqs(self) -> dict[int, int]:
         return {bucket: self.rseq(bucket) for bucket in self.merged}

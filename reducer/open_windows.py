@@ -26,6 +26,7 @@ from typing import Any
 from mars.aggregates import Aggregate, CountAll, wire_name
 from mars.engine.dataset import DataSet, GroupKey, Groups, OpenWindows, merge_groups
 from mars.windows import WindowAssigner
+from reducer.replay_marks import ReplayMarks
 
 
 class DataSetOrderError(RuntimeError):
@@ -88,8 +89,7 @@ class OpenWindowState:
     closed_watermark: int | None = None
     windows: OpenWindows = field(default_factory=dict)
     track_changes: bool = False  # EMIT CHANGES: remember the groups each merge changed
-    _first_seq: dict[int, dict[int, int]] = field(default_factory=dict)
-    _closed_since_checkpoint: bool = False
+    _replay: ReplayMarks = field(default_factory=ReplayMarks)
     _changed: dict[int, set[GroupKey]] = field(default_factory=dict)
 
     @classmethod
@@ -133,7 +133,6 @@ class OpenWindowState:
         check_next_dataset(self.merged, self.aggregates, bucket, seq, dataset)
         late: list[LateContribution] = []
         accounted = seq <= self.replayed_through.get(bucket, 0)
-        first_seqs = self._first_seq.setdefault(bucket, {})
         for start, groups in dataset.windows.items():
             if self.is_closed(start):
                 if not accounted:
@@ -143,7 +142,7 @@ class OpenWindowState:
                     )
                 continue
             merge_groups(self.aggregates, self.windows.setdefault(start, {}), groups)
-            first_seqs.setdefault(start, seq)
+            self._replay.merged(bucket, start, seq)
             if self.track_changes:
                 self._changed.setdefault(start, set()).update(groups)
         self.merged[bucket] = seq
@@ -162,9 +161,7 @@ class OpenWindowState:
         ]
         for window in closed:
             self._changed.pop(window.start, None)
-            for first_seqs in self._first_seq.values():
-                first_seqs.pop(window.start, None)
-        self._closed_since_checkpoint = self._closed_since_checkpoint or bool(closed)
+            self._replay.dropped(window.start)
         return closed
 
     def closes_at(self, window: WindowGroups) -> int:
@@ -193,7 +190,7 @@ class OpenWindowState:
     def needs_checkpoint(self) -> bool:
         """Some open window holds contributions merged since the last checkpoint, or the last
         checkpoint still holds windows closed since (a new one frees their memory in Redis)."""
-        return self._closed_since_checkpoint or any(self._first_seq.values())
+        return self._replay.needs_checkpoint
 
     @property
     def checkpoint_now(self) -> bool:
@@ -203,13 +200,11 @@ class OpenWindowState:
 
     def checkpointed(self) -> None:
         """The open windows as they are now are saved: nothing merged so far needs a replay."""
-        self._first_seq.clear()
-        self._closed_since_checkpoint = False
+        self._replay.checkpointed()
 
     def rseq(self, bucket: int) -> int:
         """The first data set of `bucket` an open window needs on top of the last checkpoint."""
-        first = self._first_seq.get(bucket, {})
-        return min(first.values(), default=self.merged[bucket] + 1)
+        return self._replay.rseq(bucket, self.merged[bucket])
 
     def rseqs(self) -> dict[int, int]:
         return {bucket: self.rseq(bucket) for bucket in self.merged}
