@@ -102,3 +102,16 @@ class Aggregate(ABC, Generic[S]):
         for value in values:
             state = self.add(state, value)
         return state
+
+
+class SketchAggregate(Aggregate[bytes], ABC):
+    """An aggregate whose state is a sketch's serialized bytes, which are also its wire form."""
+
+    def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
+        return list(self.states_from_frame(frame, prefix))
+
+    def to_wire(self, state: bytes) -> Any:
+        return state
+
+    def from_wire(self, wire: Any) -> bytes:
+        return bytes(wire)

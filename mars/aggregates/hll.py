@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 from datasketches import hll_sketch, hll_union, tgt_hll_type
 
-from mars.aggregates.base import Aggregate
+from mars.aggregates.base import SketchAggregate
 from mars.tasks.spec import AggFunc
 
 LG_K = 12
@@ -43,7 +43,7 @@ def sketch_of(values: Iterable[Any]) -> bytes:
     return bytes(sketch.serialize_compact())
 
 
-class ApproxCountDistinct(Aggregate[bytes]):
+class ApproxCountDistinct(SketchAggregate):
     """Approximate distinct count (relative standard error about 1.6% at lg_k 12)."""
 
     func = AggFunc.APPROX_COUNT_DISTINCT
@@ -74,12 +74,3 @@ class ApproxCountDistinct(Aggregate[bytes]):
 
     def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[bytes]:
         return [sketch_of(values) for values in frame.get_column(f"{prefix}set").to_list()]
-
-    def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
-        return list(self.states_from_frame(frame, prefix))  # sketch bytes are the wire form
-
-    def to_wire(self, state: bytes) -> Any:
-        return state
-
-    def from_wire(self, wire: Any) -> bytes:
-        return bytes(wire)

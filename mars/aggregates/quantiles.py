@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 from datasketches import kll_doubles_sketch
 
-from mars.aggregates.base import Aggregate
+from mars.aggregates.base import Aggregate, SketchAggregate
 from mars.tasks.spec import AggFunc
 
 K = 200
@@ -60,7 +60,7 @@ def check_fraction(fraction: float) -> float:
     return fraction
 
 
-class ApproxPercentile(Aggregate[bytes]):
+class ApproxPercentile(SketchAggregate):
     """APPROX_PERCENTILE(col, p): the value at fraction p of the group's values, or NULL."""
 
     func = AggFunc.APPROX_PERCENTILE
@@ -123,15 +123,6 @@ class ApproxPercentile(Aggregate[bytes]):
         flat = np.array(lists.explode().drop_nulls().to_numpy(), dtype=np.float64)
         starts = np.concatenate((np.zeros(1, dtype=np.int64), ends[:-1]))
         return [_sketch_bytes(flat[s:e]) for s, e in zip(starts, ends, strict=True)]
-
-    def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
-        return list(self.states_from_frame(frame, prefix))  # sketch bytes are the wire form
-
-    def to_wire(self, state: bytes) -> Any:
-        return state
-
-    def from_wire(self, wire: Any) -> bytes:
-        return bytes(wire)
 
 
 class ApproxPercentiles(ApproxPercentile):
