@@ -4,10 +4,11 @@ processes and a reducer killed with SIGKILL mid-window.
 Devices (skewed: a few send most records) report a latency and a status code nested under
 `m`, their id under `dev`; timestamps repeat (several records per millisecond) and some values
 are NULL or missing. One task computes APPROX_PERCENTILE (one fraction and a list),
-APPROX_MEDIAN, STDDEV, VAR_POP, TOPK, FIRST, LAST, COUNT_IF and a SUM with FILTER per device
-and 10 s window. Records whose `m` is not an object are bad: dead-lettered, counted nowhere
-else. While windows are open, a reducer owning units of the task is SIGKILLed; its units
-move to the other reducer, which rebuilds them from the checkpoint and a replay.
+APPROX_MEDIAN, STDDEV, STDDEV_POP, VAR_POP, VARIANCE, TOPK, FIRST, LAST, COUNT_IF and a SUM
+with FILTER per device and 10 s window. Records whose `m` is not an object are bad:
+dead-lettered, counted nowhere else. While windows are open, a reducer owning units of the
+task is SIGKILLed; its units move to the other reducer, which rebuilds them from the
+checkpoint and a replay.
 
 Checked against DuckDB over the records sent: every window and device once, every exact
 aggregate equal (floats within rounding), each percentile within its stated rank error (exact
@@ -46,7 +47,9 @@ SELECT dev.id AS device, count(*) AS n,
        approx_percentile(m.lat, [0.5, 0.99]) AS p50_p99,
        approx_median(m.lat) AS med,
        stddev(m.lat) AS sd,
+       stddev_pop(m.lat) AS sdp,
        var_pop(m.lat) AS vp,
+       variance(m.lat) AS vs,
        topk(m.code, 2) AS top_codes,
        first(m.code) AS first_code,
        last(m.code) AS last_code,
@@ -58,7 +61,7 @@ FROM {topic} GROUP BY dev.id WINDOWING 10 s GRACE 1 s
 # missing). FIRST/LAST: the value at the earliest/latest time, ties by the value.
 ORACLE = """
 SELECT window_start, device, count(*) AS n,
-       stddev_samp(lat) AS sd, var_pop(lat) AS vp,
+       stddev_samp(lat) AS sd, stddev_pop(lat) AS sdp, var_pop(lat) AS vp, var_samp(lat) AS vs,
        (min({'t': ts, 'v': code}) FILTER (WHERE code IS NOT NULL)).v AS first_code,
        (max({'t': ts, 'v': code}) FILTER (WHERE code IS NOT NULL)).v AS last_code,
        count(*) FILTER (WHERE code >= 500) AS errors,
@@ -69,7 +72,7 @@ FROM (SELECT ts - ts % 10000 AS window_start, * FROM sent)
 GROUP BY window_start, device
 """
 EXACT_FIELDS = ("n", "first_code", "last_code", "errors")
-FLOAT_FIELDS = ("sd", "vp", "ok_lat")
+FLOAT_FIELDS = ("sd", "sdp", "vp", "vs", "ok_lat")
 
 
 @pytest.mark.pipeline(
