@@ -99,6 +99,7 @@ def produce(
     config: GeneratorConfig,
     *,
     rate: float | None = None,
+    pacer: RatePacer | None = None,
     strategy: PartitionStrategy = PartitionStrategy.KEY,
     chunk_size: int = BLOCK_SIZE,
     on_progress: ProgressCallback | None = None,
@@ -109,7 +110,8 @@ def produce(
 ) -> ProduceReport:
     """Produce the `config` stream to `topic` (which must exist) and wait for delivery.
 
-    `rate` caps records per second (None: as fast as possible). Keys are the records' `sip`
+    `rate` caps records per second (None: as fast as possible); a `pacer` instead lets the
+    caller change the rate while the stream runs (`RatePacer.retime`). Keys are the records' `sip`
     with either strategy. Raises `ProduceError` (carrying the report) when any record failed
     or was still undelivered after `flush_timeout_s`.
     """
@@ -120,8 +122,9 @@ def produce(
         strategy=strategy,
         partitions=partition_count(producer, topic, timeout_s=_METADATA_TIMEOUT_S),
     )
-    pacer = RatePacer(rate=rate, clock=clock, sleep=sleep)
-    step = max(1, int(rate / _PACE_STEPS_PER_SECOND)) if rate else chunk_size
+    if pacer is None:
+        pacer = RatePacer(rate=rate, clock=clock, sleep=sleep)
+    step = max(1, int(pacer.rate / _PACE_STEPS_PER_SECOND)) if pacer.rate else chunk_size
     started = clock()
     per_partition: Counter[int] = Counter()
     produced = malformed = 0

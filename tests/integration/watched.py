@@ -22,6 +22,7 @@ from devtools.local import LocalCluster
 from devtools.local.process_handle import free_port
 from devtools.local.roles import start_role
 from tests.integration.pipeline import (
+    CLOSING_DELAY_S,
     BackgroundProducer,
     OracleInBackground,
     PipelineProcesses,
@@ -207,11 +208,11 @@ def close_every_window(
     partitions: int,
     client_properties: Mapping[str, str] | None = None,
 ) -> None:
-    """One generated record per partition two hours after `after_s`: every window of the
+    """One generated record per partition `CLOSING_DELAY_S` after `after_s`: every window of the
     stream before it closes (the record's own window stays open). `client_properties`: the
     brokers' `kafka.client_properties` (SASL, ...)."""
     record = json.loads(generate(GeneratorConfig(count=1, seed=1)).values[0])
-    record["timestamp"] = after_s + 7_200
+    record["timestamp"] = after_s + CLOSING_DELAY_S
     producer = Producer(
         {"bootstrap.servers": bootstrap, **(client_properties or {}), "enable.idempotence": True}
     )

@@ -41,3 +41,18 @@ def test_unpaced_never_sleeps() -> None:
 def test_rate_must_be_positive() -> None:
     with pytest.raises(ValueError):
         RatePacer(rate=0)
+
+
+def test_retime_changes_the_rate_from_now_without_a_burst_or_a_pause() -> None:
+    fake = FakeTime()
+    pacer = RatePacer(rate=1000, clock=fake.clock, sleep=fake.sleep)
+    pacer.wait_until_due(0)
+    pacer.wait_until_due(1000)  # one second in, on schedule
+    pacer.retime(100, sent=1000)
+    assert pacer.wait_until_due(1050) == pytest.approx(0.5)  # 50 more at 100/s
+    pacer.retime(1000, sent=1050)
+    fake.now += 0.05  # the next 50 are due now: no sleep owed to the slow stretch
+    assert pacer.wait_until_due(1100) == 0.0
+    assert pacer.wait_until_due(2100) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        pacer.retime(0, sent=2100)
