@@ -181,5 +181,5 @@ def _status(args: argparse.Namespace) -> int:
             health = "healthy" if row["healthy"] else ("running" if row["running"] else "stopped")
             address = process_url(row["role"], row["address"])
             mode = f" ({row['mode']})" if row.get("mode") else ""  # a ZooKeeper node's
-            print(f"  {row['name']:<12} pid {row['pid']:<8} {address:<36} {health}{mode}")
+            print(f"  {row['name']:<15} pid {row['pid']:<8} {address:<36} {health}{mode}")
     return 0 if status["up"] else 1
