@@ -11,6 +11,7 @@ from devtools.local import ClusterState
 from devtools.local.process_handle import ProcessHandle, ServiceError
 from devtools.local.schema_registry_server import (
     java_version,
+    registry_app,
     registry_java,
     registry_port,
     schema_registry_url,
@@ -97,3 +98,10 @@ def test_the_first_java_new_enough_is_chosen(
     assert registry_java() == new
     with pytest.raises(ServiceError, match=r"needs Java 26 or newer; found .*old \(17\)"):
         registry_java(minimum=26)
+
+
+def test_a_missing_application_names_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(
+        ServiceError, match=r"schema-registry: no .*quarkus-run.jar; run `make setup`"
+    ):
+        registry_app(tmp_path)
