@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from devtools.local import LocalCluster, ServiceError
+from devtools.local import ClusterState, LocalCluster, ServiceError
 from devtools.local.roles import process_url, scale_role, start_role
 from mars.config import load_settings
 
@@ -16,7 +16,8 @@ REDIS_CLUSTER_MASTERS = 3
 
 def register(subparsers: Any) -> None:
     local = subparsers.add_parser(
-        "local", help="run a local cluster (Kafka, ZooKeeper, Redis; Spark if asked)"
+        "local",
+        help="run a local cluster (Kafka, ZooKeeper, Redis; Spark and a schema registry if asked)",
     )
     commands = local.add_subparsers(dest="local_command", required=True, metavar="ACTION")
 
@@ -52,6 +53,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help=f"Redis as a Redis Cluster of {REDIS_CLUSTER_MASTERS} masters on loopback "
         "(redis.url becomes redis+cluster://...); a killed master is restarted from its AOF",
+    )
+    up.add_argument(
+        "--schema-registry",
+        action="store_true",
+        help="start a schema registry too (Apicurio Registry, in-memory storage; its "
+        "Confluent-compatible API becomes schema_registry.url for the Mars processes)",
     )
     up.set_defaults(handler=_up)
 
@@ -98,6 +105,8 @@ def _up(args: argparse.Namespace) -> int:
     )
     try:
         state = cluster.up()
+        if args.schema_registry:  # before the Mars processes, which get its URL
+            cluster.start_schema_registry()
         for _ in range(args.mappers):
             start_role(cluster, "mapper")
         for _ in range(args.reducers):
@@ -110,17 +119,23 @@ def _up(args: argparse.Namespace) -> int:
         print(f"mars local up: {error}", file=sys.stderr)
         cluster.down()
         return 1
+    _print_addresses(state)
+    return 0
+
+
+def _print_addresses(state: ClusterState) -> None:
     print(f"kafka      {state.kafka_bootstrap}")
     print(f"zookeeper  {state.zk_hosts}")
     print(f"redis      {state.redis_url}")
     if state.spark_master:
         print(f"spark      {state.spark_master}   (`mars spark preagg ... --master` it)")
+    if state.schema_registry_url:
+        print(f"schema registry {state.schema_registry_url}   (Confluent-compatible API)")
     for process in state.processes:
         if process.role in ("mapper", "reducer", "api"):
             address = process_url(process.role, process.address)
             print(f"{process.name:<10} pid {process.pid} {address}")
     print(f"run folder {state.run_dir}   (stop with `mars local down`)")
-    return 0
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -160,9 +175,11 @@ def _status(args: argparse.Namespace) -> int:
         print(f"run folder {status['run_dir']}: {'UP' if status['up'] else 'DOWN'}")
         if status.get("spark_master"):
             print(f"  spark master {status['spark_master']}")
+        if status.get("schema_registry_url"):
+            print(f"  schema registry {status['schema_registry_url']}")
         for row in status["processes"]:
             health = "healthy" if row["healthy"] else ("running" if row["running"] else "stopped")
             address = process_url(row["role"], row["address"])
             mode = f" ({row['mode']})" if row.get("mode") else ""  # a ZooKeeper node's
-            print(f"  {row['name']:<12} pid {row['pid']:<8} {address:<36} {health}{mode}")
+            print(f"  {row['name']:<15} pid {row['pid']:<8} {address:<36} {health}{mode}")
     return 0 if status["up"] else 1

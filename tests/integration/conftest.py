@@ -52,3 +52,11 @@ def spark(settings: Settings) -> Iterator[Any]:
 def spark_master(local_cluster: LocalCluster) -> str:
     """The URL of a standalone master with two workers, started once for the session."""
     return local_cluster.start_spark(workers=2)
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url(local_cluster: LocalCluster) -> str:
+    """The base URL of a schema registry's Confluent-compatible API (Apicurio Registry, in
+    memory; `.../apis/ccompat/v7`), started once for the session by the first test that asks
+    for it; Mars processes started after it get it as `MARS_SCHEMA_REGISTRY__URL`."""
+    return local_cluster.start_schema_registry()

@@ -18,6 +18,7 @@ from mars.config import PROJECT_ROOT, known_setting_env_names
 COMPOSE_FILE = PROJECT_ROOT / "docker-compose.yml"
 DOCKERFILE = PROJECT_ROOT / "Dockerfile"
 INFRASTRUCTURE = {"kafka": 29092, "zookeeper": 2181, "redis": 6379}  # in the compose network
+INFRASTRUCTURE |= {"schema-registry": 8080}  # in memory: no volume, not published as such
 PUBLISHED = {"kafka": 9092, "zookeeper": 2181, "redis": 6379}  # on the host
 
 
@@ -49,6 +50,8 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
             problems.append(f"{host}: no health check")
         if not services[host].get("volumes"):
             problems.append(f"{host}: its data is in no volume")
+    if "healthcheck" not in services.get("schema-registry", {}):
+        problems.append("schema-registry: missing, or no health check")
     return problems + _kafka_listener_problems(services.get("kafka", {}))
 
 
@@ -135,6 +138,13 @@ def test_every_mars_role_is_in_compose() -> None:
         (lambda c: c["services"]["api"].update(depends_on=["kafka", "zk"]), "unknown service"),
         (lambda c: c["services"]["api"].update(depends_on=["kafka"]), "to be healthy"),
         (lambda c: c["services"]["redis"].pop("healthcheck"), "redis: no health check"),
+        (lambda c: c["services"].pop("schema-registry"), "schema-registry: missing"),
+        (
+            lambda c: c["services"]["mapper-1"]["environment"].update(
+                MARS_SCHEMA_REGISTRY__URL="http://schema-registry:8081/apis/ccompat/v7"
+            ),
+            "port it does not serve",
+        ),
         (lambda c: c["services"]["kafka"].pop("volumes"), "kafka: its data is in no volume"),
         (
             lambda c: c["services"]["kafka"]["environment"].update(
