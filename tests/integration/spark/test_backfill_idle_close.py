@@ -1,20 +1,19 @@
 """A task whose whole history a Spark backfill applied, and no live record after: idle close
 still emits every window (README's "Backfill history with Spark" on a running cluster).
 
-Two mappers and two reducers run; the task is registered PAUSED; the backfill (local[2], or
-`mars spark preagg --master` on the standalone cluster) applies the history; the task is
-resumed and nothing more is produced. No mapper batch ever moves the partitions' sources, so
+Two mappers and two reducers run; the task is registered PAUSED; the backfill (local[2]; the
+pipeline test runs it on the standalone cluster) applies the history; the task is resumed and
+nothing more is produced. No mapper batch ever moves the partitions' sources, so
 idle close counts from when the mappers confirmed them caught up (mars.store.watermark). Every
 window must come out within `idle_timeout` plus the last window's own wait (its end + grace
 past the newest event time, in wall-clock time) plus a margin, exact against DuckDB, none
-twice; in the third case a reducer is SIGKILLed right after the resume.
+twice; in the second case a reducer is SIGKILLed right after the resume.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,11 +40,7 @@ from tests.integration.pipeline import (
     wait_for,
 )
 from tests.integration.spark.helpers import StreamsOracle, history_and_live
-from tests.integration.spark.test_backfill_pipeline import (
-    PROCESS_ENV,
-    BackfillProcess,
-    BackfillThread,
-)
+from tests.integration.spark.test_backfill_pipeline import PROCESS_ENV, BackfillThread
 
 pytestmark = pytest.mark.integration
 
@@ -66,11 +61,9 @@ MARGIN_S = 20  # heartbeats, the reducers' polls and a loaded 2-core machine
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("mode", ["local", "standalone", "reducer-killed"])
+@pytest.mark.parametrize("mode", ["local", "reducer-killed"])
 def test_a_backfilled_task_emits_every_window_by_idle_close_without_live_records(
     mode: str,
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
     spark: Any,
     settings: Settings,
     local_cluster: LocalCluster,
@@ -113,21 +106,7 @@ def test_a_backfilled_task_emits_every_window_by_idle_close_without_live_records
             procs.start(role)
         registry = TaskRegistry(zk_client, root=zk_root)
         registry.create(spec, status=TaskStatus.PAUSED)
-        backfill: BackfillThread | BackfillProcess
-        if mode == "standalone":
-            backfill = BackfillProcess(
-                master=request.getfixturevalue("spark_master"),
-                spec=spec,
-                env={
-                    **cluster.env(),
-                    "MARS_ZOOKEEPER__ROOT": zk_root,
-                    "MARS_LOCAL__JARS_DIR": str(settings.local.jars_dir),
-                },
-                log=tmp_path / "backfill.log",
-            )
-        else:
-            backfill = BackfillThread(spark, settings, spec)
-        backfill.join()
+        BackfillThread(spark, settings, spec).join()
         assert BackfillCoordination(redis_client).holds(spec.id) == {}
 
         registry.set_status(spec.id, TaskStatus.RUNNING)

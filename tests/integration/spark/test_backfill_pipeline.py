@@ -2,11 +2,14 @@
 `mars mapper` processes, results by `mars reducer` processes, exactly once.
 
 A 4-partition topic holds `HISTORY[mode]` generated records (four hours of event time) when the
-task is registered. In the order docs/spark.md prescribes:
+task is registered. The first case runs the backfill as users do on a real Spark cluster, in
+the order docs/spark.md prescribes:
 
 1. the task is registered in ZooKeeper;
-2. the backfill starts (Spark, local[2]): it holds the task's watermark and claims the hand-over
-   point of every partition (the topic's end at that moment);
+2. the backfill starts: `mars spark preagg --master spark://...` in a process of its own,
+   against a standalone master with two workers (`LocalCluster.start_spark`), so the
+   pre-aggregation runs in executors on the workers. It holds the task's watermark and claims
+   the hand-over point of every partition (the topic's end at that moment);
 3. two `mars mapper` and two `mars reducer` processes start; the mappers begin at the hand-over
    points; LIVE newer records are produced meanwhile at a bounded rate;
 4. the backfill writes the history's partials and releases its hold;
@@ -16,13 +19,10 @@ Read with isolation.level=read_committed, every (window, sip, type) of history +
 exactly once and equals the DuckDB oracle over all records; nothing is late or bad, and the
 counters account for every record.
 
-The second case runs the same on a cluster that is already running: the processes start
-first, the task is registered PAUSED (no mapper or reducer runs it), the backfill claims its
-hand-over points, then the task is resumed (step 3) and the live mappers take it from there.
-
-The third case runs the backfill as users do on a real Spark cluster: `mars spark preagg
---master spark://...` in a process of its own, against a standalone master with two workers
-(`LocalCluster.start_spark`), so the pre-aggregation runs in executors on the workers.
+The second case runs the backfill in the test's own local[2] session on a cluster that is
+already running: the processes start first, the task is registered PAUSED (no mapper or reducer
+runs it), the backfill claims its hand-over points, then the task is resumed (step 3) and the
+live mappers take it from there.
 """
 
 from __future__ import annotations
@@ -76,7 +76,6 @@ pytestmark = pytest.mark.integration
 # the volume.
 HISTORY = {
     "standalone": int(os.environ.get("MARS_TEST_SPARK_HISTORY", "1000000")),
-    "before": 300_000,
     "paused": 300_000,
 }
 LIVE = int(os.environ.get("MARS_TEST_SPARK_LIVE", "100000"))
@@ -155,11 +154,10 @@ class BackfillProcess:
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(
     "mode",
-    ["before", "paused", "standalone"],
+    ["standalone", "paused"],
     ids=[
-        "registered-before-the-processes",
-        "registered-paused-on-a-running-cluster",
         "on-a-spark-standalone-cluster-with-2-workers",
+        "registered-paused-on-a-running-cluster",
     ],
 )
 def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
