@@ -94,7 +94,7 @@ class JsonRecordDecoder:
             decoded = self._many.decode(b"[" + join_values(values, b",") + b"]")
             if len(decoded) != len(values):
                 raise ValueError("record boundaries do not match")
-        except (msgspec.DecodeError, ValueError):
+        except (msgspec.DecodeError, ValueError):  # (UnicodeDecodeError is a ValueError)
             return self._columns_one_by_one(values)
         return JsonColumns(
             rows=range(len(values)), columns=self._reader.columns_of(decoded), bad={}
@@ -111,7 +111,8 @@ class JsonRecordDecoder:
             try:
                 typed.append(self._one.decode(value))
                 typed_at.append(len(good))
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+                # (msgspec raises UnicodeDecodeError for invalid UTF-8 in a string it reads.)
                 plain = _plain_object(value)
                 if plain is None:
                     bad[row] = f"not a decodable JSON object: {exc}"
@@ -369,7 +370,7 @@ def _plain_object(value: bytes) -> dict[str, Any] | None:
     """`value` parsed as plain JSON if it is an object, else None."""
     try:
         parsed = msgspec.json.decode(value)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return None
     return parsed if type(parsed) is dict else None
 
