@@ -36,6 +36,16 @@ class GroupEntries:
     def key_crc32(self) -> bytes: ...
     def cells(self, cell_of_rows: bytes) -> list[tuple[int, bytes]]: ...
 
+class JsonColumnsDecoder:
+    """Reads JSON records straight into the columns of `paths` (native/src/json_columns.rs)."""
+
+    def __init__(self, paths: list[list[str | int]]) -> None: ...
+    def decode(
+        self, data: bytes, ends: bytes
+    ) -> list[tuple[int, bytes | None, bytes, bytes | None]] | None:
+        """Per path: (kind, validity bitmap or None, values, string offsets or None); None when
+        declined."""
+
 def line_shape(data: bytes, delimiter: int) -> tuple[int, int, int, int, int]:
     """(lines, shortest, longest, fewest fields, most fields) of `data` cut at newlines
     (native/src/line_shape.rs)."""

@@ -1,6 +1,8 @@
 """Record bytes -> a Polars DataFrame holding only the fields a task reads.
 
-JSON records are decoded by msgspec into a Struct generated for the task's fields (nested
+JSON records are decoded natively when the Rust extension takes the batch
+(`mars.engine.native_json`: typed columns straight from the bytes; it declines any batch that
+is not plain), else by msgspec into a Struct generated for the task's fields (nested
 Structs for paths into nested fields, `mars.engine.json_paths`), so unknown fields are skipped
 in C and a whole batch is decoded in one call; only when that fails is the batch decoded record
 by record to find the bad ones. CSV records are split by the task's header spec. A record is
@@ -29,6 +31,7 @@ import polars as pl
 from mars.engine.errors import EngineError
 from mars.engine.joined_values import join_values
 from mars.engine.json_paths import BadValue, PathReader
+from mars.engine.native_json import NativeColumns, NativeJsonReader
 from mars.native import mars_native
 from mars.tasks.field_paths import display_path, field_path
 from mars.tasks.spec import CsvFormat, InputFormat
@@ -75,15 +78,40 @@ class JsonRecordDecoder:
     """Decodes JSON objects, reading only `plan.fields` (missing fields are NULL); a field may
     be a path into nested objects and arrays (`mars.engine.json_paths`)."""
 
-    def __init__(self, plan: FieldPlan) -> None:
+    def __init__(self, plan: FieldPlan, *, native: bool = True) -> None:
+        """`native=False`: msgspec only (the reference the native decoder is tested against)."""
         self.plan = plan
         self._reader = PathReader(plan.fields)
         record_type = self._reader.record_type
         self._one = msgspec.json.Decoder(record_type)
         self._many = msgspec.json.Decoder(list[record_type])  # type: ignore[valid-type]
+        self._native = NativeJsonReader(plan.fields if native else ())
 
     def decode(self, values: Sequence[bytes]) -> DecodedBatch:
+        native = self.native_columns(values)
+        frame = None if native is None else self.from_native(native)
+        if frame is not None:
+            return DecodedBatch(frame=frame, bad={})
         return self.from_columns(self.columns(values))
+
+    def native_columns(self, values: Sequence[bytes]) -> NativeColumns | None:
+        """Every field of the plan as a typed column, decoded natively; None when declined."""
+        return self._native.columns(values)
+
+    def from_native(self, decoded: NativeColumns) -> pl.DataFrame | None:
+        """This plan's frame from the native columns of a plan holding at least its fields, or
+        None when a SUM/AVG field holds strings or booleans (the msgspec path gives those
+        records their reasons)."""
+        series = [pl.Series(ROW, range(decoded.rows), dtype=pl.Int64)]
+        for name in self.plan.fields:
+            column = decoded.series[name]
+            if name in self.plan.numeric_fields:
+                if column.dtype == pl.Null:
+                    column = column.cast(pl.Int64)  # as `_series` types it
+                elif column.dtype not in (pl.Int64, pl.Float64):
+                    return None
+            series.append(column)
+        return pl.DataFrame(series)
 
     def columns(self, values: Sequence[bytes]) -> JsonColumns:
         """Every field of the plan, as Python values. A record that decodes with more fields
@@ -94,7 +122,7 @@ class JsonRecordDecoder:
             decoded = self._many.decode(b"[" + join_values(values, b",") + b"]")
             if len(decoded) != len(values):
                 raise ValueError("record boundaries do not match")
-        except (msgspec.DecodeError, ValueError):
+        except (msgspec.DecodeError, ValueError):  # (UnicodeDecodeError is a ValueError)
             return self._columns_one_by_one(values)
         return JsonColumns(
             rows=range(len(values)), columns=self._reader.columns_of(decoded), bad={}
@@ -111,7 +139,8 @@ class JsonRecordDecoder:
             try:
                 typed.append(self._one.decode(value))
                 typed_at.append(len(good))
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+                # (msgspec raises UnicodeDecodeError for invalid UTF-8 in a string it reads.)
                 plain = _plain_object(value)
                 if plain is None:
                     bad[row] = f"not a decodable JSON object: {exc}"
@@ -369,7 +398,7 @@ def _plain_object(value: bytes) -> dict[str, Any] | None:
     """`value` parsed as plain JSON if it is an object, else None."""
     try:
         parsed = msgspec.json.decode(value)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return None
     return parsed if type(parsed) is dict else None
 

@@ -6,12 +6,16 @@ decode depends on besides the fields (JSON; CSV with one header and delimiter) a
 decoder per group for the union of the group's fields, once per task set. Per batch,
 `BatchDecoding.for_decoder` hands each task exactly what its own decoder would have given:
 
-- JSON: the union decoder's Python values (`JsonColumns`); each task types and checks its own
-  fields from them. Nested paths of several tasks share their Structs (one tree of all the
-  paths), and a path through a value of the wrong kind marks only its own column. A record
-  the union cannot decode may still decode for a task (a number out of range in a field the
-  task does not read is skipped unparsed), so when the union finds a bad record every task
-  decodes the batch itself.
+- JSON: the union decoder's native columns (`NativeColumns`, typed by the Rust extension);
+  each task takes its own fields from them, and decodes the batch itself only when a SUM/AVG
+  field of its own holds strings or booleans. When the native decoder declines the batch: the
+  union's Python values (`JsonColumns`); each task types and checks its own fields from them.
+  Nested paths of several tasks share their Structs (one tree of all the paths), and a path
+  through a value of the wrong kind marks only its own column. A record the union cannot
+  decode may still decode for a task (a number out of range in a field the task does not read
+  is skipped unparsed), so when the union finds a bad record every task decodes the batch
+  itself (and so when the native decoder declines the union's batch: each task's own native
+  decode may take it).
 - CSV: the union decoder's plain-lines check and Polars read (`CsvStrings`, text columns); each
   task casts its SUM/AVG fields. When the batch is not plain, or a task's cast fails, that task
   decodes the batch itself, which gives every bad record its exact reason.
@@ -33,6 +37,7 @@ from mars.engine.decode import (
     JsonRecordDecoder,
     RecordDecoder,
 )
+from mars.engine.native_json import NativeColumns
 
 _NOT_YET = object()  # a group's shared stage before its first use
 
@@ -71,7 +76,8 @@ class BatchDecoding:
     def __init__(self, group_of: dict[int, _Group], values: Sequence[bytes]) -> None:
         self._group_of = group_of
         self.values = values
-        self._staged: dict[int, object] = {}  # id(group) -> JsonColumns | CsvStrings | None
+        # id(group) -> NativeColumns | JsonColumns | CsvStrings | None
+        self._staged: dict[int, object] = {}
 
     def for_decoder(self, decoder: RecordDecoder) -> DecodedBatch:
         """What `decoder.decode(self.values)` gives."""
@@ -82,6 +88,10 @@ class BatchDecoding:
         if staged is _NOT_YET:
             staged = self._stage(group.union)
             self._staged[id(group)] = staged
+        if isinstance(decoder, JsonRecordDecoder) and isinstance(staged, NativeColumns):
+            frame = decoder.from_native(staged)
+            if frame is not None:
+                return DecodedBatch(frame=frame, bad={})
         # (A record the union finds bad may be fine for this task: it then decodes alone.)
         if (
             isinstance(decoder, JsonRecordDecoder)
@@ -95,9 +105,9 @@ class BatchDecoding:
                 return DecodedBatch(frame=frame, bad={})
         return decoder.decode(self.values)  # not plain CSV, or a SUM/AVG field is not numeric
 
-    def _stage(self, union: RecordDecoder) -> JsonColumns | CsvStrings | None:
+    def _stage(self, union: RecordDecoder) -> NativeColumns | JsonColumns | CsvStrings | None:
         if isinstance(union, JsonRecordDecoder):
-            return union.columns(self.values)
+            return union.native_columns(self.values) or union.columns(self.values)
         if isinstance(union, CsvRecordDecoder):
             plain = union.plain_lines(self.values)
             return None if plain is None else union.strings(plain)

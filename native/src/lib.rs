@@ -1,7 +1,8 @@
 //! `mars_native`, the mapper's hot paths without a Python object per record or group:
 //! `BatchConsumer` (this file), `line_shape` (line_shape.rs: the checks before a CSV batch is
-//! parsed whole) and `GroupEntries` (group_entries.rs: a batch's groups encoded and cut into
-//! data-set cells).
+//! parsed whole), `JsonColumnsDecoder` (json_columns.rs: a JSON batch read straight into the
+//! columns a task reads) and `GroupEntries` (group_entries.rs: a batch's groups encoded and
+//! cut into data-set cells).
 //!
 //! `BatchConsumer` is a Kafka consumer (librdkafka, through the `rdkafka` crate) whose
 //! `consume` hands Python one batch cut by partition, with no Python object per message.
@@ -22,6 +23,7 @@
 
 mod batch;
 mod group_entries;
+mod json_columns;
 mod line_shape;
 mod partition_queues;
 
@@ -407,6 +409,7 @@ impl Drop for BatchConsumer {
 fn mars_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchConsumer>()?;
     m.add_class::<group_entries::GroupEntries>()?;
+    m.add_class::<json_columns::JsonColumnsDecoder>()?;
     m.add_function(wrap_pyfunction!(line_shape::line_shape, m)?)?;
     m.add("NativeKafkaError", m.py().get_type::<NativeKafkaError>())?;
     Ok(())

@@ -3,6 +3,7 @@ from __future__ import annotations
 from engine_helpers import json_records, make_spec, run_in_batches
 
 from mars.engine.dataset import decode_dataset
+from mars.engine.decode import FieldPlan, JsonRecordDecoder
 from mars.engine.preaggregate import preaggregate
 from mars.engine.records import SourceRecord
 from mars.tasks.spec import AggFunc, CsvFormat, InputFormat, TaskOptions, TimeFormat
@@ -131,3 +132,14 @@ def test_buckets_are_stable_and_cover_groups_once() -> None:
 
 
 PINNED = [3, 1, 7, 2, 4]
+
+
+def test_invalid_utf8_in_a_read_string_is_a_bad_record_not_a_crash() -> None:
+    """msgspec raises UnicodeDecodeError (not DecodeError) for a string it reads; a string it
+    skips is not checked."""
+    decoded = JsonRecordDecoder(FieldPlan(fields=("a",))).decode(
+        [b'{"a": "\xff"}', b'{"a": 1}', b'{"b": "\xff"}', b'{"\xff": 1}']
+    )
+    assert set(decoded.bad) == {0}
+    assert decoded.bad[0].startswith("not a decodable JSON object")
+    assert decoded.frame["a"].to_list() == [1, None, None]

@@ -1,0 +1,86 @@
+"""JSON batches read by the Rust extension straight into typed columns
+(`mars_native.JsonColumnsDecoder`, native/src/json_columns.rs).
+
+The native decoder reads the same fields and nested paths as the msgspec path
+(`mars.engine.json_paths`), with no Python object per record or value: per column it hands
+back Arrow buffers, which become Polars columns here. It takes only the plain case and
+*declines* a batch (None) holding anything else (a malformed record, a value of the wrong
+kind on a path, a nested value where a scalar is needed, a duplicate key on a read path,
+integers beyond 64 bits, a column mixing strings or booleans with other kinds...): the
+msgspec path, the reference, then decodes that batch and gives the bad records their reasons.
+So a batch gives the same frame either way; tests/unit/engine/test_native_json.py checks it
+on random records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+
+from mars.engine.joined_values import JoinedValues
+from mars.native import mars_native
+from mars.tasks.field_paths import field_path
+
+# The column kinds of `JsonColumnsDecoder.decode`.
+_NULL, _BOOL, _INT, _FLOAT, _STRING = range(5)
+_ARROW_TYPES = {
+    _BOOL: pa.bool_(),
+    _INT: pa.int64(),
+    _FLOAT: pa.float64(),
+    _STRING: pa.large_string(),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NativeColumns:
+    """A batch whose every record decoded natively: one typed Polars column per field."""
+
+    rows: int
+    series: dict[str, pl.Series]
+
+
+class NativeJsonReader:
+    """The native decoder of a set of columns (`mars.tasks.field_paths` names); `columns` is
+    None for every batch when the extension is not built."""
+
+    def __init__(self, fields: Sequence[str]) -> None:
+        self.fields = tuple(fields)
+        self._decoder = None
+        if mars_native is not None and self.fields:
+            paths = [list(field_path(name)) for name in self.fields]
+            try:
+                self._decoder = mars_native.JsonColumnsDecoder(paths)
+            except ValueError:  # more keys read of one object than it takes
+                self._decoder = None
+
+    def columns(self, values: Sequence[bytes]) -> NativeColumns | None:
+        """The batch's columns, or None: declined (the msgspec path decodes it)."""
+        if self._decoder is None or not values:
+            return None
+        joined = values if isinstance(values, JoinedValues) else JoinedValues.of(values)
+        decoded = self._decoder.decode(joined.data, joined.ends.tobytes())
+        if decoded is None:
+            return None
+        rows = len(joined)
+        series = {
+            name: _series(name, rows, *column)
+            for name, column in zip(self.fields, decoded, strict=True)
+        }
+        return NativeColumns(rows=rows, series=series)
+
+
+def _series(
+    name: str, rows: int, kind: int, validity: bytes | None, values: bytes, offsets: bytes | None
+) -> pl.Series:
+    if kind == _NULL:
+        return pl.Series(name, [None] * rows)  # as the msgspec path types a NULL-only column
+    mask = None if validity is None else pa.py_buffer(validity)
+    buffers = [mask, pa.py_buffer(values)]
+    if kind == _STRING:
+        assert offsets is not None
+        buffers = [mask, pa.py_buffer(offsets), pa.py_buffer(values)]
+    array = pa.Array.from_buffers(_ARROW_TYPES[kind], rows, buffers)
+    return pl.Series(name, array)
