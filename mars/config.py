@@ -291,6 +291,14 @@ class LocalSettings(_Section):
     )
 
 
+class SchemaRegistrySettings(_Section):
+    url: str | None = Field(
+        default=None,
+        description="base URL of the schema registry's Confluent-compatible API (Avro and "
+        "Protobuf input, `mars gen --format`); unset: tasks need a `schema_file`",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -309,6 +317,7 @@ class Settings(BaseSettings):
     elasticity: ElasticitySettings = ElasticitySettings()
     balance: BalanceSettings = BalanceSettings()
     local: LocalSettings = LocalSettings()
+    schema_registry: SchemaRegistrySettings = SchemaRegistrySettings()
 
     @classmethod
     def settings_customise_sources(
