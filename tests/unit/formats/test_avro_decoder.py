@@ -143,3 +143,17 @@ def test_without_schema_file_or_registry_the_task_does_not_compile() -> None:
         binary_decoder_for(
             plan=PLAN, options=TaskOptions(input_format=InputFormat.AVRO), schemas=None
         )
+
+
+def test_a_task_reading_some_fields_skips_the_others() -> None:
+    registry = FakeRegistry({1: avro_schema(AVRO_V1), 3: avro_schema(AVRO_V3)})
+    options = TaskOptions(input_format=InputFormat.AVRO)
+    plan = FieldPlan(fields=("sip", "bytes"))
+    decoder = binary_decoder_for(plan=plan, options=options, schemas=registry)
+    decoded = decoder.decode(
+        [frame(1, avro_payload(AVRO_V1, V1)), frame(3, avro_payload(AVRO_V3, V3))]
+    )
+    assert decoded.frame.drop(ROW).to_dicts() == [
+        {"sip": "a", "bytes": 10},
+        {"sip": "c", "bytes": None},
+    ]
