@@ -18,7 +18,7 @@ too. `--profile` writes a pyinstrument report of the `columns` step of the refer
 
 Avro and Protobuf records are bare payloads of the reference schema, read through a schema
 file (`devtools.gen.binary_encoding`): the decode the mapper does once a framed record's
-writer schema is cached (docs/benchmarks.md, "Avro and Protobuf decoding").
+writer schema is cached (docs/benchmarks.md, "Reading this run").
 """
 
 from __future__ import annotations
