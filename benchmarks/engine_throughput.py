@@ -14,22 +14,29 @@ Figures are records and MB of record bytes per CPU-second of this process
 too. `--profile` writes a pyinstrument report of the `columns` step of the reference query.
 
     .venv/bin/python benchmarks/engine_throughput.py [--records 200000] [--batch 5000]
-        [--encoding json|csv] [--repeat 3] [--profile /tmp/engine.html]
+        [--encoding json|csv|avro|protobuf] [--repeat 3] [--profile /tmp/engine.html]
+
+Avro and Protobuf records are bare payloads of the reference schema, read through a schema
+file (`devtools.gen.binary_encoding`): the decode the mapper does once a framed record's
+writer schema is cached (docs/benchmarks.md, "Reading this run").
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from collections.abc import Callable
 from unittest import mock
 
 import mars.engine.bucketed_datasets as bucketed_datasets
 from devtools.gen import FIELD_NAMES, Encoding, GeneratorConfig, generate
+from devtools.gen.binary_encoding import BINARY_ENCODINGS, reference_schema
 from mars.engine.compiled_task import CompiledTask
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceBatch, SourceRecord
 from mars.sql import parse_task
+from mars.tasks.spec import TimeFormat
 
 QUERIES = {
     "paper": "SELECT sip, type, timestamp, count(*) FROM S GROUP BY sip, type, timestamp "
@@ -43,6 +50,11 @@ QUERIES = {
 def with_format(sql: str, encoding: Encoding) -> str:
     if encoding is Encoding.CSV:
         return f"{sql} WITH (format='csv', csv_columns='{','.join(FIELD_NAMES)}')"
+    if encoding in BINARY_ENCODINGS:
+        suffix = ".avsc" if encoding is Encoding.AVRO else ".proto"
+        with tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False) as schema:
+            schema.write(reference_schema(encoding, TimeFormat.EPOCH_S))
+        return f"{sql} WITH (format='{encoding.value}', schema_file='{schema.name}')"
     return sql
 
 

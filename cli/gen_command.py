@@ -19,9 +19,12 @@ from rich.progress import (
 )
 
 from devtools.gen import GeneratorConfig
+from devtools.gen.config import Encoding
 from devtools.gen.produce import ProduceError, ProgressCallback, ensure_source_topic, produce
+from devtools.gen.schema_setup import with_schema
 from mars.clients import check_access
 from mars.config import load_settings
+from mars.formats.schema_registry import SchemaRegistryUnavailable
 
 
 def register(subparsers: Any) -> None:
@@ -37,6 +40,20 @@ def register(subparsers: Any) -> None:
     gen.add_argument("--zipf", type=float, default=0.0, help="Zipf skew exponent (0: uniform)")
     gen.add_argument("--malformed", type=float, default=0.0, help="share of malformed records")
     gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument(
+        "--format",
+        choices=[e.value for e in Encoding],
+        default=Encoding.JSON.value,
+        help="record encoding; avro/protobuf register the schema as <topic>-value when "
+        "schema_registry.url is set (Confluent-framed records), else write it to --schema-file "
+        "(bare records)",
+    )
+    gen.add_argument(
+        "--schema-file",
+        default=None,
+        help="where the Avro/Protobuf schema goes without a registry (default ./<topic>.avsc or "
+        "./<topic>.proto)",
+    )
     gen.set_defaults(handler=_gen)
 
 
@@ -75,7 +92,13 @@ def _gen(args: argparse.Namespace) -> int:
         sip_cardinality=args.sip_cardinality,
         zipf_s=args.zipf,
         malformed_ratio=args.malformed,
+        encoding=Encoding(args.format),
     )
+    try:
+        config = with_schema(config, settings, topic=args.topic, schema_file=args.schema_file)
+    except SchemaRegistryUnavailable as error:
+        print(f"mars gen: {error}", file=sys.stderr)
+        return 1
     ensure_source_topic(settings.kafka, args.topic, args.partitions)
     try:
         with progress_bar(args.topic) as on_progress:

@@ -40,6 +40,7 @@ from mars.clients.native_consumer import SourceConsumer
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
 from mars.engine.records import PartitionBatch, SourceBatch, TopicBatches
+from mars.formats.schema_registry import SchemaRegistryUnavailable
 from mars.registry.mapper_status import MapperStatus, PartitionStatus
 from mars.side_topics import SideRecordSink
 from mars.store import SeqStore
@@ -51,7 +52,13 @@ TOPIC_CHECK_INTERVAL_MS = 2_000  # while a wanted topic does not exist yet
 METADATA_REFRESH_INTERVAL_MS = 15_000  # otherwise (partition counts); a metadata call blocks
 LAYOUT_WAIT_S = 0.2  # after a batch refused for a stale bucket layout, before re-reading it
 _BACKEND_ERRORS: tuple[type[Exception], ...] = (KafkaException, *REDIS_ERRORS)  # retried
-_WRITE_ERRORS: tuple[type[Exception], ...] = (SideTopicError, *_BACKEND_ERRORS)
+# A schema registry that cannot answer fails the batch, which is retried: records are never
+# dead-lettered for it (docs/semantics.md, "Input formats").
+_WRITE_ERRORS: tuple[type[Exception], ...] = (
+    SideTopicError,
+    SchemaRegistryUnavailable,
+    *_BACKEND_ERRORS,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

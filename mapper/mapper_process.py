@@ -9,6 +9,7 @@ applied offsets), it only costs the group's session timeout and a re-read.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -28,6 +29,8 @@ from mapper.task_router import TaskRouter
 from mars.clients import admin_client, client_config, connect_redis
 from mars.clients.native_consumer import NativeConsumer, SourceConsumer
 from mars.config import Settings
+from mars.engine import Preaggregator
+from mars.formats.schema_registry import SchemaRegistryClient
 from mars.heap import keep_freed_heap
 from mars.metrics_server import serve_metrics
 from mars.native import native_available
@@ -96,7 +99,10 @@ def run_mapper(settings: Settings, *, stop: threading.Event | None = None) -> in
     redis_client = connect_redis(settings.redis)
     side = SideTopicProducer.connect(settings.kafka)
     consumer = source_consumer(settings, member_id=member_id)
-    router = TaskRouter()
+    schemas = (
+        SchemaRegistryClient(settings.schema_registry.url) if settings.schema_registry.url else None
+    )
+    router = TaskRouter(compile_task=functools.partial(Preaggregator.for_spec, schemas=schemas))
     metrics_registry = CollectorRegistry()
     metrics = serve_metrics(metrics_registry, settings.metrics, role="mapper", member_id=member_id)
     watch = None

@@ -304,8 +304,9 @@ class SchemaRegistrySettings(_Section):
     url: str | None = Field(
         default=None,
         description="base URL of a Confluent-compatible schema registry API (e.g. "
-        "`http://127.0.0.1:8081`, or Apicurio's `http://host:8080/apis/ccompat/v7`); unset: "
-        "none (`mars local up --schema-registry` starts one)",
+        "`http://127.0.0.1:8081`, or Apicurio's `http://host:8080/apis/ccompat/v7`) for Avro "
+        "and Protobuf input and `mars gen --format`; unset: tasks need a `schema_file` "
+        "(`mars local up --schema-registry` starts one and sets it)",
     )
 
 

@@ -33,7 +33,8 @@ TOML_OMITTED: Mapping[str, str] = {
     "local.run_dir": "a path under the checkout (.mars/local): not written here, because a "
     "relative path in this file would be read from the working directory",
     "local.jars_dir": "likewise under the checkout (.cache/jars)",
-    "schema_registry.url": "unset by default (no registry), and TOML has no null",
+    "schema_registry.url": 'unset by default (TOML has no null); `url = "http://..."` here, '
+    "or MARS_SCHEMA_REGISTRY__URL",
 }
 
 TOML_HEADER = """\

@@ -15,6 +15,9 @@ class Encoding(StrEnum):
 
     JSON = "json"  # one JSON object, keys in `FIELD_NAMES` order, no whitespace
     CSV = "csv"  # the 20 values in `FIELD_NAMES` order, comma-separated, no header
+    # devtools.gen.binary_encoding: framed with `GeneratorConfig.schema_id`, else bare payloads
+    AVRO = "avro"
+    PROTOBUF = "protobuf"
 
 
 GENERATED_TIME_FORMATS = (TimeFormat.EPOCH_S, TimeFormat.EPOCH_MS, TimeFormat.ISO8601)
@@ -40,6 +43,7 @@ class GeneratorConfig:
     malformed_ratio: float = 0.0  # share of records made malformed (see `MalformedKind`)
     time_format: TimeFormat = TimeFormat.EPOCH_S
     encoding: Encoding = Encoding.JSON
+    schema_id: int | None = None  # Avro / Protobuf: the registry's id of the writer schema
 
     def __post_init__(self) -> None:
         if self.count < 0:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from devtools.gen.binary_encoding import BINARY_ENCODINGS, BinaryEncoder, reference_schema
 from devtools.gen.config import Encoding, GeneratorConfig
 from devtools.gen.encoder import FragmentEncoder
 from devtools.gen.fields import SIP_FIELD, FieldPool, field_pools
@@ -105,7 +106,18 @@ class _BlockGenerator:
         self.config = config
         pools: tuple[FieldPool, ...] = field_pools(sip_cardinality=config.sip_cardinality)
         self._samplers = [_PoolSampler(len(p.values), zipf_s=config.zipf_s) for p in pools]
-        self._encoder = FragmentEncoder(pools, encoding=config.encoding)
+        # Avro and Protobuf records are made from the JSON ones (devtools.gen.binary_encoding).
+        self._text = Encoding.CSV if config.encoding is Encoding.CSV else Encoding.JSON
+        self._encoder = FragmentEncoder(pools, encoding=self._text)
+        self._binary = (
+            BinaryEncoder(
+                config.encoding,
+                reference_schema(config.encoding, config.time_format),
+                schema_id=config.schema_id,
+            )
+            if config.encoding in BINARY_ENCODINGS
+            else None
+        )
         self._sip_position = [p.name for p in pools].index(SIP_FIELD)
         sips = [str(v).encode("ascii") for v in pools[self._sip_position].values]
         self._sip_bytes = np.empty(len(sips), dtype=object)
@@ -123,11 +135,13 @@ class _BlockGenerator:
         indices = [sampler.draw(rng, n) for sampler in self._samplers]
         times = event_times_ms(config, first=first, n=n, rng=rng)
         encoded_times = encode_times(
-            times, time_format=config.time_format, quote=config.encoding is Encoding.JSON
+            times, time_format=config.time_format, quote=self._text is Encoding.JSON
         )
         values = self._encoder.encode(encoded_times, indices)
         keys: list[bytes] = self._sip_bytes[indices[self._sip_position]].tolist()
         kinds = self._corrupt(values, rng=rng, first=first)
+        if self._binary is not None:
+            values = self._binary.encode(values, [index - first for index in kinds])
         return GeneratedBatch(
             start_index=first,
             values=values,
@@ -152,7 +166,7 @@ class _BlockGenerator:
             positions.tolist(), kind_numbers.tolist(), draws.tolist(), strict=True
         ):
             kind = MALFORMED_KINDS[kind_number]
-            values[pos] = corrupt(values[pos], kind=kind, encoding=self.config.encoding, draw=draw)
+            values[pos] = corrupt(values[pos], kind=kind, encoding=self._text, draw=draw)
             kinds[first + pos] = kind
         return kinds
 

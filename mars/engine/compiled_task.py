@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -12,6 +12,9 @@ from mars.engine.decode import FieldPlan, RecordDecoder, decoder_for
 from mars.sql.expressions import to_polars
 from mars.tasks.spec import TaskSpec, TimeFormat
 from mars.windows import CumulativeWindows, SessionWindows, WindowAssigner
+
+if TYPE_CHECKING:
+    from mars.formats.schema_registry import SchemaSource
 
 KEY_PREFIX = "__k"
 ARG_PREFIX = "__a"
@@ -41,7 +44,11 @@ class CompiledTask:
     decoder: RecordDecoder
 
     @classmethod
-    def build(cls, spec: TaskSpec) -> CompiledTask:
+    def build(cls, spec: TaskSpec, *, schemas: SchemaSource | None = None) -> CompiledTask:
+        """`schemas`: where Avro / Protobuf writer schemas come from by id (the registry)."""
+        # Imported here: mars.formats builds on mars.engine.decode, which imports this package.
+        from mars.formats.decoders import BINARY_FORMATS, binary_decoder_for
+
         where = to_polars(spec.where) if spec.where else None
         keys = tuple(
             to_polars(key.expression).alias(key_column(i)) for i, key in enumerate(spec.group_keys)
@@ -76,7 +83,9 @@ class CompiledTask:
                 for i, arg in enumerate(raw_arguments)
             ),
             plan=plan,
-            decoder=decoder_for(
+            decoder=binary_decoder_for(plan=plan, options=spec.options, schemas=schemas)
+            if spec.options.input_format in BINARY_FORMATS
+            else decoder_for(
                 plan=plan,
                 input_format=spec.options.input_format,
                 csv_format=spec.options.csv,

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
@@ -51,6 +51,9 @@ from mars.engine.records import BatchPartials, RejectedRecord, SourceBatch, Sour
 from mars.engine.shared_decode import BatchDecoding
 from mars.tasks.field_paths import display_path, display_sql, field_path
 from mars.tasks.spec import TaskSpec, TimeFormat
+
+if TYPE_CHECKING:
+    from mars.formats.schema_registry import SchemaSource
 
 _PARTITION = "__p"
 _TIME = "__t"
@@ -83,8 +86,8 @@ class Preaggregator:
         self._task = task
 
     @classmethod
-    def for_spec(cls, spec: TaskSpec) -> Preaggregator:
-        return cls(CompiledTask.build(spec))
+    def for_spec(cls, spec: TaskSpec, *, schemas: SchemaSource | None = None) -> Preaggregator:
+        return cls(CompiledTask.build(spec, schemas=schemas))
 
     @property
     def decoder(self) -> RecordDecoder:

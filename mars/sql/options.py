@@ -2,7 +2,8 @@
 
 Options: event_time, event_time_format, format, csv_columns, csv_delimiter, output_topic,
 buckets, idle_timeout, emit ('final' or 'changes'; the SQL's `EMIT` clause sets it too),
-emit_interval and preaggregation ('mappers' or 'spark': who pre-aggregates the live stream).
+emit_interval and preaggregation ('mappers' or 'spark': who pre-aggregates the live stream);
+schema_file and protobuf_message for format = avro / protobuf (`mars.sql.schema_options`).
 Every value is validated here; an unknown name is an error.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from mars.sql.clauses import OptionValue
 from mars.sql.durations import MAX_DURATION_MS, DurationError, parse_duration_text
 from mars.sql.errors import TaskError
+from mars.sql.schema_options import SchemaOptionError, SchemaOptions, read_schema_options
 from mars.tasks.bucket_layout import MAX_BUCKETS
 from mars.tasks.field_paths import FieldPathError, path_name, read_path_text
 from mars.tasks.spec import (
@@ -39,6 +41,8 @@ KNOWN_OPTIONS = (
     "emit",
     "emit_interval",
     "preaggregation",
+    "schema_file",
+    "protobuf_message",
 )
 DEFAULT_EVENT_TIME_FIELD = "timestamp"
 PROCESSING_TIME = "processing"
@@ -120,6 +124,7 @@ class _OptionReader:
             self._choice("format", tuple(f.value for f in InputFormat)) or "json"
         )
         csv = self._csv(input_format)
+        schema = self._schema(input_format)
         output_topic = self._text("output_topic")
         if output_topic is not None and not _TOPIC_NAME.match(output_topic):
             raise self._fail("output_topic", f"'{output_topic}' is not a valid Kafka topic name")
@@ -134,7 +139,22 @@ class _OptionReader:
                 self._choice("preaggregation", tuple(p.value for p in Preaggregation))
                 or Preaggregation.MAPPERS
             ),
+            schema_file=schema.schema_file,
+            protobuf_message=schema.protobuf_message,
         )
+
+    def _schema(self, input_format: InputFormat) -> SchemaOptions:
+        for key in ("schema_file", "protobuf_message"):
+            if key in self._options:
+                self._text(key)  # a non-empty text, or the error says so
+        try:
+            return read_schema_options(
+                input_format,
+                schema_file=self._text("schema_file"),
+                protobuf_message=self._text("protobuf_message"),
+            )
+        except SchemaOptionError as error:
+            raise self._fail(error.key, str(error)) from None
 
     def _csv(self, input_format: InputFormat) -> CsvFormat | None:
         has_columns = "csv_columns" in self._options

@@ -31,6 +31,8 @@ class TimeFormat(StrEnum):
 class InputFormat(StrEnum):
     JSON = "json"
     CSV = "csv"
+    AVRO = "avro"  # Confluent-framed from a schema registry, or bare with a schema file
+    PROTOBUF = "protobuf"
 
 
 class Preaggregation(StrEnum):
@@ -161,6 +163,10 @@ class TaskOptions:
     emit_interval_ms: int | None = None
     preaggregation: Preaggregation = Preaggregation.MAPPERS
     bucket_changes: tuple[BucketChange, ...] = ()
+    # Avro / Protobuf: the writer schema's file (records are then bare payloads, no header);
+    # None: records are Confluent-framed and their schemas come from the schema registry.
+    schema_file: str | None = None
+    protobuf_message: str | None = None  # with a .proto schema_file: which message (default first)
 
     @property
     def layout(self) -> BucketLayout:
@@ -225,6 +231,8 @@ class TaskSpec:
             emit_interval_ms=opts.get("emit_interval_ms"),
             preaggregation=Preaggregation(opts.get("preaggregation", Preaggregation.MAPPERS)),
             bucket_changes=tuple(BucketChange(**c) for c in opts.get("bucket_changes", ())),
+            schema_file=opts.get("schema_file"),
+            protobuf_message=opts.get("protobuf_message"),
         )
         top_k = data.get("top_k")
         return cls(

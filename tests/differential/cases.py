@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, Literal
 
+from tests.differential import binary_records
+
 TimeUnit = Literal["s", "ms", "iso"]
 WindowKind = Literal["tumbling", "hopping", "session", "cumulate"]
 
@@ -258,6 +260,9 @@ class Case:
     shape: TaskShape
     partitions: tuple[tuple[bytes, ...], ...]
     via_backfill: bool = False  # the whole stream applied by a Spark backfill, not mappers
+    # json, or avro / protobuf: `partitions` stay JSON (the oracle reads them), the topic gets
+    # them encoded with a schema file (tests/differential/binary_records.py)
+    input_format: str = "json"
 
     @property
     def records(self) -> int:
@@ -266,9 +271,28 @@ class Case:
     def with_partitions(self, partitions: tuple[tuple[bytes, ...], ...]) -> Case:
         return replace(self, partitions=partitions)
 
+    def task_sql(self, topic: str) -> str:
+        """Mars's SQL: the shape's, with the format options when not JSON."""
+        sql = self.shape.mars_sql(topic)
+        if self.input_format == "json":
+            return sql
+        path = binary_records.schema_file(self.input_format, self.shape.unit)
+        return f"{sql[:-1]}, format = '{self.input_format}', schema_file = '{path}')"
+
+    def encoded(self) -> tuple[tuple[bytes, ...], ...]:
+        """`partitions` as the topic holds them."""
+        if self.input_format == "json":
+            return self.partitions
+        unit = self.shape.unit
+        return tuple(
+            tuple(binary_records.encode(v, self.input_format, unit) for v in values)
+            for values in self.partitions
+        )
+
     def describe(self, topic: str = "S") -> str:
         how = " (through a Spark backfill)" if self.via_backfill else ""
-        lines = [f"seed {self.seed}{how}", self.shape.mars_sql(topic)]
+        how += "" if self.input_format == "json" else f" ({self.input_format} records)"
+        lines = [f"seed {self.seed}{how}", self.task_sql(topic)]
         for p, values in enumerate(self.partitions):
             lines.append(f"partition {p} ({len(values)} records):")
             lines.extend(f"  {value.decode('utf-8', 'replace')}" for value in values)
@@ -401,7 +425,18 @@ def random_case(seed: int) -> Case:
         shape=shape,
         partitions=tuple(tuple(s) for s in streams),
         via_backfill=seed % BACKFILL_EVERY == 0,
+        input_format=_input_format(seed, shape),
     )
+
+
+def _input_format(seed: int, shape: TaskShape) -> str:
+    """Half the cases that read no nested path and go through the mappers read Avro or
+    Protobuf; drawn from a generator of its own, so every other draw of a seed stays as it
+    was."""
+    read = " ".join([*shape.keys, shape.where or "", *(a.sql for a in shape.aggregates)])
+    if seed % BACKFILL_EVERY == 0 or any(path in read for path in NESTED_PATHS):
+        return "json"
+    return random.Random(f"format {seed}").choice(["json", "json", *binary_records.BINARY_FORMATS])
 
 
 def _record(rng: random.Random, style: _StreamStyle, ts_ms: int, unit: TimeUnit) -> bytes:

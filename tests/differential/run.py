@@ -60,7 +60,7 @@ def run_group(
         produce_in_order(
             bootstrap,
             topic,
-            ((p, value) for p, values in enumerate(case.partitions) for value in values),
+            ((p, value) for p, values in enumerate(case.encoded()) for value in values),
         )
         task = f"{prefix}t{i}"
         paused = backfill is not None and case.via_backfill
@@ -69,7 +69,7 @@ def run_group(
             "POST",
             "/tasks",
             {
-                "sql": case.shape.mars_sql(topic),
+                "sql": case.task_sql(topic),
                 "id": task,
                 "options": {"idle_timeout": IDLE_TIMEOUT, "buckets": 1 + case.seed % 4},
                 "status": "PAUSED" if paused else "RUNNING",

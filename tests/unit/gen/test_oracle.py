@@ -90,7 +90,7 @@ def test_time_units() -> None:
     assert event_time_ms(float("nan"), "s") is None
 
 
-@pytest.mark.parametrize("encoding", list(Encoding))
+@pytest.mark.parametrize("encoding", [Encoding.JSON, Encoding.CSV])  # the oracle reads text
 def test_oracle_skips_exactly_the_generated_malformed_records(encoding: Encoding) -> None:
     config = GeneratorConfig(
         count=3000, seed=4, span_s=300, malformed_ratio=0.05, sip_cardinality=20, encoding=encoding

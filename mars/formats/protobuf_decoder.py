@@ -1,0 +1,91 @@
+"""Protobuf payloads -> a task's fields, with the `protobuf` runtime.
+
+Fields are read by name along the task's paths (`a.b` into nested messages and maps, `a[0]`
+into repeated fields). A field the writer's message lacks is NULL (schema evolution), and so is
+a field with presence (`optional`, proto2, message fields, oneof members) that is not set; a
+proto3 field without presence reads as its default (0, "", false), which is what the bytes
+mean. Enums read as their value's name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+
+from mars.engine.json_paths import BadValue
+from mars.formats.errors import CorruptRecord
+from mars.tasks.field_paths import FieldPath, Step, display_path, field_path
+
+
+class ProtobufPayloadReader:
+    """Reads the plan's fields out of payloads of one message type."""
+
+    def __init__(self, message_type: type[Message], fields: tuple[str, ...]) -> None:
+        self._message_type = message_type
+        self._paths = {name: field_path(name) for name in fields}
+
+    def read(self, payload: bytes | memoryview) -> dict[str, Any]:
+        message = self._message_type()
+        try:
+            message.ParseFromString(bytes(payload))
+        except (DecodeError, ValueError, RuntimeError) as error:
+            raise CorruptRecord(f"corrupt Protobuf record: {error}") from None
+        return {name: _read_path(message, path) for name, path in self._paths.items()}
+
+
+def _read_path(message: Message, path: FieldPath) -> Any:
+    value: Any = message
+    for depth, step in enumerate(path):
+        value = _step(value, step, path[: depth + 1])
+        if value is None or type(value) is BadValue:
+            return value
+    if isinstance(value, Message):
+        return {}  # a nested value: the decoder's checks give the reason
+    return value
+
+
+def _step(value: Any, step: Step, path: FieldPath) -> Any:
+    if isinstance(value, Message):
+        if isinstance(step, int):
+            return BadValue(_wrong_kind(path, "a message", "a repeated field"))
+        return _field(value, step)
+    if type(value) is list:
+        if isinstance(step, int):
+            return value[step] if step < len(value) else None
+        return BadValue(_wrong_kind(path, "a repeated field", "a message"))
+    if type(value) is dict:
+        return value.get(step)
+    return BadValue(_wrong_kind(path, "a scalar", "a message"))
+
+
+def _field(message: Message, name: str) -> Any:
+    field = message.DESCRIPTOR.fields_by_name.get(name)
+    if field is None:
+        return None  # the writer's schema lacks it
+    if field.has_presence and not message.HasField(name):
+        return None
+    value = getattr(message, name)
+    if field.is_repeated:
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            return dict(value)
+        values = list(value)
+        if field.enum_type is not None:
+            return [_enum_name(field, v) for v in values]
+        return values
+    if field.enum_type is not None:
+        return _enum_name(field, value)
+    return value
+
+
+def _enum_name(field: FieldDescriptor, number: int) -> str | int:
+    value = field.enum_type.values_by_number.get(number)
+    return number if value is None else value.name
+
+
+def _wrong_kind(path: FieldPath, found: str, needed: str) -> str:
+    return (
+        f"'{display_path(path[:-1])}' holds {found} where {needed} is needed "
+        f"(to read '{display_path(path)}')"
+    )
