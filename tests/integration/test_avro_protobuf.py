@@ -1,7 +1,7 @@
 """Avro and Protobuf input through the real pipeline (two mappers, one reducer, processes),
 exact against DuckDB, with a mapper SIGKILLed mid-stream.
 
-Per format, two variants:
+Two variants, `registry` per format and `schema_file` for Avro:
 - `registry`: Confluent-framed records whose writer schema evolves mid-stream, registered
   under `<topic>-value` in the live schema registry (fixture `schema_registry_url`): v1, then
   v2 adds `app` (with a default), then v3 removes `bytes`. A field a record's writer schema
@@ -72,7 +72,7 @@ _PROTO_V1 = (
     "  string type = 3;\n  int64 bytes = 4;\n}\n"
 )
 _PROTO_V2 = _PROTO_V1.replace("  int64 bytes = 4;\n", "  int64 bytes = 4;\n  string app = 5;\n")
-_PROTO_V3 = _PROTO_V2.replace("  int64 bytes = 4;\n", "  reserved 4;\n")
+_PROTO_V3 = _PROTO_V2.replace("  int64 bytes = 4;\n", '  reserved 4;\n  reserved "bytes";\n')
 SCHEMAS = {
     "avro": [json.dumps(s) for s in (_AVRO_V1, _AVRO_V2, _AVRO_V3)],
     "protobuf": [_PROTO_V1, _PROTO_V2, _PROTO_V3],
@@ -100,16 +100,12 @@ def _record(version: int, index: int) -> dict[str, Any]:
     return {k: v for k, v in full.items() if k == "ts" or k in _FIELDS[version]}
 
 
-# Seen on 2026-11-26 (both formats; and a JSON control of this flow before the closer records
-# were added): after the SIGKILL only 30 of the 60 data windows' rows arrive, though every record
-# was read and the bad one dead-lettered. Not investigated yet: expected to fail until it is.
-_STUCK = pytest.mark.xfail(
-    reason="after a mapper SIGKILL half the windows' rows never arrive (JSON alike)", strict=False
+# The schema-file mode once (its Protobuf streams run through the pipeline in the differential
+# test): each case costs a minute of make test.
+@pytest.mark.parametrize(
+    ("input_format", "mode"),
+    [("avro", "registry"), ("protobuf", "registry"), ("avro", "schema_file")],
 )
-
-
-@pytest.mark.parametrize("input_format", ["avro", "protobuf"])
-@pytest.mark.parametrize("mode", ["registry", pytest.param("schema_file", marks=_STUCK)])
 @pytest.mark.timeout(420)
 def test_avro_and_protobuf_are_exact_through_a_mapper_killed_mid_stream(
     input_format: str,
@@ -128,7 +124,9 @@ def test_avro_and_protobuf_are_exact_through_a_mapper_killed_mid_stream(
         "event_time": "ts",
         "event_time_format": "epoch_ms",
         "format": input_format,
-        "idle_timeout": "3 s",
+        # Longer than the pauses below: the stream's event time does not follow the wall
+        # clock, so an idle close during a pause would make the records after it late.
+        "idle_timeout": "120 s",
     }
     if mode == "registry":
         url = str(request.getfixturevalue("schema_registry_url"))
@@ -238,9 +236,7 @@ def _file_stream(input_format: str) -> Stream:
 
 
 def _closers(version: int) -> list[dict[str, Any]]:
-    """A record per partition far past the data: the data windows close on the watermark, not
-    on idle close (which did not come for a partition taken over from the killed mapper, JSON
-    alike: seen on 2026-11-26, not investigated here)."""
+    """A record per partition far past the data: the data windows close on the watermark."""
     return [{**_record(version, i), "ts": CLOSER_MS} for i in range(PARTITIONS)]
 
 
