@@ -14,6 +14,7 @@ a moment with none open in the partition starved owners when dozens of units com
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -29,6 +30,13 @@ from confluent_kafka import (
 from mars.clients.kafka_config import client_config
 from mars.config import KafkaSettings
 from reducer.progress_record import ProgressRecord, partition_for
+
+# Progress reads at once per process: each opens two Kafka clients beside the owners' producers,
+# and a process holds at most about a thousand (confluent-kafka takes a thread-local-storage key
+# per client: 660 owners of 100 tasks recovering at once failed with "Failed to initialize
+# thread local storage", over and over).
+READS_AT_ONCE = 8
+_reads = threading.BoundedSemaphore(READS_AT_ONCE)
 
 
 class ProgressReadTimeoutError(TimeoutError):
@@ -47,6 +55,13 @@ def read_progress(
     """The value of the newest committed record with `key`, or None if there is none. Call it
     after init_transactions of the key's unit: only records below the partition's end at the
     call are looked for."""
+    with _reads:
+        return _read(kafka=kafka, topic=topic, key=key, partitions=partitions, timeout_s=timeout_s)
+
+
+def _read(
+    *, kafka: KafkaSettings, topic: str, key: str, partitions: int, timeout_s: float
+) -> ProgressRecord | None:
     partition = partition_for(key, partitions)
     target = _end_offset(kafka, topic, partition)
     consumer = _consumer(kafka, isolation="read_committed")
