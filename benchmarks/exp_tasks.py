@@ -165,7 +165,7 @@ def _delete_topics(bench: BenchCluster, specs: list[TaskSpec]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class TasksSettings:
-    counts: tuple[int, ...] = (1, 10, 50)  # tasks registered at once over topic S
+    counts: tuple[int, ...] = (1, 10, 50, 100)  # tasks registered at once over topic S
     QUICK: ClassVar[dict[str, object]] = {"counts": (1, 3)}
 
 

@@ -1,5 +1,5 @@
 """The tasks experiment's arithmetic (pure): each task count's runs summed up, its time over
-one task's, and the issue's target ("10 tasks over one topic in <= 4x the time of one task")
+one task's, and the target ("10 tasks over one topic in <= 3x the time of one task")
 checked against them."""
 
 from __future__ import annotations

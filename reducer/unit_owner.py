@@ -56,7 +56,7 @@ from reducer.output import FencedError, OutputError, OutRecord
 from reducer.progress_record import CheckpointRef, ProgressRecord, progress_key
 from reducer.reducer_metrics import ReducerMetrics
 from reducer.unit_owner_metrics import UnitOwnerMetrics
-from reducer.wakeups import WriteWakeups
+from reducer.wakeups import WriteWakeups, idle_wait_s
 
 log = logging.getLogger(__name__)
 
@@ -308,7 +308,8 @@ class UnitOwner:
     def _idle_wait_s(self) -> float:
         wakeups = self._wiring.wakeups
         if wakeups is not None and wakeups.subscribed:
-            return self._settings.idle_poll_interval_ms / 1000
+            interval_s = self._settings.idle_poll_interval_ms / 1000
+            return idle_wait_s(interval_s, owners=wakeups.watchers)
         return self._settings.poll_interval_ms / 1000
 
     # -- one poll -------------------------------------------------------------------------

@@ -7,6 +7,11 @@ owners do not poll Redis ten times a second each. A wake-up is a hint, never nee
 correctness: owners still step every `reducer.idle_poll_interval_ms` (closing on idle
 partitions, checkpoints and EMIT CHANGES intervals are time-driven), and while the subscription
 is down (Redis restarting) every `reducer.poll_interval_ms`, as without wake-ups.
+
+Those idle steps are spread so that a process takes at most `IDLE_STEPS_PER_S` of them a
+second (`idle_wait_s`): each costs Redis round trips under the process's one GIL, and 660
+owners (100 tasks of 8 buckets) stepping twice a second took most of it, starving the owners
+that had data to merge.
 """
 
 from __future__ import annotations
@@ -23,6 +28,13 @@ log = logging.getLogger(__name__)
 
 RESUBSCRIBE_S = 1.0
 LISTEN_S = 1.0  # how long one read waits for a message (the stop check's period)
+IDLE_STEPS_PER_S = 100  # a process's idle steps a second at most, over all its owners
+
+
+def idle_wait_s(interval_s: float, *, owners: int) -> float:
+    """How long one of `owners` idle owners waits between steps: `interval_s`, or longer when
+    the owners would together step more than `IDLE_STEPS_PER_S` times a second."""
+    return max(interval_s, owners / IDLE_STEPS_PER_S)
 
 
 class WriteWakeups:
@@ -48,6 +60,12 @@ class WriteWakeups:
     def subscribed(self) -> bool:
         """Whether writes reach the owners now (else they must poll often)."""
         return self._subscribed.is_set()
+
+    @property
+    def watchers(self) -> int:
+        """How many owners are watching (the process's running owners)."""
+        with self._lock:
+            return sum(len(events) for events in self._events.values())
 
     def watch(self, task_id: str, event: threading.Event) -> None:
         """Set `event` whenever a batch of `task_id` is applied."""

@@ -150,6 +150,76 @@ def test_progress_read_waits_for_an_open_transaction_of_another_unit(
     mine.close()
 
 
+def test_progress_read_does_not_wait_for_transactions_opened_after_it_started(
+    cluster: ClusterState, progress_topic: str, unique_name: str
+) -> None:
+    """Dozens of owners committing into one progress partition leave a transaction open there
+    at almost every moment: the read waits only for those open when it started, not for a
+    moment with none open (owners of ten tasks started at once waited 15 s for it)."""
+    key = f"{unique_name}/0"
+    partition = partition_for(key, PROGRESS_TOPIC_PLAN.partitions)
+    mine, first, second = (
+        TransactionalOutput(
+            kafka=cluster.kafka(),
+            transactional_id=f"test.{unique_name}.{name}",
+            transaction_timeout_ms=20_000,
+        )
+        for name in ("mine", "first", "second")
+    )
+    for output in (mine, first, second):
+        output.start()
+    progress = ProgressRecord(closed_watermark=7, rseqs={0: 7}, merged={0: 0})
+    mine.commit(
+        [
+            OutRecord(
+                topic=progress_topic,
+                key=key.encode(),
+                value=progress.to_bytes(),
+                partition=partition,
+            )
+        ]
+    )
+    stop = threading.Event()
+
+    def open_transaction(output: TransactionalOutput) -> None:
+        output._producer.begin_transaction()
+        output._producer.produce(progress_topic, key=b"other", value=b"{}", partition=partition)
+        output._producer.flush(10)
+
+    def overlapping() -> None:
+        """Each of two units commits only once the other has opened its next transaction."""
+        open_transaction(first)
+        while not stop.is_set():
+            open_transaction(second)
+            time.sleep(0.1)
+            first._producer.commit_transaction(10)
+            open_transaction(first)
+            time.sleep(0.1)
+            second._producer.commit_transaction(10)
+        first._producer.commit_transaction(10)
+
+    others = threading.Thread(target=overlapping)
+    others.start()
+    try:
+        time.sleep(0.5)  # a transaction is open in the partition from here on
+        started = time.monotonic()
+        found = read_progress(
+            kafka=cluster.kafka(),
+            topic=progress_topic,
+            key=key,
+            partitions=PROGRESS_TOPIC_PLAN.partitions,
+            timeout_s=15,
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        others.join()
+    assert found is not None and found.closed_watermark == 7
+    assert elapsed < 10
+    for output in (mine, first, second):
+        output.close()
+
+
 def test_no_progress_reads_as_none(cluster: ClusterState, progress_topic: str) -> None:
     assert (
         read_progress(
