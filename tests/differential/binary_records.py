@@ -6,7 +6,9 @@ the JSON record is written as NULL, which the task reads exactly as the missing 
 Avro's `ts` is a union of long and string (an unreadable event time is the string
 "yesterday", as in JSON); Protobuf's is an `optional int64`, or `optional string` for ISO
 times. A record that has no such form (not JSON, not an object, a string time in a numeric
-Protobuf field) becomes corrupt bytes: bad for Mars as it is for the oracle.
+Protobuf field) becomes corrupt bytes. Corrupt bytes are bad before WHERE is read, so the
+case's own copy of such a record (the one the oracle reads) is made not JSON by `carried`:
+bad whatever WHERE says, for both.
 """
 
 from __future__ import annotations
@@ -47,6 +49,24 @@ def schema_file(input_format: str, unit: str) -> str:
     path = folder / f"row-{unit}.{'avsc' if input_format == 'avro' else 'proto'}"
     path.write_text(schema_text(input_format, unit), encoding="utf-8")
     return str(path)
+
+
+NO_FORM = b"no form in this format"  # not JSON: bad for the oracle whatever WHERE says
+
+
+def carried(value: bytes, input_format: str, unit: str) -> bytes:
+    """`value` as a case over `input_format` keeps it: unchanged, or `NO_FORM` when the
+    format cannot carry it (a string event time in Protobuf's int64 `ts`), since Mars sees
+    corrupt bytes there and the oracle must count it bad even when WHERE would drop it."""
+    if input_format != "protobuf" or unit == "iso":
+        return value
+    try:
+        record = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(record, dict) and isinstance(record.get("ts"), str):
+        return NO_FORM
+    return value
 
 
 def encode(value: bytes, input_format: str, unit: str) -> bytes:

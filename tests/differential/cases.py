@@ -420,12 +420,15 @@ def random_case(seed: int) -> Case:
                     * step
                 )
             streams[p].append(_record(rng, style, ts, shape.unit))
+    input_format = _input_format(seed, shape)
     return Case(
         seed=seed,
         shape=shape,
-        partitions=tuple(tuple(s) for s in streams),
+        partitions=tuple(
+            tuple(binary_records.carried(v, input_format, shape.unit) for v in s) for s in streams
+        ),
         via_backfill=seed % BACKFILL_EVERY == 0,
-        input_format=_input_format(seed, shape),
+        input_format=input_format,
     )
 
 

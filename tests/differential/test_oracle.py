@@ -6,6 +6,8 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from devtools.gen.binary_encoding import CORRUPT_PAYLOAD
+from tests.differential import binary_records
 from tests.differential.cases import AGGREGATES, Case, TaskShape, random_case
 from tests.differential.compare import problems
 from tests.differential.oracle import expected_of
@@ -240,3 +242,22 @@ def test_paths_read_nested_values_and_a_wrong_kind_is_bad_only_where_read() -> N
     expected = expected_of(case(by_tag, records))
     assert expected.bad == 1  # only the record whose tags is not an array
     assert expected.rows == {(0, None): {"n": 5}}
+
+
+def test_a_record_protobuf_cannot_carry_is_bad_even_where_where_drops_it() -> None:
+    """A string time has no form in Protobuf's int64 `ts`: the topic gets corrupt bytes, bad
+    before WHERE is read, so the case's copy is not JSON for the oracle either."""
+    drawn: list[dict[str, Any] | bytes] = [
+        {"ts": "yesterday", "k1": "a", "v": -1},
+        {"ts": 1, "k1": "a", "v": 1},
+    ]
+    base = case(shape(where="v > 0"), drawn)
+    as_json = expected_of(base)
+    carried = tuple(
+        tuple(binary_records.carried(v, "protobuf", "ms") for v in values)
+        for values in base.partitions
+    )
+    as_protobuf = expected_of(replace(base, partitions=carried, input_format="protobuf"))
+    assert (as_json.bad, as_json.filtered) == (0, 1)
+    assert (as_protobuf.bad, as_protobuf.filtered) == (1, 0)
+    assert binary_records.encode(carried[0][0], "protobuf", "ms") == CORRUPT_PAYLOAD
