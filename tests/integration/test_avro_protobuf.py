@@ -1,7 +1,7 @@
 """Avro and Protobuf input through the real pipeline (two mappers, one reducer, processes),
 exact against DuckDB, with a mapper SIGKILLed mid-stream.
 
-Two variants, `registry` per format and `schema_file` for Avro:
+Three variants in one pipeline, `registry` per format and `schema_file` for Avro:
 - `registry`: Confluent-framed records whose writer schema evolves mid-stream, registered
   under `<topic>-value` in the live schema registry (fixture `schema_registry_url`): v1, then
   v2 adds `app` (with a default), then v3 removes `bytes`. A field a record's writer schema
@@ -9,7 +9,7 @@ Two variants, `registry` per format and `schema_file` for Avro:
   record names a schema id the registry does not know, one has corrupt bytes: both are in the
   dead-letter topic with their reasons.
 - `schema_file`: bare payloads of the v1 schema read through the task's `schema_file`; one
-  record has corrupt bytes. This one runs without a registry.
+  record has corrupt bytes. It reads no registry.
 
 The first part of the stream is read, a mapper is SIGKILLed and a replacement started, then the
 rest is produced; a record per partition far past the data closes the data windows.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,17 +101,35 @@ def _record(version: int, index: int) -> dict[str, Any]:
     return {k: v for k, v in full.items() if k == "ts" or k in _FIELDS[version]}
 
 
+# (records sent, their encoded batches, bad record -> reason, one closer per partition)
+Stream = tuple[list[dict[str, Any]], list[list[bytes]], dict[bytes, str], list[bytes]]
+
+
 # The schema-file mode once (its Protobuf streams run through the pipeline in the differential
-# test): each case costs a minute of make test.
-@pytest.mark.parametrize(
-    ("input_format", "mode"),
-    [("avro", "registry"), ("protobuf", "registry"), ("avro", "schema_file")],
-)
-@pytest.mark.timeout(420)
+# test). The three variants share one pipeline and one mapper kill: each costs a minute of make
+# test on a pipeline of its own.
+VARIANTS = (("avro", "registry"), ("protobuf", "registry"), ("avro", "schema_file"))
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One format and mode: its topic, task and stream."""
+
+    input_format: str
+    mode: str
+    topic: str
+    task: str
+    options: dict[str, Any]
+    stream: Stream
+
+    @property
+    def name(self) -> str:
+        return f"{self.input_format}/{self.mode}"
+
+
+@pytest.mark.timeout(480)
 def test_avro_and_protobuf_are_exact_through_a_mapper_killed_mid_stream(
-    input_format: str,
-    mode: str,
-    request: pytest.FixtureRequest,
+    schema_registry_url: str,
     local_cluster: LocalCluster,
     cluster: ClusterState,
     settings: Settings,
@@ -118,85 +137,122 @@ def test_avro_and_protobuf_are_exact_through_a_mapper_killed_mid_stream(
     unique_name: str,
     tmp_path: Path,
 ) -> None:
-    env = {"MARS_MAPPER__BATCH_SIZE": "50"}
-    topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
-    options: dict[str, Any] = {
-        "event_time": "ts",
-        "event_time_format": "epoch_ms",
-        "format": input_format,
-        # Longer than the pauses below: the stream's event time does not follow the wall
-        # clock, so an idle close during a pause would make the records after it late.
-        "idle_timeout": "120 s",
-    }
-    if mode == "registry":
-        url = str(request.getfixturevalue("schema_registry_url"))
-        env["MARS_SCHEMA_REGISTRY__URL"] = url
-        stream = _registry_stream(input_format, topic, url)
-    else:
-        path = tmp_path / ("flow.avsc" if input_format == "avro" else "flow.proto")
-        path.write_text(SCHEMAS[input_format][0])
-        options["schema_file"] = str(path)
-        stream = _file_stream(input_format)
-    sent, batches, bad, closers = stream
-
+    variants = [
+        _variant(f, mode, f"{unique_name}{i}", kafka_admin, schema_registry_url, tmp_path)
+        for i, (f, mode) in enumerate(VARIANTS)
+    ]
+    env = {"MARS_MAPPER__BATCH_SIZE": "50", "MARS_SCHEMA_REGISTRY__URL": schema_registry_url}
     with WatchedPipeline.running(
         local_cluster, name=unique_name, token=settings.api.token, env=env, mappers=2, reducers=1
     ) as pipeline:
-        task = f"{unique_name}t"
-        body = pipeline.register(SQL.format(topic=topic), task_id=task, options=options)
+        outputs = {
+            v.name: pipeline.register(SQL.format(topic=v.topic), task_id=v.task, options=v.options)[
+                "topics"
+            ]["output"]
+            for v in variants
+        }
         producer = Producer({"bootstrap.servers": cluster.kafka_bootstrap})
-        for number, batch in enumerate(batches):
-            for index, value in enumerate(batch):
-                producer.produce(topic, value, partition=index % PARTITIONS)
-            if number == 0:
-                for index, value in enumerate(bad):
-                    producer.produce(topic, value, partition=index % PARTITIONS)
+        for number in range(max(len(v.stream[1]) for v in variants)):
+            for v in variants:
+                batches, bad = v.stream[1], v.stream[2]
+                for index, value in enumerate(batches[number] if number < len(batches) else []):
+                    producer.produce(v.topic, value, partition=index % PARTITIONS)
+                for index, value in enumerate(bad if number == 0 else []):
+                    producer.produce(v.topic, value, partition=index % PARTITIONS)
             producer.flush(30)
             if number == 0:
                 time.sleep(3)  # the mappers are reading: kill one mid-stream
                 pipeline.procs.kill(pipeline.procs.alive("mapper")[0])
                 pipeline.procs.start("mapper")  # a replacement joins the group
                 time.sleep(REJOIN_S)  # the rest of the stream is read after the rebalance
-        for partition, value in enumerate(closers):
-            producer.produce(topic, value, partition=partition)
+        for v in variants:
+            for partition, value in enumerate(v.stream[3]):
+                producer.produce(v.topic, value, partition=partition)
         producer.flush(30)
-        expected = _expected(sent)
-        output, dead_letters = body["topics"]["output"], f"mars.dlq.{task}"
-        reader = TopicReader(cluster.kafka_bootstrap, [output, dead_letters])
+        expected = {v.name: _expected(v.stream[0]) for v in variants}
+        dead_letters = {v.name: f"mars.dlq.{v.task}" for v in variants}
+        reader = TopicReader(cluster.kafka_bootstrap, [*outputs.values(), *dead_letters.values()])
+
+        def done(v: Variant) -> bool:
+            return len(reader.values(outputs[v.name])) >= len(expected[v.name]) and len(
+                reader.records[dead_letters[v.name]]
+            ) >= len(v.stream[2])
+
         try:
             wait_for(
-                lambda: (
-                    len(reader.values(output)) >= len(expected)
-                    and len(reader.records[dead_letters]) >= len(bad)
-                ),
+                lambda: all(done(v) for v in variants),
                 timeout_s=180,
-                what=f"{len(expected)} windows' results and {len(bad)} bad records",
+                what="every variant's windows' results and bad records",
                 logs=lambda: (
-                    f"got {len(reader.values(output))} results, "
-                    f"{len(reader.records[dead_letters])} dead letters\n{pipeline.logs()}"
+                    ", ".join(
+                        f"{v.name}: {len(reader.values(outputs[v.name]))} results, "
+                        f"{len(reader.records[dead_letters[v.name]])} dead letters"
+                        for v in variants
+                    )
+                    + f"\n{pipeline.logs()}"
                 ),
                 every=lambda: reader.poll_for(0.5),
             )
             reader.poll_for(3.0)
-            results = [r for r in reader.values(output) if r["window_start"] < CLOSER_MS]
+            results = {
+                v.name: [r for r in reader.values(outputs[v.name]) if r["window_start"] < CLOSER_MS]
+                for v in variants
+            }
         finally:
             reader.close()
-        reasons = _reasons(cluster.kafka_bootstrap, dead_letters)
+        reasons = {
+            v.name: _reasons(cluster.kafka_bootstrap, dead_letters[v.name]) for v in variants
+        }
 
+    for v in variants:
+        _check(v.name, results[v.name], expected[v.name], v.stream[2], reasons[v.name])
+
+
+def _variant(
+    input_format: str,
+    mode: str,
+    name: str,
+    kafka_admin: AdminClient,
+    registry_url: str,
+    tmp_path: Path,
+) -> Variant:
+    topic = make_topic(kafka_admin, f"{name}_src", partitions=PARTITIONS)
+    options: dict[str, Any] = {
+        "event_time": "ts",
+        "event_time_format": "epoch_ms",
+        "format": input_format,
+        # Longer than the pauses of the test: the stream's event time does not follow the wall
+        # clock, so an idle close during a pause would make the records after it late.
+        "idle_timeout": "120 s",
+    }
+    if mode == "registry":
+        stream = _registry_stream(input_format, topic, registry_url)
+    else:
+        path = tmp_path / ("flow.avsc" if input_format == "avro" else "flow.proto")
+        path.write_text(SCHEMAS[input_format][0])
+        options["schema_file"] = str(path)
+        stream = _file_stream(input_format)
+    return Variant(input_format, mode, topic, f"{name}t", options, stream)
+
+
+def _check(
+    name: str,
+    results: list[dict[str, Any]],
+    expected: dict[tuple[int, str, str], tuple[int, Any, int]],
+    bad: dict[bytes, str],
+    reasons: dict[bytes, str],
+) -> None:
     keys = [(r["window_start"], r["sip"], r["type"]) for r in results]
-    assert len(keys) == len(set(keys)), "a window was emitted twice"
-    assert set(keys) == set(expected)
+    assert len(keys) == len(set(keys)), f"{name}: a window was emitted twice"
+    assert set(keys) == set(expected), f"{name}: windows differ"
     for row in results:
         want = expected[(row["window_start"], row["sip"], row["type"])]
-        assert (row["n"], row["total"], row["apps"]) == want, row
-    assert len(reasons) == len(bad)
+        assert (row["n"], row["total"], row["apps"]) == want, (name, row)
+    assert len(reasons) == len(bad), (name, reasons)
     for value, reason in bad.items():
         found = reasons[value]
-        assert found.startswith("corrupt") if reason == "corrupt" else reason in found, found
-
-
-# (records sent, their encoded batches, bad record -> reason, one closer per partition)
-Stream = tuple[list[dict[str, Any]], list[list[bytes]], dict[bytes, str], list[bytes]]
+        ok = found.startswith("corrupt") if reason == "corrupt" else reason in found
+        assert ok, (name, found)
 
 
 def _registry_stream(input_format: str, topic: str, url: str) -> Stream:
