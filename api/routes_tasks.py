@@ -30,6 +30,7 @@ from api.services import ApiServices, get_services
 from api.task_ids import generate_task_id, is_task_id
 from mars.registry import TaskExistsError, TaskNotFoundError, TaskRecord, TaskStatus
 from mars.sql import TaskError, parse_task
+from mars.sql.schema_options import missing_schema_source
 from mars.tasks.spec import Preaggregation, TaskSpec
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,10 @@ def create_task(body: TaskCreate, services: Services) -> Task:
         raise ApiError(422, f"source topic '{spec.source_topic}' does not exist in Kafka")
     if spec.output_topic == spec.source_topic:
         raise ApiError(422, f"output topic '{spec.output_topic}' is the source topic")
+    options = spec.options
+    registry_url = services.settings.schema_registry.url
+    if problem := missing_schema_source(options.input_format, options.schema_file, registry_url):
+        raise ApiError(422, problem)
     registered = services.registry.list()
     if any(record.task_id == spec.id for record in registered):
         raise ApiError(409, f"task '{spec.id}' is already registered")

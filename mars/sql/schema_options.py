@@ -65,3 +65,19 @@ def read_schema_options(
         except SchemaProblem as error:
             raise SchemaOptionError("schema_file", f"{error} ({schema_file!r})") from None
     return SchemaOptions(schema_file=schema_file, protobuf_message=protobuf_message)
+
+
+def missing_schema_source(
+    input_format: InputFormat, schema_file: str | None, registry_url: str | None
+) -> str | None:
+    """Why a task cannot find its records' schemas on a cluster whose schema registry is
+    `registry_url`, or None: an Avro / Protobuf task without a `schema_file` reads
+    Confluent-framed records, whose schemas only a registry has. Asked at registration, so such
+    a task is refused (422) instead of being skipped by every mapper."""
+    if input_format not in BINARY_FORMATS or schema_file is not None or registry_url:
+        return None
+    return (
+        f"format = '{input_format.value}' without schema_file reads Confluent-framed records "
+        "whose schemas are in a schema registry, and this cluster has none: give schema_file, "
+        "or set MARS_SCHEMA_REGISTRY__URL on the API and the mappers"
+    )

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mars.sql import TaskError, parse_task
+from mars.sql.schema_options import missing_schema_source
 from mars.tasks.spec import InputFormat, TaskSpec
 from tests.unit.formats.format_helpers import AVRO_V1, PROTO_V1
 
@@ -81,3 +82,14 @@ def test_bad_combinations_name_the_problem(
 ) -> None:
     with pytest.raises(TaskError, match=message):
         parse_task(BASE + options.format(avsc=avsc, proto=proto), task_id="t")
+
+
+def test_a_registry_mode_task_needs_a_registry_and_a_schema_file_task_does_not() -> None:
+    url = "http://registry:8080/apis/ccompat/v7"
+    for input_format in (InputFormat.AVRO, InputFormat.PROTOBUF):
+        problem = missing_schema_source(input_format, None, None)
+        assert problem is not None
+        assert f"format = '{input_format.value}'" in problem and "schema_file" in problem
+        assert missing_schema_source(input_format, None, url) is None
+        assert missing_schema_source(input_format, "/schemas/flow.avsc", None) is None
+    assert missing_schema_source(InputFormat.JSON, None, None) is None
