@@ -9,8 +9,11 @@ setup:
 run: setup
 	$(PY) -m cli.main demo
 
+# The tests that need no server on both cores, then the integration tests (one cluster, one at
+# a time: their timing assumes the cores are theirs).
 test: setup lint
-	$(PY) -m pytest -q -p no:cacheprovider --durations=20
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --ignore=tests/integration
+	$(PY) -m pytest -q -p no:cacheprovider --durations=20 tests/integration
 
 lint:
 	$(PY) -m ruff check .
