@@ -2,6 +2,7 @@
 `mars.clients.native_consumer.NativeConsumer`."""
 
 from collections.abc import Callable
+from typing import Any
 
 Partitions = list[tuple[str, int, int]]  # (topic, partition, offset)
 # A partition's messages of one consume, one run per partition: (topic, partition, offsets,
@@ -45,6 +46,20 @@ class JsonColumnsDecoder:
     ) -> list[tuple[int, bytes | None, bytes, bytes | None]] | None:
         """Per path: (kind, validity bitmap or None, values, string offsets or None); None when
         declined."""
+
+# An Avro writer schema node: (type name, argument, columns ending here).
+AvroNode = tuple[str, Any, list[int]]
+
+class AvroColumnsDecoder:
+    """Reads Avro payloads of one writer schema straight into typed columns
+    (native/src/avro_columns.rs)."""
+
+    def __init__(self, schema: AvroNode, columns: int) -> None: ...
+    def decode(
+        self, data: bytes, ends: bytes, header: bytes
+    ) -> list[tuple[int, bytes | None, bytes, bytes | None]] | None:
+        """Per column: (kind, validity bitmap or None, values, string offsets or None); None
+        when declined."""
 
 def line_shape(data: bytes, delimiter: int) -> tuple[int, int, int, int, int]:
     """(lines, shortest, longest, fewest fields, most fields) of `data` cut at newlines

@@ -100,18 +100,8 @@ class JsonRecordDecoder:
 
     def from_native(self, decoded: NativeColumns) -> pl.DataFrame | None:
         """This plan's frame from the native columns of a plan holding at least its fields, or
-        None when a SUM/AVG field holds strings or booleans (the msgspec path gives those
-        records their reasons)."""
-        series = [pl.Series(ROW, range(decoded.rows), dtype=pl.Int64)]
-        for name in self.plan.fields:
-            column = decoded.series[name]
-            if name in self.plan.numeric_fields:
-                if column.dtype == pl.Null:
-                    column = column.cast(pl.Int64)  # as `_series` types it
-                elif column.dtype not in (pl.Int64, pl.Float64):
-                    return None
-            series.append(column)
-        return pl.DataFrame(series)
+        None (`frame_from_native`)."""
+        return frame_from_native(decoded, self.plan)
 
     def columns(self, values: Sequence[bytes]) -> JsonColumns:
         """Every field of the plan, as Python values. A record that decodes with more fields
@@ -392,6 +382,22 @@ def _frame_from_columns(
     for name, values in columns.items():
         series.append(_series(name, values, numeric=name in plan.numeric_fields))
     return DecodedBatch(frame=pl.DataFrame(series), bad=bad)
+
+
+def frame_from_native(decoded: NativeColumns, plan: FieldPlan) -> pl.DataFrame | None:
+    """`plan`'s frame from a native decoder's columns (of at least its fields), or None when a
+    SUM/AVG field holds strings or booleans (the Python path gives those records their
+    reasons)."""
+    series = [pl.Series(ROW, range(decoded.rows), dtype=pl.Int64)]
+    for name in plan.fields:
+        column = decoded.series[name]
+        if name in plan.numeric_fields:
+            if column.dtype == pl.Null:
+                column = column.cast(pl.Int64)  # as `_series` types it
+            elif column.dtype not in (pl.Int64, pl.Float64):
+                return None
+        series.append(column)
+    return pl.DataFrame(series)
 
 
 def _plain_object(value: bytes) -> dict[str, Any] | None:

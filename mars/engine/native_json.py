@@ -66,15 +66,16 @@ class NativeJsonReader:
             return None
         rows = len(joined)
         series = {
-            name: _series(name, rows, *column)
+            name: column_series(name, rows, *column)
             for name, column in zip(self.fields, decoded, strict=True)
         }
         return NativeColumns(rows=rows, series=series)
 
 
-def _series(
+def column_series(
     name: str, rows: int, kind: int, validity: bytes | None, values: bytes, offsets: bytes | None
 ) -> pl.Series:
+    """A column of a native decoder (native/src/typed_columns.rs) as a Polars series."""
     if kind == _NULL:
         return pl.Series(name, [None] * rows)  # as the msgspec path types a NULL-only column
     mask = None if validity is None else pa.py_buffer(validity)

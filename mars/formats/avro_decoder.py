@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -19,7 +20,9 @@ import fastavro
 from fastavro.types import Schema
 
 from mars.engine.json_paths import PathReader
+from mars.engine.native_json import NativeColumns
 from mars.formats.errors import CorruptRecord, SchemaProblem
+from mars.formats.native_avro import NativeAvroReader
 from mars.tasks.field_paths import field_path
 
 _DECODE_ERRORS = (
@@ -62,17 +65,28 @@ def _without_logical_types(schema: Any) -> Any:
 
 
 class AvroPayloadReader:
-    """Reads the plan's fields out of payloads written with one schema."""
+    """Reads the plan's fields out of payloads written with one schema: a batch at a time by
+    the native decoder when it takes the batch (`mars.formats.native_avro`), else record by
+    record with fastavro."""
 
-    def __init__(self, schema: Schema, fields: tuple[str, ...]) -> None:
+    def __init__(self, schema: Schema, fields: tuple[str, ...], *, native: bool = True) -> None:
+        """`native=False`: fastavro only (the reference the native decoder is tested against)."""
         self._schema = schema
         self._projection = _projection(schema, fields)
         self._paths = PathReader(fields)
+        self._native = NativeAvroReader.for_schema(schema, fields) if native else None
+
+    def native_columns(self, values: Sequence[bytes], header: bytes) -> NativeColumns | None:
+        """The batch's columns, each payload after `header`, decoded natively; None when
+        declined or not built."""
+        return None if self._native is None else self._native.columns(values, header)
 
     def read(self, payload: bytes | memoryview) -> dict[str, Any]:
         buffer = io.BytesIO(payload)
         try:
             record = fastavro.schemaless_reader(buffer, self._schema, self._projection)
+        except EOFError:  # (fastavro's message names its buffer object: an address)
+            raise CorruptRecord("corrupt Avro record: it ends inside a value") from None
         except _DECODE_ERRORS as error:
             raise CorruptRecord(f"corrupt Avro record: {type(error).__name__}: {error}") from None
         left = len(payload) - buffer.tell()

@@ -1,6 +1,8 @@
 """The record loop shared by the Avro and Protobuf decoders: frame -> writer schema -> payload
--> the task's fields, record by record; the typing and checks are the JSON decoder's
-(`mars.engine.decode`), so a frame has the same types and the same bad-record reasons.
+-> the task's fields. A batch of one writer schema goes whole to the reader's native decoder
+when it has one and that takes the batch (`mars.formats.native_avro`); otherwise record by
+record, typed and checked as the JSON decoder does (`mars.engine.decode`), so a frame has the
+same types and the same bad-record reasons either way.
 
 Framed records (schemas from a registry) are split by `mars.formats.wire`; the writer schema of
 each (schema id, message indexes) is resolved once per batch (the registry client caches it for
@@ -12,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol
 
-from mars.engine.decode import DecodedBatch, FieldPlan, _frame_from_columns
+import polars as pl
+
+from mars.engine.decode import DecodedBatch, FieldPlan, _frame_from_columns, frame_from_native
+from mars.engine.native_json import NativeColumns
 from mars.formats.errors import CorruptRecord, SchemaProblem
 from mars.formats.schema_registry import UnknownSchemaId
 from mars.formats.wire import Framed, FramingError
@@ -22,6 +27,11 @@ class PayloadReader(Protocol):
     """Decodes payloads of one writer schema into the plan's column values."""
 
     def read(self, payload: bytes | memoryview) -> dict[str, Any]: ...
+
+    def native_columns(self, values: Sequence[bytes], header: bytes) -> NativeColumns | None:
+        """A whole batch of this schema's payloads (each after `header`) as typed columns, or
+        None: not built, or declined (then `read` takes each record)."""
+        ...
 
 
 # (schema id, message indexes) -> the reader of that writer schema; may raise UnknownSchemaId,
@@ -50,6 +60,9 @@ class BinaryRecordDecoder:
         self._fixed = fixed
 
     def decode(self, values: Sequence[bytes]) -> DecodedBatch:
+        frame = self._native_frame(values)
+        if frame is not None:
+            return DecodedBatch(frame=frame, bad={})
         rows: list[int] = []
         records: list[dict[str, Any]] = []
         bad: dict[int, str] = {}
@@ -66,6 +79,25 @@ class BinaryRecordDecoder:
             rows.append(row)
         columns = {name: [record[name] for record in records] for name in self.plan.fields}
         return _frame_from_columns(rows, columns, self.plan, bad)
+
+    def _native_frame(self, values: Sequence[bytes]) -> pl.DataFrame | None:
+        """The batch's frame from the native decoder, when every record is a well-formed
+        payload of one writer schema (the first record's) and the decoder takes them."""
+        if not values:
+            return None
+        if self._fixed is not None:
+            reader, header = self._fixed, b""
+        else:
+            assert self._split is not None and self._reader_for is not None
+            first = values[0]
+            try:
+                framed = self._split(first)
+                reader = self._reader_for(framed.schema_id, framed.message_indexes)
+            except _RECORD_ERRORS:
+                return None  # the record loop gives it its reason
+            header = bytes(first[: len(first) - len(framed.payload)])
+        columns = reader.native_columns(values, header)
+        return None if columns is None else frame_from_native(columns, self.plan)
 
     def _read_framed(
         self, value: bytes, readers: dict[Hashable, PayloadReader | Exception]

@@ -1,8 +1,9 @@
 //! `mars_native`, the mapper's hot paths without a Python object per record or group:
 //! `BatchConsumer` (this file), `line_shape` (line_shape.rs: the checks before a CSV batch is
 //! parsed whole), `JsonColumnsDecoder` (json_columns.rs: a JSON batch read straight into the
-//! columns a task reads) and `GroupEntries` (group_entries.rs: a batch's groups encoded and
-//! cut into data-set cells).
+//! columns a task reads), `AvroColumnsDecoder` (avro_columns.rs: the same for Avro payloads;
+//! both build typed_columns.rs's columns) and `GroupEntries` (group_entries.rs: a batch's
+//! groups encoded and cut into data-set cells).
 //!
 //! `BatchConsumer` is a Kafka consumer (librdkafka, through the `rdkafka` crate) whose
 //! `consume` hands Python one batch cut by partition, with no Python object per message.
@@ -21,11 +22,13 @@
 //! consumer. A rebalance calls the Python callback given to `subscribe` from inside `consume`
 //! or `close`, on the calling thread, as confluent-kafka does.
 
+mod avro_columns;
 mod batch;
 mod group_entries;
 mod json_columns;
 mod line_shape;
 mod partition_queues;
+mod typed_columns;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -410,6 +413,7 @@ fn mars_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchConsumer>()?;
     m.add_class::<group_entries::GroupEntries>()?;
     m.add_class::<json_columns::JsonColumnsDecoder>()?;
+    m.add_class::<avro_columns::AvroColumnsDecoder>()?;
     m.add_function(wrap_pyfunction!(line_shape::line_shape, m)?)?;
     m.add("NativeKafkaError", m.py().get_type::<NativeKafkaError>())?;
     Ok(())

@@ -1,26 +1,36 @@
-"""Decode speed of JSON, natively (native/src/json_columns.rs) and through msgspec, against CSV:
-the same records, in both forms, through the mapper's decoders.
+"""Decode speed of each input format against CSV's: the same records as CSV, JSON (natively,
+native/src/json_columns.rs, and through msgspec), Avro (natively, native/src/avro_columns.rs,
+and through fastavro) and Protobuf, through the mapper's decoders.
 
-    .venv/bin/python benchmarks/json_decode.py --records 500000 --repeat 3
+    .venv/bin/python benchmarks/format_decode.py --records 500000 --repeat 3
 
 Each record has 20 fields (a timestamp, addresses, ports, names, counters, a float), as the
 reference tuples of `devtools.gen`; the task reads four: the timestamp, `sip`, `type` and
 `bytes` (a SUM argument). A nested variant puts `sip` and `bytes` two levels down and reads
-`m.src.ip`, `m.bytes` and `m.tags[0]`. Batches of 5,000 records as the native consumer hands
-them (`JoinedValues`) through `decoder.decode`, frame included; CPU seconds of this process
-(Polars's threads included), best of `--repeat`. docs/benchmarks.md reports the figures.
+`m.src.ip`, `m.bytes` and `m.tags[0]`. Avro and Protobuf records are bare payloads of a schema
+of the 20 fields (longs, strings, a double), as a task with a `schema_file` reads them.
+Batches of 5,000 records as the native consumer hands them (`JoinedValues`) through
+`decoder.decode`, frame included; CPU seconds of this process (Polars's threads included),
+best of `--repeat`. docs/benchmarks.md reports the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import random
 import time
 from collections.abc import Sequence
 
+import fastavro
+
 from mars.engine.decode import CsvRecordDecoder, FieldPlan, JsonRecordDecoder, RecordDecoder
 from mars.engine.joined_values import JoinedValues
+from mars.formats.avro_decoder import AvroPayloadReader, parse_avro_schema
+from mars.formats.binary_decoder import BinaryRecordDecoder
+from mars.formats.protobuf_decoder import ProtobufPayloadReader
+from mars.formats.protobuf_schema import compile_proto, message_at, message_class
 from mars.tasks.spec import CsvFormat
 
 BATCH = 5_000
@@ -54,15 +64,39 @@ def _values(rng: random.Random, i: int) -> list[object]:
     ]
 
 
+def _schemas() -> tuple[str, str]:
+    """The Avro and Protobuf schemas of the records (field types from `_values`)."""
+    kinds = [type(v) for v in _values(random.Random(0), 0)]
+    avro = {int: "long", str: "string", float: "double"}
+    proto = {int: "int64", str: "string", float: "double"}
+    avro_schema = {
+        "type": "record",
+        "name": "Flow",
+        "fields": [{"name": c, "type": avro[k]} for c, k in zip(COLUMNS, kinds, strict=True)],
+    }
+    lines = [
+        f"  {proto[k]} {c} = {n};" for n, (c, k) in enumerate(zip(COLUMNS, kinds, strict=True), 1)
+    ]
+    proto_text = 'syntax = "proto3";\nmessage Flow {\n' + "\n".join(lines) + "\n}\n"
+    return json.dumps(avro_schema), proto_text
+
+
 def _batches(count: int, seed: int = 1) -> dict[str, list[JoinedValues]]:
-    """The same records as flat JSON, CSV and nested JSON, cut into batches."""
+    """The same records as flat JSON, CSV, nested JSON, Avro and Protobuf, cut into batches."""
     rng = random.Random(seed)
-    forms: dict[str, list[bytes]] = {"json": [], "csv": [], "nested": []}
+    forms: dict[str, list[bytes]] = {"json": [], "csv": [], "nested": [], "avro": [], "proto": []}
+    avro_text, proto_text = _schemas()
+    avro_schema = parse_avro_schema(avro_text)
+    message = message_class(message_at(compile_proto(proto_text), (0,)))
     for i in range(count):
         values = _values(rng, i)
         record = dict(zip(COLUMNS, values, strict=True))
         forms["json"].append(json.dumps(record).encode())
         forms["csv"].append(",".join(map(str, values)).encode())
+        buffer = io.BytesIO()
+        fastavro.schemaless_writer(buffer, avro_schema, record)
+        forms["avro"].append(buffer.getvalue())
+        forms["proto"].append(bytes(message(**record).SerializeToString()))
         rest = {k: v for k, v in record.items() if k not in ("sip", "dip", "bytes")}
         inner = {"src": {"ip": record["sip"], "port": record["sport"]}, "dst": record["dip"]}
         inner |= {"bytes": record["bytes"], "tags": [record["type"], "x"]}
@@ -95,6 +129,12 @@ def main() -> None:
         numeric_fields=frozenset({"$.m.bytes"}),
     )
     csv_format = CsvFormat(columns=COLUMNS, delimiter=",")
+    avro_text, proto_text = _schemas()
+    avro_schema = parse_avro_schema(avro_text)
+    message = message_class(message_at(compile_proto(proto_text), (0,)))
+
+    def binary(reader: AvroPayloadReader | ProtobufPayloadReader) -> BinaryRecordDecoder:
+        return BinaryRecordDecoder(flat, fixed=reader)
 
     runs: dict[str, tuple[RecordDecoder, list[JoinedValues]]] = {
         "CSV (Polars reader)": (CsvRecordDecoder(flat, csv_format), batches["csv"]),
@@ -102,6 +142,12 @@ def main() -> None:
         "JSON msgspec": (JsonRecordDecoder(flat, native=False), batches["json"]),
         "nested JSON native": (JsonRecordDecoder(nested), batches["nested"]),
         "nested JSON msgspec": (JsonRecordDecoder(nested, native=False), batches["nested"]),
+        "Avro native": (binary(AvroPayloadReader(avro_schema, flat.fields)), batches["avro"]),
+        "Avro fastavro": (
+            binary(AvroPayloadReader(avro_schema, flat.fields, native=False)),
+            batches["avro"],
+        ),
+        "Protobuf": (binary(ProtobufPayloadReader(message, flat.fields)), batches["proto"]),
     }
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(args.repeat):  # round-robin: a busy spell on the machine hits every run
@@ -120,7 +166,8 @@ def main() -> None:
         print(f"{label:22s} {rate:12,.0f} records/CPU-s   CSV/this {csv_rate / rate:5.2f}x")
     print(
         f"native/msgspec: flat {rates['JSON native'] / rates['JSON msgspec']:.2f}x, nested "
-        f"{rates['nested JSON native'] / rates['nested JSON msgspec']:.2f}x"
+        f"{rates['nested JSON native'] / rates['nested JSON msgspec']:.2f}x; Avro "
+        f"native/fastavro {rates['Avro native'] / rates['Avro fastavro']:.2f}x"
     )
 
 

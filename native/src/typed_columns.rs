@@ -1,0 +1,136 @@
+//! A batch's typed columns as the native decoders build them (json_columns.rs,
+//! avro_columns.rs) and hand them to Python: per column, Arrow buffers (validity bitmap,
+//! values, string offsets) that become a Polars column without a Python object per value.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+pub(crate) const NULL: u8 = 0;
+pub(crate) const BOOL: u8 = 1;
+pub(crate) const INT: u8 = 2;
+pub(crate) const FLOAT: u8 = 3;
+pub(crate) const STRING: u8 = 4;
+
+/// One column's values, row by row: `tags[row]` is the kind of its value (NULL when missing).
+pub(crate) struct Column {
+    pub(crate) tags: Vec<u8>,
+    pub(crate) ints: Vec<i64>,   // sized on first use
+    pub(crate) floats: Vec<f64>, // sized on first use
+    pub(crate) text: Vec<u8>,
+    pub(crate) offsets: Vec<i64>, // pushed at each row's end: row i is text[offsets[i]..offsets[i + 1]]
+    pub(crate) seen: [bool; 5],
+}
+
+impl Column {
+    pub(crate) fn new(rows: usize) -> Self {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        Self {
+            tags: vec![NULL; rows],
+            ints: Vec::new(),
+            floats: Vec::new(),
+            text: Vec::new(),
+            offsets,
+            seen: [false; 5],
+        }
+    }
+
+    pub(crate) fn set(&mut self, row: usize, tag: u8) {
+        self.tags[row] = tag;
+        self.seen[tag as usize] = true;
+    }
+
+    pub(crate) fn int(&mut self, row: usize, value: i64) {
+        if self.ints.is_empty() {
+            self.ints.resize(self.tags.len(), 0);
+        }
+        self.ints[row] = value;
+        self.set(row, INT);
+    }
+
+    pub(crate) fn boolean(&mut self, row: usize, value: bool) {
+        if self.ints.is_empty() {
+            self.ints.resize(self.tags.len(), 0);
+        }
+        self.ints[row] = i64::from(value);
+        self.set(row, BOOL);
+    }
+
+    pub(crate) fn float(&mut self, row: usize, value: f64) {
+        if self.floats.is_empty() {
+            self.floats.resize(self.tags.len(), 0.0);
+        }
+        self.floats[row] = value;
+        self.set(row, FLOAT);
+    }
+}
+
+/// A column handed to Python: (kind, validity bitmap or None when no NULL, values, offsets).
+/// Kinds: 0 all NULL, 1 Boolean (values a bitmap), 2 Int64, 3 Float64 (native-endian), 4
+/// String (values UTF-8, offsets native-endian int64s).
+pub(crate) type ColumnOut<'py> = (
+    u8,
+    Option<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
+    Option<Bound<'py, PyBytes>>,
+);
+
+/// The column for Python, or None when it mixes kinds (strings or booleans with anything
+/// else): the decoders then decline the batch, and the Python path types it.
+pub(crate) fn column_out<'py>(py: Python<'py>, column: Column) -> Option<ColumnOut<'py>> {
+    let [_, bools, ints, floats, strings] = column.seen;
+    let kind = match (bools, ints, floats, strings) {
+        (false, false, false, false) => NULL,
+        (true, false, false, false) => BOOL,
+        (false, true, false, false) => INT,
+        (false, _, true, false) => FLOAT,
+        (false, false, false, true) => STRING,
+        _ => return None,
+    };
+    let rows = column.tags.len();
+    let validity = column
+        .tags
+        .contains(&NULL)
+        .then(|| PyBytes::new(py, &bitmap(column.tags.iter().map(|&tag| tag != NULL))));
+    let values = match kind {
+        NULL => Vec::new(),
+        BOOL => bitmap(column.ints.iter().map(|&value| value != 0)),
+        INT => column.ints.iter().flat_map(|v| v.to_ne_bytes()).collect(),
+        FLOAT => (0..rows)
+            .flat_map(|row| {
+                let value = match column.tags[row] {
+                    INT => column.ints[row] as f64,
+                    FLOAT => column.floats[row],
+                    _ => 0.0,
+                };
+                value.to_ne_bytes()
+            })
+            .collect(),
+        _ => column.text,
+    };
+    let offsets = (kind == STRING).then(|| {
+        PyBytes::new(
+            py,
+            &column
+                .offsets
+                .iter()
+                .flat_map(|o| o.to_ne_bytes())
+                .collect::<Vec<u8>>(),
+        )
+    });
+    Some((kind, validity, PyBytes::new(py, &values), offsets))
+}
+
+/// Arrow's bitmap (least significant bit first) of `bits`.
+fn bitmap(bits: impl Iterator<Item = bool>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, bit) in bits.enumerate() {
+        if i % 8 == 0 {
+            out.push(0);
+        }
+        if bit {
+            *out.last_mut().expect("pushed") |= 1 << (i % 8);
+        }
+    }
+    out
+}
