@@ -47,6 +47,15 @@ class TaskCreate(BaseModel):
     )
 
 
+class TaskExplain(BaseModel):
+    """`POST /explain`: a query to explain without registering it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sql: str = Field(..., max_length=MAX_SQL_CHARS)
+    options: dict[str, Any] | None = Field(None, description="as for `POST /tasks`")
+
+
 class TaskChange(BaseModel):
     """`PATCH /tasks/{id}`: what may change on a registered task."""
 
