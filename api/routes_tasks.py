@@ -21,6 +21,7 @@ from api.schemas import (
     TaskChange,
     TaskCreate,
     TaskList,
+    TaskReplace,
     TaskResults,
     TaskStats,
     TaskTopics,
@@ -28,6 +29,7 @@ from api.schemas import (
 )
 from api.services import ApiServices, get_services
 from api.task_ids import generate_task_id, is_task_id
+from api.task_replace import replace_task
 from api.task_sql import parse_task_sql
 from mars.registry import TaskExistsError, TaskNotFoundError, TaskRecord, TaskStatus
 from mars.tasks.spec import Preaggregation, TaskSpec
@@ -162,6 +164,27 @@ def change_task(task_id: str, change: TaskChange, services: Services) -> Task:
             )
         if change.buckets is not None:
             record = change_buckets(services.registry, services.seq_store, record, change.buckets)
+    except TaskNotFoundError as exc:
+        raise ApiError(404, str(exc)) from exc
+    return _task_body(record)
+
+
+@router.put("/{task_id}", response_model=Task, dependencies=[Authorized])
+def replace_task_query(
+    task_id: str,
+    body: TaskReplace,
+    services: Services,
+    restart: Annotated[
+        bool, Query(description="delete the task's state and register the new query afresh")
+    ] = False,
+) -> Task:
+    """Replace the task's query. A compatible change (new or removed aggregates, WHERE,
+    outputs, HAVING, ORDER BY ... LIMIT) keeps the open windows and applies from the first
+    window after those written so far (`spec.revisions[-1].from_window_ms`); any other is a
+    409 naming what differs, unless `restart=true`."""
+    record = _record(services, task_id)
+    try:
+        record = replace_task(services, record, sql=body.sql, options=body.options, restart=restart)
     except TaskNotFoundError as exc:
         raise ApiError(404, str(exc)) from exc
     return _task_body(record)

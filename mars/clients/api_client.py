@@ -118,6 +118,20 @@ class MarsApiClient:
         result: dict[str, Any] = self._call("POST", "/explain", json=body)
         return result
 
+    def replace_task(
+        self,
+        task_id: str,
+        sql: str,
+        *,
+        options: dict[str, Any] | None = None,
+        restart: bool = False,
+    ) -> dict[str, Any]:
+        """Replace the task's query (`restart`: from scratch, when it is not compatible)."""
+        body: dict[str, Any] = {"sql": sql, "options": options} if options else {"sql": sql}
+        params = {"restart": "true"} if restart else None
+        result: dict[str, Any] = self._call("PUT", f"/tasks/{task_id}", json=body, params=params)
+        return result
+
     def explain_task(self, task_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/tasks/{task_id}/explain")
         return result
