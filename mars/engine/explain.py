@@ -9,7 +9,7 @@ bounds from `mars.aggregates.accuracy`, the topics from the spec. The answer is 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from mars.aggregates import Aggregate, aggregates_for, wire_name
@@ -17,6 +17,7 @@ from mars.aggregates.accuracy import accuracy
 from mars.engine.compiled_task import field_plan
 from mars.engine.decode import FieldPlan
 from mars.sql.expressions import to_polars
+from mars.tasks.replacement import RETIRED_PREFIX, null_before
 from mars.tasks.spec import AggregateCall, InputFormat, TaskSpec, TimeFormat, WindowSpec
 from mars.windows import CumulativeWindows, SessionWindows, WindowAssigner
 
@@ -57,6 +58,9 @@ class AggregatePlan:
     merge: str
     approximate: bool
     error_bound: str
+    # Added by a replacement (mars.tasks.replacement): NULL in windows starting before this.
+    from_window_ms: int | None = None
+    retired: bool = False  # removed by a replacement: computed, not shown
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,7 +105,12 @@ def explain(spec: TaskSpec) -> TaskPlan:
             "one data set per (window, bucket) goes to Redis with its offsets",
         },
         aggregates=tuple(
-            _aggregate(call, agg) for call, agg in zip(spec.aggregates, aggregates, strict=True)
+            replace(
+                _aggregate(call, agg),
+                from_window_ms=null_before(spec).get(position),
+                retired=call.alias.startswith(RETIRED_PREFIX),
+            )
+            for position, (call, agg) in enumerate(zip(spec.aggregates, aggregates, strict=True))
         ),
         reducer=_reducer(spec),
         output_topics={

@@ -8,6 +8,7 @@ from typing import Any
 from mars.aggregates import aggregates_for
 from mars.engine.dataset import DataSet
 from mars.engine.dataset_revisions import fitted
+from mars.engine.explain import explain
 from mars.engine.finalize import finalize_window, result_spec
 from mars.sql import parse_task
 from mars.tasks.replacement import RETIRED_PREFIX, incompatibilities, null_before, replaced
@@ -75,6 +76,12 @@ def test_replaced_keeps_positions_renames_retires_and_appends() -> None:
     again = replaced(spec, _spec(OLD), from_window_ms=30_000)
     assert [a.alias for a in again.aggregates] == ["n", "top", f"{RETIRED_PREFIX}2_total"]
     assert again.revisions[-1].added == ()
+    plan = explain(spec)
+    assert [(a.alias, a.from_window_ms, a.retired) for a in plan.aggregates] == [
+        ("rows", None, False),
+        (f"{RETIRED_PREFIX}1_top", None, True),
+        ("total", 20_000, False),
+    ]
 
 
 def test_windows_before_the_change_give_null_for_an_added_aggregate() -> None:
