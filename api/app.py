@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from api import routes_cluster, routes_metrics, routes_tasks
+from api import routes_cluster, routes_explain, routes_metrics, routes_tasks
 from api.cluster_collector import cluster_registry
 from api.errors import install_error_handlers
 from api.routes_ui import install_ui
@@ -37,6 +37,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     install_error_handlers(app)
     app.include_router(routes_tasks.router)
+    app.include_router(routes_explain.router)
     app.include_router(routes_cluster.router)
     app.include_router(routes_metrics.router)
     install_ui(app)

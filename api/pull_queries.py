@@ -25,7 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mars.engine.dataset import OpenWindows, decode_dataset
+from mars.aggregates import Aggregate, state_aggregates
+from mars.engine.dataset import DataSet, OpenWindows, decode_dataset
+from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec, window_rows
 from mars.store import SeqStore
 from mars.store.reducer_stats import figure_int
@@ -54,22 +56,31 @@ class DecodedCheckpoints:
     per unit is held (about the memory its owner holds), replaced when the owner commits a
     newer one. Callers must not change the windows it returns."""
 
-    _by_unit: dict[tuple[str, int], tuple[str, OpenWindows]] = field(default_factory=dict)
+    _by_unit: dict[tuple[str, int], tuple[str, DataSet]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def read(self, store: SeqStore, task: str, bucket: int, name: str) -> OpenWindows | None:
-        """The windows of checkpoint `name` of the unit; None if it is gone from Redis."""
+    def read(
+        self,
+        store: SeqStore,
+        task: str,
+        bucket: int,
+        name: str,
+        aggregates: tuple[Aggregate[Any], ...] = (),
+    ) -> OpenWindows | None:
+        """The windows of checkpoint `name` of the unit; None if it is gone from Redis. With
+        `aggregates`, states of a checkpoint written before a replacement added some are
+        padded to them (mars.engine.dataset_revisions)."""
         with self._lock:
             cached = self._by_unit.get((task, bucket))
         if cached is not None and cached[0] == name:
-            return cached[1]
+            return fitted(cached[1], aggregates).windows
         data = store.read_checkpoint(task, bucket, name)
         if data is None:
             return None
-        windows = decode_dataset(data).windows
+        dataset = decode_dataset(data)
         with self._lock:
-            self._by_unit[(task, bucket)] = (name, windows)
-        return windows
+            self._by_unit[(task, bucket)] = (name, dataset)
+        return fitted(dataset, aggregates).windows
 
     def forget(self, task: str) -> None:
         with self._lock:
@@ -107,9 +118,7 @@ def current_windows(
     rows: list[dict[str, Any]] = []
     views: list[int | None] = []
     for bucket, figures in units.items():
-        windows, unit_watermark, view_ms = _unit_windows(
-            store, checkpoints, spec.id, bucket, figures
-        )
+        windows, unit_watermark, view_ms = _unit_windows(store, checkpoints, spec, bucket, figures)
         views.append(view_ms)
         for start, window_groups in sorted(windows.items()):
             if window_start not in (None, start):
@@ -136,7 +145,7 @@ def current_windows(
 def _unit_windows(
     store: SeqStore,
     checkpoints: DecodedCheckpoints,
-    task: str,
+    spec: TaskSpec,
     bucket: int,
     figures: Mapping[str, str],
 ) -> tuple[OpenWindows, int | None, int | None]:
@@ -144,12 +153,12 @@ def _unit_windows(
     `figures` it published (read again only when their checkpoint was replaced meanwhile)."""
     for attempt in range(CHECKPOINT_READ_ATTEMPTS):
         if attempt:
-            figures = store.reducer_stats.units(task).get(bucket, {})
+            figures = store.reducer_stats.units(spec.id).get(bucket, {})
         watermark, view_ms = figure_int(figures, "watermark"), figure_int(figures, "view_ms")
         name = figures.get("checkpoint")
         if not name:  # nothing checkpointed: no open window holds data (as of view_ms)
             return {}, watermark, view_ms
-        windows = checkpoints.read(store, task, bucket, name)
+        windows = checkpoints.read(store, spec.id, bucket, name, state_aggregates(spec))
         if windows is not None:
             return windows, watermark, view_ms
     return {}, None, None  # the owner kept replacing it: the unit counts as unknown

@@ -3,7 +3,6 @@ current values of their open windows (pull queries)."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -14,6 +13,7 @@ from api.bucket_changes import change_buckets
 from api.errors import ApiError
 from api.live import now_ms, task_live
 from api.pull_queries import PullQueryError, current_windows
+from api.routes_explain import plan_of
 from api.schemas import (
     ErrorResponse,
     LastWindow,
@@ -21,6 +21,7 @@ from api.schemas import (
     TaskChange,
     TaskCreate,
     TaskList,
+    TaskReplace,
     TaskResults,
     TaskStats,
     TaskTopics,
@@ -28,12 +29,11 @@ from api.schemas import (
 )
 from api.services import ApiServices, get_services
 from api.task_ids import generate_task_id, is_task_id
+from api.task_replace import replace_task
+from api.task_sql import parse_task_sql
 from mars.registry import TaskExistsError, TaskNotFoundError, TaskRecord, TaskStatus
-from mars.sql import TaskError, parse_task
 from mars.sql.schema_options import missing_schema_source
 from mars.tasks.spec import Preaggregation, TaskSpec
-
-log = logging.getLogger(__name__)
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (401, 403, 404, 409, 422, 503)
@@ -91,16 +91,7 @@ def _stats(services: ApiServices, task_id: str) -> TaskStats:
 
 def _parse(body: TaskCreate) -> TaskSpec:
     """The body's SQL and options as a spec; every problem with them is a 422."""
-    provisional_id = body.id if body.id is not None else "task"
-    try:
-        spec = parse_task(body.sql, task_id=provisional_id, options=body.options)
-    except TaskError as exc:
-        raise ApiError.from_task_error(exc) from exc
-    except RecursionError as exc:  # sqlglot's recursive descent on e.g. 5,000 nested '('
-        raise ApiError(422, "the SQL is nested too deeply") from exc
-    except (ValueError, TypeError) as exc:  # a parser gap must still not become a 500
-        log.warning("parse_task raised %r for %r", exc, body.sql)
-        raise ApiError(422, f"invalid task: {exc}") from exc
+    spec = parse_task_sql(body.sql, task_id=body.id, options=body.options)
     if body.id is None:
         spec = replace(spec, id=generate_task_id(spec.source_topic))
     return spec
@@ -178,6 +169,27 @@ def change_task(task_id: str, change: TaskChange, services: Services) -> Task:
             )
         if change.buckets is not None:
             record = change_buckets(services.registry, services.seq_store, record, change.buckets)
+    except TaskNotFoundError as exc:
+        raise ApiError(404, str(exc)) from exc
+    return _task_body(record)
+
+
+@router.put("/{task_id}", response_model=Task, dependencies=[Authorized])
+def replace_task_query(
+    task_id: str,
+    body: TaskReplace,
+    services: Services,
+    restart: Annotated[
+        bool, Query(description="delete the task's state and register the new query afresh")
+    ] = False,
+) -> Task:
+    """Replace the task's query. A compatible change (new or removed aggregates, WHERE,
+    outputs, HAVING, ORDER BY ... LIMIT) keeps the open windows and applies from the first
+    window after those written so far (`spec.revisions[-1].from_window_ms`); any other is a
+    409 naming what differs, unless `restart=true`."""
+    record = _record(services, task_id)
+    try:
+        record = replace_task(services, record, sql=body.sql, options=body.options, restart=restart)
     except TaskNotFoundError as exc:
         raise ApiError(404, str(exc)) from exc
     return _task_body(record)
@@ -264,3 +276,10 @@ def task_results(
     """The latest emitted result rows (newest first), as kept in Redis by the reducers."""
     _record(services, task_id)
     return TaskResults(task=task_id, results=services.seq_store.results.latest(task_id, limit))
+
+
+@router.get("/{task_id}/explain", response_model=dict[str, Any])
+def explain_task(task_id: str, services: Services) -> dict[str, Any]:
+    """What the task does: fields read and their types, windows, buckets, the mappers'
+    pre-aggregation, the reducers' merge and close rule, output topics, error bounds."""
+    return plan_of(_record(services, task_id).spec)

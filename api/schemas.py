@@ -47,6 +47,25 @@ class TaskCreate(BaseModel):
     )
 
 
+class TaskExplain(BaseModel):
+    """`POST /explain`: a query to explain without registering it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sql: str = Field(..., max_length=MAX_SQL_CHARS)
+    options: dict[str, Any] | None = Field(None, description="as for `POST /tasks`")
+
+
+class TaskReplace(BaseModel):
+    """`PUT /tasks/{id}`: the task's new query; give the options it was registered with (or
+    put them in the SQL's WITH): an event time or format that differs is incompatible."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sql: str = Field(..., max_length=MAX_SQL_CHARS)
+    options: dict[str, Any] | None = Field(None, description="as for `POST /tasks`")
+
+
 class TaskChange(BaseModel):
     """`PATCH /tasks/{id}`: what may change on a registered task."""
 

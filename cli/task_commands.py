@@ -1,5 +1,5 @@
-"""`mars task add | ls | show | pause | resume | preaggregation | buckets | rm`: manage tasks
-through the REST API."""
+"""`mars task add | ls | show | pause | resume | preaggregation | buckets | rm` (and
+`explain | replace`, cli.task_lifecycle_commands): manage tasks through the REST API."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from cli.task_lifecycle_commands import register_lifecycle
 from mars.clients.api_client import ApiCallError, MarsApiClient
 from mars.config import Settings, load_settings
 
@@ -76,6 +77,7 @@ def register(subparsers: Any) -> None:
     )
     rm.set_defaults(handler=_rm)
 
+    register_lifecycle(commands)
     for sub in commands.choices.values():
         add_api_argument(sub)
 

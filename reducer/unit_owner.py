@@ -42,6 +42,7 @@ from typing import Protocol
 from mars.aggregates import state_aggregates, wire_name
 from mars.config import ReducerSettings
 from mars.engine.dataset import OpenWindows, decode_dataset, encode_dataset
+from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec
 from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, watermark_of
 from mars.store.watermark import watermark_held_by_backfills
@@ -255,7 +256,7 @@ class UnitOwner:
         data = self._wiring.store.read_checkpoint(self.spec.id, self.unit_bucket, ref.field)
         if data is None:
             raise RedisDataLostError(f"the committed checkpoint {ref.field} is not in Redis")
-        dataset = decode_dataset(data)
+        dataset = fitted(decode_dataset(data), self._aggregates)  # a revision may add some
         if dataset.aggregate_names != tuple(wire_name(agg) for agg in self._aggregates):
             raise RedisDataLostError(
                 f"checkpoint {ref.field} has aggregates {dataset.aggregate_names}"
@@ -361,7 +362,7 @@ class UnitOwner:
             if last < first:
                 continue
             for seq, data in store.read_datasets(task, bucket, first, last):
-                dataset = decode_dataset(data)
+                dataset = fitted(decode_dataset(data), self._aggregates)
                 outcome.late.extend(state.merge(bucket, seq, dataset))
                 outcome.merged += 1
                 outcome.groups += sum(len(groups) for groups in dataset.windows.values())

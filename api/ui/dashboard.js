@@ -113,7 +113,13 @@ function taskActions(task) {
     }
     return mutate(path, "DELETE");
   });
-  return el("td", { class: "actions" }, toggle, remove);
+  const explain = act("explain", async () => showPlan(task.id, await api(`${path}/explain`)));
+  const edit = act("replace", async () => {
+    document.getElementById("sql").value = task.spec.sql;
+    document.getElementById("task-id").value = task.id;
+    document.getElementById("sql").focus();
+  });
+  return el("td", { class: "actions" }, toggle, explain, edit, remove);
 }
 
 function taskRow(task) {
@@ -267,6 +273,76 @@ async function register(event) {
   }
 }
 
+// -- explain and replace ---------------------------------------------------------------------
+
+function showPlan(what, plan) {
+  document.getElementById("plan-of").textContent = what;
+  document.getElementById("plan").textContent = JSON.stringify(plan, null, 2);
+  document.getElementById("plan-panel").hidden = false;
+}
+
+function formPayload() {
+  const sql = document.getElementById("sql").value;
+  const optionsText = document.getElementById("options").value.trim();
+  document.getElementById("register-ok").hidden = true;
+  document.getElementById("sql-error").hidden = true;
+  const payload = { sql };
+  try {
+    if (optionsText) payload.options = JSON.parse(optionsText);
+  } catch (error) {
+    showSqlError(sql, { message: `options are not JSON: ${error.message}` });
+    return null;
+  }
+  return payload;
+}
+
+async function explainForm() {
+  const payload = formPayload();
+  if (payload == null) return;
+  try {
+    showPlan("the query above", await api("/explain", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(payload),
+    }));
+  } catch (error) {
+    showSqlError(payload.sql, error.detail?.message ? error.detail : { message: error.message });
+  }
+}
+
+// PUT the form's query on the task named in Id: a compatible change keeps the open windows;
+// a 409 names what differs, and the user may then restart the task from scratch.
+async function replaceForm() {
+  const payload = formPayload();
+  const id = document.getElementById("task-id").value.trim();
+  if (payload == null) return;
+  if (!id) {
+    showSqlError(payload.sql, { message: "name the task to replace in Id" });
+    return;
+  }
+  const path = `/tasks/${encodeURIComponent(id)}`;
+  const ok = document.getElementById("register-ok");
+  try {
+    const task = await mutate(path, "PUT", payload);
+    const revision = (task.spec.revisions ?? []).at(-1);
+    ok.textContent = `Replaced the query of ${id} from window start ${revision?.from_window_ms}.`;
+    ok.hidden = false;
+  } catch (error) {
+    if (error.detail?.message && /^the new query cannot keep/.test(error.detail.message)
+        && confirm(`${error.detail.message}\n\nRestart ${id} from scratch with the new query?`)) {
+      try {
+        await mutate(`${path}?restart=true`, "PUT", payload);
+        ok.textContent = `Registered ${id} again with the new query.`;
+        ok.hidden = false;
+      } catch (again) {
+        showSqlError(payload.sql, again.detail?.message ? again.detail : { message: again.message });
+      }
+    } else {
+      showSqlError(payload.sql, error.detail?.message ? error.detail : { message: error.message });
+    }
+  }
+  refresh();
+}
+
 // -- the loop --------------------------------------------------------------------------------
 
 async function refresh() {
@@ -285,5 +361,7 @@ const token = document.getElementById("token");
 token.value = localStorage.getItem("mars-token") ?? "";
 token.addEventListener("change", () => localStorage.setItem("mars-token", token.value));
 document.getElementById("register-form").addEventListener("submit", register);
+document.getElementById("explain-sql").addEventListener("click", explainForm);
+document.getElementById("replace-sql").addEventListener("click", replaceForm);
 refresh();
 setInterval(refresh, POLL_MS);

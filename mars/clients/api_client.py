@@ -112,6 +112,30 @@ class MarsApiClient:
         result: dict[str, Any] = self._call("PATCH", f"/tasks/{task_id}", json={"buckets": buckets})
         return result
 
+    def explain_query(self, sql: str, *, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The plan of a query that is not registered."""
+        body: dict[str, Any] = {"sql": sql, "options": options} if options else {"sql": sql}
+        result: dict[str, Any] = self._call("POST", "/explain", json=body)
+        return result
+
+    def replace_task(
+        self,
+        task_id: str,
+        sql: str,
+        *,
+        options: dict[str, Any] | None = None,
+        restart: bool = False,
+    ) -> dict[str, Any]:
+        """Replace the task's query (`restart`: from scratch, when it is not compatible)."""
+        body: dict[str, Any] = {"sql": sql, "options": options} if options else {"sql": sql}
+        params = {"restart": "true"} if restart else None
+        result: dict[str, Any] = self._call("PUT", f"/tasks/{task_id}", json=body, params=params)
+        return result
+
+    def explain_task(self, task_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/tasks/{task_id}/explain")
+        return result
+
     def delete_task(self, task_id: str, *, delete_topics: bool = False) -> None:
         params = {"delete_topics": "true"} if delete_topics else None
         self._call("DELETE", f"/tasks/{task_id}", params=params)

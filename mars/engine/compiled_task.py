@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,18 +59,7 @@ class CompiledTask:
             to_polars(call.argument) if call.argument is not None else None
             for call in spec.aggregates
         ]
-        fields: list[str] = []
-        for expr in [where, *keys, *raw_arguments]:
-            if expr is not None:
-                fields.extend(expr.meta.root_names())
-        if spec.event_time.format is not TimeFormat.PROCESSING and spec.event_time.field:
-            fields.append(spec.event_time.field)
-        numeric_fields = frozenset(
-            arg.meta.output_name()
-            for agg, arg in zip(aggregates, raw_arguments, strict=True)
-            if arg is not None and agg.numeric_argument and arg.meta.is_column()
-        )
-        plan = FieldPlan(fields=tuple(dict.fromkeys(fields)), numeric_fields=numeric_fields)
+        plan = _field_plan(spec, where, keys, raw_arguments, aggregates)
         return cls(
             spec=spec,
             window=WindowAssigner.from_spec(spec.window),
@@ -91,3 +81,35 @@ class CompiledTask:
                 csv_format=spec.options.csv,
             ),
         )
+
+
+def field_plan(spec: TaskSpec) -> FieldPlan:
+    """The input fields `spec` reads, and which must hold numbers (what its decoder reads)."""
+    return _field_plan(
+        spec,
+        to_polars(spec.where) if spec.where else None,
+        [to_polars(key.expression) for key in spec.group_keys],
+        [to_polars(c.argument) if c.argument is not None else None for c in spec.aggregates],
+        aggregates_for(spec.aggregates),
+    )
+
+
+def _field_plan(
+    spec: TaskSpec,
+    where: pl.Expr | None,
+    keys: Sequence[pl.Expr],
+    raw_arguments: Sequence[pl.Expr | None],
+    aggregates: Sequence[Aggregate[Any]],
+) -> FieldPlan:
+    fields: list[str] = []
+    for expr in [where, *keys, *raw_arguments]:
+        if expr is not None:
+            fields.extend(expr.meta.root_names())
+    if spec.event_time.format is not TimeFormat.PROCESSING and spec.event_time.field:
+        fields.append(spec.event_time.field)
+    numeric_fields = frozenset(
+        arg.meta.output_name()
+        for agg, arg in zip(aggregates, raw_arguments, strict=True)
+        if arg is not None and agg.numeric_argument and arg.meta.is_column()
+    )
+    return FieldPlan(fields=tuple(dict.fromkeys(fields)), numeric_fields=numeric_fields)

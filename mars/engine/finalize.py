@@ -19,6 +19,7 @@ import polars as pl
 
 from mars.aggregates import aggregates_for
 from mars.sql.expressions import to_polars
+from mars.tasks.replacement import RETIRED_PREFIX, null_before
 from mars.tasks.spec import OutputColumn, TaskSpec, TopK
 from mars.windows import window_end
 
@@ -61,8 +62,14 @@ def finalize_windows(
     columns: dict[str, list[Any]] = {"window_start": starts, "window_end": ends}
     for i, group_key in enumerate(spec.group_keys):
         columns[group_key.name] = [key[i] for key in keys]
+    added_from = null_before(spec)
     for i, (call, agg) in enumerate(zip(spec.aggregates, aggregates, strict=True)):
         columns[call.alias] = [agg.result(group_states[i]) for group_states in states]
+        if i in added_from:  # added by a replacement: NULL in windows before its first
+            columns[call.alias] = [
+                value if start >= added_from[i] else None
+                for value, start in zip(columns[call.alias], starts, strict=True)
+            ]
     frame = pl.DataFrame(
         [pl.Series(name, values, strict=False) for name, values in columns.items()]
     )
@@ -119,7 +126,7 @@ def result_spec(spec: TaskSpec) -> TaskSpec:
     extra = [
         OutputColumn(name=name, expression=name)
         for name in [g.name for g in spec.group_keys] + [a.alias for a in spec.aggregates]
-        if name not in names
+        if name not in names and not name.startswith(RETIRED_PREFIX)  # a replacement removed it
     ]
     return replace(spec, outputs=spec.outputs + tuple(extra)) if extra else spec
 

@@ -167,6 +167,23 @@ class TaskRegistry:
 
         return self._update(task_id, change=add)
 
+    def replace_spec(self, task_id: str, spec: TaskSpec, *, generation: int) -> TaskRecord:
+        """Store `spec` (a compatible replacement, mars.tasks.replacement) whose bucket layout
+        ends with epoch `generation`, made in Redis first as its fence; refused (ValueError)
+        unless the stored layout is the one before it."""
+        validate_task_id(task_id)
+
+        def change(record: TaskRecord) -> TaskRecord:
+            stored = record.spec.options.layout.generation
+            if stored != generation - 1 or spec.options.layout.generation != generation:
+                raise ValueError(
+                    f"task {task_id}: bucket layout generation {stored} changed under the "
+                    f"replacement (it made generation {generation})"
+                )
+            return replace(record, spec=spec)
+
+        return self._update(task_id, change=change)
+
     def delete(self, task_id: str) -> None:
         """Mark the task DELETED, then remove its node. Idempotent for tombstones."""
         validate_task_id(task_id)

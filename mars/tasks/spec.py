@@ -174,6 +174,18 @@ class TaskOptions:
         return BucketLayout(initial=self.buckets, changes=self.bucket_changes)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpecRevision:
+    """A compatible replacement of a running task's query (`PUT /tasks/{id}`,
+    mars.tasks.replacement). `added` are the positions in `TaskSpec.aggregates` of the
+    aggregates it added: they hold data from window start `from_window_ms` on, and earlier
+    windows give NULL for them."""
+
+    from_window_ms: int
+    sql: str  # the query as the caller gave it
+    added: tuple[int, ...] = ()
+
+
 def default_output_topic(task_id: str) -> str:
     """Where a task's results go unless its options name a topic: `mars.results.<task id>`.
     Callers that know only the id (a benchmark starting its reader before it registers the
@@ -195,6 +207,7 @@ class TaskSpec:
     having: str | None = None  # SQL over group key names and aggregate aliases
     top_k: TopK | None = None
     options: TaskOptions = field(default_factory=TaskOptions)
+    revisions: tuple[SpecRevision, ...] = ()  # compatible replacements, oldest first
 
     @property
     def output_topic(self) -> str:
@@ -259,4 +272,10 @@ class TaskSpec:
             having=data.get("having"),
             top_k=TopK(**top_k) if top_k else None,
             options=options,
+            revisions=tuple(
+                SpecRevision(
+                    from_window_ms=r["from_window_ms"], sql=r["sql"], added=tuple(r["added"])
+                )
+                for r in data.get("revisions", ())
+            ),
         )

@@ -111,6 +111,12 @@ def test_dashboard_shows_live_tasks_and_changes_them(
     expect(page.locator("#mappers tbody tr")).to_have_count(1)
     expect(page.locator("#reducers .badge.leader")).to_be_visible()
 
+    # The task's plan (GET /tasks/{id}/explain, no token needed).
+    row.locator('button[data-action="explain"]').click()
+    expect(page.locator("#plan-panel")).to_be_visible()
+    expect(page.locator("#plan")).to_contain_text('"close_rule"')
+    expect(page.locator("#plan")).to_contain_text('"error_bound"')
+
     # Event time ahead of the wall clock: "ahead by ...", no negative duration in any row.
     ahead_row = page.locator(f'#tasks tr[data-task="{ahead}"]')
     for column in ("watermark-lag", "result-latency"):
@@ -140,6 +146,17 @@ def test_dashboard_shows_live_tasks_and_changes_them(
     expect(
         page.locator("#results tbody td").filter(has_text=re.compile(r"^\[\d"))
     ).not_to_have_count(0)
+    # Replace its query from the form: a compatible change (one more aggregate) keeps the open
+    # windows; an incompatible one (another window size) shows the 409 (the restart prompt is
+    # dismissed, so nothing changes).
+    page.fill("#sql", STATS_SQL.format(topic=topic).replace("count(*),", "count(*), max(bytes),"))
+    page.click("#replace-sql")
+    expect(page.locator("#register-ok")).to_contain_text(f"Replaced the query of {second}")
+    assert pipeline.get(f"/tasks/{second}")["spec"]["revisions"][-1]["added"] == [6]
+    page.fill("#sql", STATS_SQL.format(topic=topic).replace("5 s", "7 s"))
+    page.click("#replace-sql")
+    expect(page.locator("#sql-error")).to_contain_text("window size (ms): 5000 -> 7000")
+    assert len(pipeline.get(f"/tasks/{second}")["spec"]["revisions"]) == 1
     row.click()  # back to the first task
 
     # A bad query: the error at its line and column, with a caret under it.
