@@ -92,6 +92,11 @@ def current_windows(
             "pull queries do not apply to cumulative windows (WINDOWING CUMULATE): each step "
             "emits the window so far to the results topic; read the latest results instead"
         )
+    if spec.options.watermark.value == "key":
+        raise PullQueryError(
+            "pull queries do not apply to watermark = 'key' tasks: their groups close one key "
+            "at a time, which the open-window view does not show; read the results instead"
+        )
     positions = {key.name: i for i, key in enumerate(spec.group_keys)}
     unknown = sorted(set(groups) - set(positions))
     if unknown:
