@@ -44,28 +44,43 @@ def _with_key(frame: pl.DataFrame, key_names: Sequence[str]) -> pl.DataFrame:
     return frame if key_names else frame.with_columns(pl.lit(0, pl.Int8).alias(_NO_KEY))
 
 
-def _stored(
+def _aligned(
+    work: pl.DataFrame,
     clocks: Mapping[int, pl.DataFrame | None],
-    partitions: Sequence[int],
     keys: list[str],
-    like: pl.DataFrame,
     partition_column: str,
-) -> pl.DataFrame:
-    """The stored clocks of `partitions`, one frame with the partition column, its key
-    columns cast to `like`'s types (a key's type may differ between batches)."""
-    schema = {name: like.schema[name] for name in keys}
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`work` and the stored clocks of its partitions in one frame (with the partition column),
+    their key columns of one type each (a key's type may differ between batches: an all-NULL
+    column, ints then floats), one row per (partition, key)."""
+    partitions = work.get_column(partition_column).unique().to_list()
     parts = [
-        stored.select(
-            pl.lit(p, pl.Int64).alias(partition_column),
-            *(pl.col(name).cast(dtype, strict=False) for name, dtype in schema.items()),
-            pl.col(KEY_CLOCK).cast(pl.Int64),
-        )
+        stored.with_columns(pl.lit(p, pl.Int64).alias(partition_column))
         for p in partitions
         if (stored := clocks.get(p)) is not None and stored.height
     ]
+    schema = {name: work.schema[name] for name in keys}
     if not parts:
-        return pl.DataFrame(schema={partition_column: pl.Int64, **schema, KEY_CLOCK: pl.Int64})
-    return pl.concat(parts)
+        empty = pl.DataFrame(schema={partition_column: pl.Int64, **schema, KEY_CLOCK: pl.Int64})
+        return work, empty
+    stored = pl.concat(parts, how="diagonal_relaxed")
+    for name, dtype in schema.items():
+        other = stored.schema[name]
+        if other == dtype:
+            continue
+        if dtype == pl.Null:
+            work = work.with_columns(pl.col(name).cast(other))
+        elif other == pl.Null:
+            stored = stored.with_columns(pl.col(name).cast(dtype))
+        else:
+            try:
+                stored = stored.with_columns(pl.col(name).cast(dtype, strict=True))
+            except pl.exceptions.PolarsError:
+                work = work.with_columns(pl.col(name).cast(pl.String))
+                stored = stored.with_columns(pl.col(name).cast(pl.String))
+    group = [partition_column, *keys]
+    stored = stored.group_by(group).agg(pl.col(KEY_CLOCK).cast(pl.Int64).max())
+    return work, stored
 
 
 def with_effective_clock(
@@ -86,8 +101,7 @@ def with_effective_clock(
     work = _with_key(frame, key_names)
     group = [partition_column, *keys]
     running = pl.col(time_column).cum_max().shift(1).over(group)
-    partitions = work.get_column(partition_column).unique().to_list()
-    stored = _stored(clocks, partitions, keys, work, partition_column)
+    work, stored = _aligned(work, clocks, keys, partition_column)
     if stored.height:
         work = work.join(stored, on=group, how="left", nulls_equal=True, maintain_order="left")
         key_before = pl.max_horizontal(running, pl.col(KEY_CLOCK))
@@ -116,19 +130,23 @@ def next_clocks(
     work = _with_key(rows, key_names)
     group = [partition_column, *keys]
     partitions = sorted(set(clocks) | set(work.get_column(partition_column).unique().to_list()))
+    work, stored = _aligned(work, clocks, keys, partition_column)
     latest = work.group_by(group).agg(pl.col(time_column).max().alias(KEY_CLOCK))
     merged = (
-        pl.concat(
-            [latest, _stored(clocks, partitions, keys, work, partition_column)], how="vertical"
-        )
+        pl.concat([latest, stored.select(latest.columns)], how="vertical_relaxed")
         .group_by(group)
         .agg(pl.col(KEY_CLOCK).max())
     )
     out: dict[int, pl.DataFrame] = {}
+    present = set(work.get_column(partition_column).unique().to_list())
     for partition in partitions:
-        mine = merged.filter(pl.col(partition_column) == partition)
+        if partition in present:
+            mine = merged.filter(pl.col(partition_column) == partition).drop(partition_column)
+        else:  # no row of it in the batch: its clocks as they were
+            kept = clocks.get(partition)
+            mine = merged.drop(partition_column).clear() if kept is None else kept
         stream_time = stream_times.get(partition)
         if stream_time is not None:
             mine = mine.filter(pl.col(KEY_CLOCK) > stream_time - lag_ms)
-        out[partition] = mine.drop(partition_column).sort(keys, nulls_last=True)
+        out[partition] = mine.sort(keys, nulls_last=True)
     return out

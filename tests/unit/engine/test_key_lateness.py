@@ -174,3 +174,38 @@ def test_no_group_by_is_one_key() -> None:
     rows = [{"ts": 30}, {"ts": 14}, {"ts": 35}]
     partials = Preaggregator.for_spec(spec).run(json_records(rows), {}, now_ms=0)
     assert [r.offset for r in partials.late] == [1]
+
+
+def test_a_key_of_another_type_in_a_later_batch_keeps_each_key_its_clock() -> None:
+    spec = keyed(make_spec(size_ms=10))
+    # Batch 1: string keys; batch 2: only NULL keys (a Null column); batch 3: 'a' again.
+    rows = [{"ts": 50, "k": "a"}, {"ts": 20, "k": None}, {"ts": 12, "k": "a"}]
+    windows, late, clocks = run(spec, json_records(rows), 1)
+    # The NULL key's first record is on time ('a' at 50 is not its clock); 'a' at 12 is late.
+    assert late == [(0, 2)]
+    assert windows[20] == {(None,): [1]}
+    frame = decode_clocks(clocks[0])
+    assert frame is not None and sorted(frame.rows(), key=repr) == [("a", 50), (None, 20)]
+
+
+def test_int_keys_then_float_keys_align() -> None:
+    spec = keyed(make_spec(size_ms=10))
+    rows = [{"ts": 50, "k": 1}, {"ts": 12, "k": 1.5}, {"ts": 13, "k": 1}]
+    _, late, _ = run(spec, json_records(rows), 1)
+    assert late == [(0, 2)]  # key 1's clock is 50; 1.5 has a clock of its own
+
+
+def test_a_partition_without_rows_in_the_batch_keeps_its_clocks() -> None:
+    spec = keyed(make_spec(size_ms=10))
+    preaggregator = Preaggregator.for_spec(spec)
+    first = preaggregator.run(json_records([{"ts": 50, "k": "a"}], partition=1), {}, now_ms=0)
+    second = preaggregator.run(
+        json_records([{"ts": 5, "k": "b"}], partition=0),
+        {1: first.stream_times[1]},
+        now_ms=0,
+        key_clocks={1: first.key_clocks[1], 0: None},
+    )
+    assert second.key_clocks[1] == first.key_clocks[1] or (
+        decode_clocks(second.key_clocks[1]) is not None
+        and decode_clocks(second.key_clocks[1]).rows() == [("a", 50)]  # type: ignore[union-attr]
+    )
