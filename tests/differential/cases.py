@@ -447,8 +447,9 @@ def _key_watermark(
     """A share of the tumbling and hopping cases without top-k or EMIT CHANGES get
     `watermark = 'key'` and a keyed stream: the partitions' records interleaved, each routed
     to the partition of its group key (so each key is in one partition, and keys of the
-    former partitions, at their own pace, meet out of order). Drawn from a generator of its
-    own, so every other draw of a seed stays as it was."""
+    former partitions, at their own pace, meet out of order), and each key's clock set back
+    by 0 to 1.5 window sizes of its own (a device whose clock is behind). Drawn from a
+    generator of its own, so every other draw of a seed stays as it was."""
     rng = random.Random(f"watermark {seed}")
     if (
         shape.window not in ("tumbling", "hopping")
@@ -457,14 +458,29 @@ def _key_watermark(
         or rng.random() >= KEY_WATERMARK_SHARE
     ):
         return shape, streams
-    lag = min(rng.choice([0, shape.size_ms, 3 * shape.size_ms, 60_000]), 5_000)
+    lag = min(rng.choice([0, shape.size_ms, 2 * shape.size_ms, 4 * shape.size_ms]), 6_000)
     keyed: list[list[bytes]] = [[] for _ in streams]
     for row in range(max((len(s) for s in streams), default=0)):
         for stream in streams:
             if row < len(stream):
-                value = stream[row]
+                value = _skewed(stream[row], shape)
                 keyed[_key_partition(value, shape.keys, len(streams))].append(value)
     return replace(shape, key_lag_ms=lag), keyed
+
+
+def _skewed(value: bytes, shape: TaskShape) -> bytes:
+    """`value` with its event time set back by its group key's skew (epoch units only; bad
+    and ISO-8601 times as they are)."""
+    try:
+        record = json.loads(value)
+    except ValueError:
+        return value
+    if not isinstance(record, dict) or not isinstance(record.get("ts"), int):
+        return value
+    key = json.dumps([_path_value(record, name) for name in shape.keys]).encode()
+    skew_ms = zlib.crc32(key) % 4 * shape.size_ms // 2
+    record["ts"] -= skew_ms // 1000 if shape.unit == "s" else skew_ms
+    return json.dumps(record).encode()
 
 
 def _key_partition(value: bytes, keys: tuple[str, ...], partitions: int) -> int:
