@@ -31,7 +31,7 @@ from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec, window_rows
 from mars.store import SeqStore
 from mars.store.reducer_stats import figure_int
-from mars.tasks.spec import TaskSpec
+from mars.tasks.spec import TaskSpec, WatermarkMode
 from mars.windows import window_closes_at
 
 CHECKPOINT_READ_ATTEMPTS = 3  # a checkpoint may be dropped between reading its name and it
@@ -102,6 +102,11 @@ def current_windows(
         raise PullQueryError(
             "pull queries do not apply to cumulative windows (WINDOWING CUMULATE): each step "
             "emits the window so far to the results topic; read the latest results instead"
+        )
+    if spec.options.watermark is WatermarkMode.KEY:
+        raise PullQueryError(
+            "pull queries do not apply to watermark = 'key' tasks: their groups close one key "
+            "at a time, which the open-window view does not show; read the results instead"
         )
     positions = {key.name: i for i, key in enumerate(spec.group_keys)}
     unknown = sorted(set(groups) - set(positions))

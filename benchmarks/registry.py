@@ -11,6 +11,7 @@ from typing import Any
 from benchmarks.exp_balance import Balance
 from benchmarks.exp_end_to_end import EndToEnd, Steady
 from benchmarks.exp_faults import Faults
+from benchmarks.exp_key_watermarks import KeyWatermarks
 from benchmarks.exp_latency import Latency
 from benchmarks.exp_mapper import BatchSize, ProcessCount
 from benchmarks.exp_nexmark import Nexmark
@@ -36,6 +37,7 @@ EXPERIMENTS: tuple[Experiment[Any, Any], ...] = (
     Profile(),
     Nexmark(),
     Statistics(),
+    KeyWatermarks(),
     SparkStream(),  # last: the Spark master and workers it starts stay up until the end
 )
 BY_NAME = {experiment.name: experiment for experiment in EXPERIMENTS}

@@ -69,11 +69,16 @@ def apply_chunk(
     the chunk, since `spec` was read: the side records may be out, nothing else is."""
     name: Callable[[int], SourceId] = source_id or _partition_itself
     stream_times = {p: view.stream_time_ms for p, view in views.items()}
-    partials = preaggregator.run(records, stream_times, now_ms=now_ms, decoding=decoding)
+    clocks = {p: view.key_clocks for p, view in views.items()}
+    partials = preaggregator.run(
+        records, stream_times, now_ms=now_ms, decoding=decoding, key_clocks=clocks
+    )
     side.publish(spec, source=side_source, bad=partials.bad, late=partials.late)
     states = {
         p: SourceState(
-            applied_offset=partials.last_offsets[p], stream_time_ms=partials.stream_times.get(p)
+            applied_offset=partials.last_offsets[p],
+            stream_time_ms=partials.stream_times.get(p),
+            key_clocks=partials.key_clocks.get(p),
         )
         for p in views
     }

@@ -46,11 +46,12 @@ from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec
 from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, watermark_of
 from mars.store.watermark import watermark_held_by_backfills
-from mars.tasks.spec import TaskSpec
+from mars.tasks.spec import TaskSpec, WatermarkMode
 from mars.windows import CumulativeWindows, SessionWindows, WindowAssigner
 from reducer.commit_cleanup import CommitCleanup
 from reducer.commit_records import CommitTarget, UnitChanges, commit_records
 from reducer.open_cumulative import OpenCumulativeState
+from reducer.open_key_windows import OpenKeyWindowState
 from reducer.open_sessions import OpenSessionState
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, WindowGroups
 from reducer.output import FencedError, OutputError, OutRecord
@@ -240,6 +241,16 @@ class UnitOwner:
                 closed_watermark=progress.closed_watermark,
                 checkpoint=checkpoint,
             )
+        if self.spec.options.watermark is WatermarkMode.KEY:
+            return OpenKeyWindowState.starting_by_key(
+                assigner=WindowAssigner.from_spec(window),
+                aggregates=self._aggregates,
+                rseqs=progress.rseqs,
+                lag_ms=self.spec.options.key_lag_ms,
+                replayed_through=progress.merged,
+                closed_watermark=progress.closed_watermark,
+                checkpoint=checkpoint,
+            )
         return OpenWindowState.starting(
             assigner=WindowAssigner.from_spec(window),
             aggregates=self._aggregates,
@@ -407,7 +418,10 @@ class UnitOwner:
             number=1 if previous is None else previous.number + 1, token=uuid.uuid4().hex[:12]
         )
         started = time.monotonic()
-        data = encode_dataset(self._aggregates, state.windows, canonical=False)
+        windows = (
+            state.checkpoint_windows() if isinstance(state, OpenKeyWindowState) else state.windows
+        )
+        data = encode_dataset(self._aggregates, windows, canonical=False)
         self._wiring.store.write_checkpoint(self.spec.id, self.unit_bucket, ref.field, data)
         state.checkpointed()
         self._metrics.checkpointed(size=len(data), seconds=time.monotonic() - started)

@@ -84,6 +84,7 @@ class _PartitionRun:
     late: int = 0
     datasets: int = 0
     chunks: int = 0
+    key_clocks: bytes | None = None  # watermark = 'key' (mars.engine.key_clocks)
 
     def summary(self) -> PartitionSummary:
         return PartitionSummary(
@@ -172,7 +173,10 @@ class PartitionBackfillWriter:
         source = self._source(partition)
         state = self._store.read_source_states(self._spec.id, [source])[source]
         return _PartitionRun(
-            partition=partition, applied=state.applied_offset, stream_time=state.stream_time_ms
+            partition=partition,
+            applied=state.applied_offset,
+            stream_time=state.stream_time_ms,
+            key_clocks=state.key_clocks,
         )
 
     def _finish(self, run: _PartitionRun, chunk: list[SourceRecord]) -> PartitionSummary:
@@ -191,7 +195,9 @@ class PartitionBackfillWriter:
             records=chunk,
             views={
                 run.partition: SourceState(
-                    applied_offset=run.applied, stream_time_ms=run.stream_time
+                    applied_offset=run.applied,
+                    stream_time_ms=run.stream_time,
+                    key_clocks=run.key_clocks,
                 )
             },
             side_source=self._config.partition_names.get(run.partition, self._config.source_name),
@@ -210,9 +216,11 @@ class PartitionBackfillWriter:
                 )
             # Another attempt of this task (speculation, a lost reply) applied it already.
             run.applied, run.stream_time = stored.applied_offset, stored.stream_time_ms
+            run.key_clocks = stored.key_clocks
             run.skipped += len(chunk)
             return
         run.applied, run.stream_time = new_state.applied_offset, new_state.stream_time_ms
+        run.key_clocks = new_state.key_clocks
         run.records_in += partials.records_in
         run.accepted += partials.accepted
         run.filtered += partials.filtered

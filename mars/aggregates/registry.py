@@ -15,7 +15,7 @@ from mars.aggregates.hll import ApproxCountDistinct
 from mars.aggregates.quantiles import ApproxPercentile, ApproxPercentiles
 from mars.aggregates.spread import StddevPop, StddevSamp, VarPop, VarSamp
 from mars.aggregates.sum import Sum
-from mars.tasks.spec import AggFunc, AggregateCall, TaskSpec
+from mars.tasks.spec import AggFunc, AggregateCall, TaskSpec, WatermarkMode
 
 _BY_FUNC: dict[AggFunc, type[Aggregate[Any]]] = {
     AggFunc.SUM: Sum,
@@ -67,9 +67,12 @@ def aggregates_for(calls: tuple[AggregateCall, ...]) -> tuple[Aggregate[Any], ..
 
 def state_aggregates(spec: TaskSpec) -> tuple[Aggregate[Any], ...]:
     """The aggregates whose states a task's partials carry: one per call, then, for session
-    windows, a MAX over event time holding each session's last record time."""
+    windows, a MAX over event time holding each session's last record time, and for
+    `watermark = 'key'` one holding the key's latest time (its clock at the reducer)."""
     calls = aggregates_for(spec.aggregates)
-    return (*calls, Max()) if spec.window.session else calls
+    if spec.window.session or spec.options.watermark is WatermarkMode.KEY:
+        return (*calls, Max())
+    return calls
 
 
 def wire_name(aggregate: Aggregate[Any]) -> str:

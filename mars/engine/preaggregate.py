@@ -47,10 +47,11 @@ from mars.engine.dataset import encode_key
 from mars.engine.decode import ROW, RecordDecoder
 from mars.engine.event_time import event_time_ms
 from mars.engine.isolate import with_columns_isolating_failures
+from mars.engine.key_clocks import decode_clocks, encode_clocks, next_clocks, with_effective_clock
 from mars.engine.records import BatchPartials, RejectedRecord, SourceBatch, SourceRecord
 from mars.engine.shared_decode import BatchDecoding
 from mars.tasks.field_paths import display_path, display_sql, field_path
-from mars.tasks.spec import TaskSpec, TimeFormat
+from mars.tasks.spec import TaskSpec, TimeFormat, WatermarkMode
 
 if TYPE_CHECKING:
     from mars.formats.schema_registry import SchemaSource
@@ -61,6 +62,7 @@ _BEFORE = "__before"
 _WINDOW = "__w"
 _KEEP = "__keep"
 _SESSION_END_PREFIX = "__send_"
+_KEY_TIME_PREFIX = "__ktime_"
 
 
 def bucket_of(key: tuple[Any, ...], buckets: int) -> int:
@@ -100,10 +102,12 @@ class Preaggregator:
         *,
         now_ms: int,
         decoding: BatchDecoding | None = None,
+        key_clocks: Mapping[int, bytes | None] | None = None,
     ) -> BatchPartials:
         """Pre-aggregate one batch, given as records or (faster) as a `SourceBatch`;
         `decoding`, the batch decoded once for all tasks over its topic, is used when it is of
-        this very batch's values."""
+        this very batch's values. `key_clocks`: per partition, its stored key clocks
+        (`watermark = 'key'` only, `mars.engine.key_clocks`)."""
         task = self._task
         batch = records if isinstance(records, SourceBatch) else SourceBatch.of(records)
         if decoding is not None and decoding.values is batch.values:
@@ -158,8 +162,13 @@ class Preaggregator:
         late: list[RejectedRecord] = []
         datasets: dict[int, bytes] = {}
         last_window: int | None = None
+        by_key = task.spec.options.watermark is WatermarkMode.KEY
+        stored_clocks = {p: decode_clocks(c) for p, c in (key_clocks or {}).items()}
+        new_clocks = {p: c for p, c in (key_clocks or {}).items() if c} if by_key else {}
         if frame.height:
             frame = self._with_stream_time_before(frame, timing, stream_times, latest_times)
+            if by_key:
+                frame, new_clocks = self._with_key_clocks(frame, stored_clocks, new_stream_times)
             frame, late_rows = self._split_late(frame)
             late = [
                 batch.rejected(row, self._late_reason(t, before))
@@ -174,6 +183,7 @@ class Preaggregator:
             late=late,
             bad=[batch.rejected(row, bad[row]) for row in sorted(bad)],
             stream_times=new_stream_times,
+            key_clocks=new_clocks,
             last_offsets=batch.last_offsets(),
             records_in=len(batch),
             accepted=len(batch) - len(bad) - len(late),
@@ -274,6 +284,36 @@ class Preaggregator:
             before = before.gather(timing.get_column(ROW).search_sorted(rows))
         return frame.with_columns(before)
 
+    def _with_key_clocks(
+        self,
+        frame: pl.DataFrame,
+        stored: Mapping[int, pl.DataFrame | None],
+        stream_times: Mapping[int, int],
+    ) -> tuple[pl.DataFrame, dict[int, bytes]]:
+        """`watermark = 'key'`: `_BEFORE` becomes each row's effective clock (its key's clock,
+        or the stream time less `key_lag`); and the key clocks after the batch, encoded."""
+        key_names = [key_column(i) for i in range(len(self._task.keys))]
+        lag_ms = self._task.spec.options.key_lag_ms
+        frame = with_effective_clock(
+            frame,
+            key_names=key_names,
+            partition_column=_PARTITION,
+            time_column=_TIME,
+            before_column=_BEFORE,
+            clocks=stored,
+            lag_ms=lag_ms,
+        )
+        clocks = next_clocks(
+            frame,
+            key_names=key_names,
+            partition_column=_PARTITION,
+            time_column=_TIME,
+            clocks=stored,
+            stream_times=stream_times,
+            lag_ms=lag_ms,
+        )
+        return frame, {p: encode_clocks(c) for p, c in clocks.items()}
+
     def _split_late(self, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(on-time rows, late rows) by `_BEFORE` (`_with_stream_time_before`; none late
         without it)."""
@@ -325,6 +365,11 @@ class Preaggregator:
             partial_exprs.extend(session_end.partial_exprs(pl.col(_TIME), _SESSION_END_PREFIX))
         else:
             frame = self._with_window_starts(frame)
+        if task.spec.options.watermark is WatermarkMode.KEY:
+            key_time = Max()  # the key's latest time in the partial: the reducer's key clock
+            aggregates.append(key_time)
+            prefixes.append(_KEY_TIME_PREFIX)
+            partial_exprs.extend(key_time.partial_exprs(pl.col(_TIME), _KEY_TIME_PREFIX))
         grouped = frame.group_by([_WINDOW, *key_names]).agg(partial_exprs)
         datasets = encode_bucketed_datasets(
             grouped=grouped,

@@ -160,7 +160,8 @@ class BatchPartials:
     bucket-layout fence in Redis checks it (mars.tasks.bucket_layout).
     `stream_times` / `last_offsets` are per partition after this batch: the mapper stores them
     with the applied offsets so the next batch (or a restarted mapper) continues the same
-    lateness decisions. Counts: `records_in == accepted + len(late) + len(bad)`, and
+    lateness decisions; so are `key_clocks` (`mars.engine.key_clocks`). Counts:
+    `records_in == accepted + len(late) + len(bad)`, and
     `filtered` (WHERE false or NULL) is the part of `accepted` that contributes to no window.
     """
 
@@ -169,6 +170,7 @@ class BatchPartials:
     late: list[RejectedRecord] = field(default_factory=list)
     bad: list[RejectedRecord] = field(default_factory=list)
     stream_times: dict[int, int] = field(default_factory=dict)
+    key_clocks: dict[int, bytes] = field(default_factory=dict)  # watermark = 'key' only
     last_offsets: dict[int, int] = field(default_factory=dict)
     records_in: int = 0
     accepted: int = 0

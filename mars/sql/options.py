@@ -3,6 +3,7 @@
 Options: event_time, event_time_format, format, csv_columns, csv_delimiter, output_topic,
 buckets, idle_timeout, emit ('final' or 'changes'; the SQL's `EMIT` clause sets it too),
 emit_interval and preaggregation ('mappers' or 'spark': who pre-aggregates the live stream);
+watermark ('partition' or 'key') and key_lag (`mars.sql.key_watermark`);
 schema_file and protobuf_message for format = avro / protobuf (`mars.sql.schema_options`).
 Every value is validated here; an unknown name is an error.
 """
@@ -27,6 +28,7 @@ from mars.tasks.spec import (
     Preaggregation,
     TaskOptions,
     TimeFormat,
+    WatermarkMode,
 )
 
 KNOWN_OPTIONS = (
@@ -43,6 +45,8 @@ KNOWN_OPTIONS = (
     "preaggregation",
     "schema_file",
     "protobuf_message",
+    "watermark",
+    "key_lag",
 )
 DEFAULT_EVENT_TIME_FIELD = "timestamp"
 PROCESSING_TIME = "processing"
@@ -141,7 +145,19 @@ class _OptionReader:
             ),
             schema_file=schema.schema_file,
             protobuf_message=schema.protobuf_message,
+            watermark=WatermarkMode(
+                self._choice("watermark", tuple(m.value for m in WatermarkMode))
+                or WatermarkMode.PARTITION
+            ),
+            key_lag_ms=self._key_lag_ms(),
         )
+
+    def _key_lag_ms(self) -> int:
+        if "key_lag" not in self._options:
+            return TaskOptions().key_lag_ms
+        if self._choice("watermark", tuple(m.value for m in WatermarkMode)) != "key":
+            raise self._fail("key_lag", "needs watermark = 'key'")
+        return self._duration_ms("key_lag", minimum_ms=0)
 
     def _schema(self, input_format: InputFormat) -> SchemaOptions:
         for key in ("schema_file", "protobuf_message"):

@@ -18,6 +18,7 @@ from mars.sql.aggregation_plan import AggregationPlan, plan_aggregation
 from mars.sql.clauses import Duration, split_mars_clauses
 from mars.sql.cumulate import check_cumulate_task, cumulate_window
 from mars.sql.errors import TaskError
+from mars.sql.key_watermark import check_key_watermark_task
 from mars.sql.options import resolve_options
 from mars.sql.positions import node_position
 from mars.sql.statement import SelectStatement, read_statement
@@ -57,6 +58,7 @@ def _parse(sql: str, *, task_id: str, options: Mapping[str, Any] | None) -> Task
         check_cumulate_task(resolved.task_options, clauses.options)
     plan = plan_aggregation(statement, event_time_field=resolved.event_time.field)
     _check_csv_columns(plan, resolved.event_time, resolved.task_options)
+    check_key_watermark_task(resolved.task_options, window, plan.top_k, clauses.options)
     return TaskSpec(
         id=task_id,
         sql=sql,

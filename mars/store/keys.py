@@ -35,6 +35,11 @@ class TaskKeys:
         return self.prefix + "src"
 
     @property
+    def key_clocks(self) -> str:
+        """Hash: source id -> its key clocks (`watermark = 'key'`, Arrow IPC bytes)."""
+        return self.prefix + "keyclocks"
+
+    @property
     def live(self) -> str:
         """Hash: partition -> packed `caught_up:heartbeat_wall_ms`; `partitions` -> count."""
         return self.prefix + "live"

@@ -8,6 +8,7 @@ offsets, numbers the batch's data sets and bumps the counters in one Lua script.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import redis
@@ -106,8 +107,13 @@ class SeqStore:
 
     def read_sources(self, task: str) -> dict[int, SourceState]:
         """Applied offset and stream time of every Kafka partition written so far."""
-        raw = self._redis.hgetall(TaskKeys(task).sources)
-        states = {parse_source_field(text_of(k)): unpack_source(v) for k, v in raw.items()}
+        keys = TaskKeys(task)
+        raw = self._redis.hgetall(keys.sources)
+        clocks = self._redis.hgetall(keys.key_clocks)
+        states = {
+            parse_source_field(text_of(k)): _with_clocks(unpack_source(v), clocks.get(k))
+            for k, v in raw.items()
+        }
         return {s: state for s, state in states.items() if isinstance(s, int)}
 
     def read_source_states(
@@ -117,8 +123,14 @@ class SeqStore:
         ids = list(sources)
         if not ids:
             return {}
-        raw = self._redis.hmget(TaskKeys(task).sources, [source_field(s) for s in ids])
-        return {s: unpack_source(v) if v else SourceState() for s, v in zip(ids, raw, strict=True)}
+        keys = TaskKeys(task)
+        fields = [source_field(s) for s in ids]
+        raw = self._redis.hmget(keys.sources, fields)
+        clocks = self._redis.hmget(keys.key_clocks, fields)
+        return {
+            s: _with_clocks(unpack_source(v), c) if v else SourceState()
+            for s, v, c in zip(ids, raw, clocks, strict=True)
+        }
 
     def apply_batch(
         self,
@@ -164,7 +176,11 @@ class SeqStore:
         for name, delta in nonzero.items():
             args += [name, str(delta)]
         args += [WRITTEN_CHANNEL, task]
-        script_keys = [keys.sources, keys.stats, keys.layout]
+        clocks = {s: c for s, state in sources.items() if (c := state.key_clocks) is not None}
+        args.append(str(len(clocks)))
+        for source, blob in clocks.items():
+            args += [source_field(source), blob]
+        script_keys = [keys.sources, keys.stats, keys.layout, keys.key_clocks]
         for bucket in buckets:
             script_keys += [keys.seq(bucket), keys.datasets(bucket)]
         reply = self._scripts.apply_batch(keys=script_keys, args=args)
@@ -173,9 +189,17 @@ class SeqStore:
         if int(reply[0]) == 1:
             seqs = {b: int(s) for b, s in zip(buckets, reply[1:], strict=True)}
             return ApplyResult(status=ApplyStatus.APPLIED, seqs=seqs)
+        pairs = list(_pairs(reply[1:]))
+        stored_clocks: list[Any] = [None] * len(pairs)
+        if any(state.key_clocks is not None for state in sources.values()):
+            # Read after the reply: clocks newer than an offset shown only make the retry
+            # rejected again (its expected offset is then stale), never applied with them.
+            stored_clocks = self._redis.hmget(keys.key_clocks, [field for field, _ in pairs])
         current = {
-            parse_source_field(field): unpack_source(value) if value else SourceState()
-            for field, value in _pairs(reply[1:])
+            parse_source_field(field): _with_clocks(unpack_source(value), clock)
+            if value
+            else SourceState()
+            for (field, value), clock in zip(pairs, stored_clocks, strict=True)
         }
         return ApplyResult(status=ApplyStatus.REJECTED, sources=current)
 
@@ -370,3 +394,11 @@ def _validate_batch(
     reserved = STORE_COUNTERS.intersection(counters)
     if reserved:
         raise ValueError(f"counters {sorted(reserved)} are maintained by apply_batch itself")
+
+
+def _with_clocks(state: SourceState, clocks: bytes | str | None) -> SourceState:
+    """`state` with its stored key clocks (`watermark = 'key'`), if any."""
+    if clocks is None:
+        return state
+    blob = clocks.encode() if isinstance(clocks, str) else clocks
+    return replace(state, key_clocks=blob)

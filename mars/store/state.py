@@ -36,6 +36,8 @@ class SourceState:
     applied_offset: int = NO_OFFSET
     stream_time_ms: int | None = None
     last_data_wall_ms: int | None = None
+    # watermark = 'key': the source's key clocks (mars.engine.key_clocks), stored beside it.
+    key_clocks: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -43,6 +43,14 @@ class Preaggregation(StrEnum):
     SPARK = "spark"
 
 
+class WatermarkMode(StrEnum):
+    """What a record's lateness and its windows' closing follow (docs/semantics.md, Key
+    watermarks): its partition's stream time, or its own group key's clock."""
+
+    PARTITION = "partition"
+    KEY = "key"
+
+
 class AggFunc(StrEnum):
     COUNT = "count"  # COUNT(*) when argument is None, else COUNT(col): non-null values
     SUM = "sum"
@@ -167,6 +175,10 @@ class TaskOptions:
     # None: records are Confluent-framed and their schemas come from the schema registry.
     schema_file: str | None = None
     protobuf_message: str | None = None  # with a .proto schema_file: which message (default first)
+    watermark: WatermarkMode = WatermarkMode.PARTITION
+    # watermark = 'key': how far a key's clock may trail its partition's stream time before
+    # the partition's rule applies to it (bounds the key clocks kept; docs/semantics.md).
+    key_lag_ms: int = 600_000
 
     @property
     def layout(self) -> BucketLayout:
@@ -246,6 +258,8 @@ class TaskSpec:
             bucket_changes=tuple(BucketChange(**c) for c in opts.get("bucket_changes", ())),
             schema_file=opts.get("schema_file"),
             protobuf_message=opts.get("protobuf_message"),
+            watermark=WatermarkMode(opts.get("watermark", WatermarkMode.PARTITION)),
+            key_lag_ms=int(opts.get("key_lag_ms", 600_000)),
         )
         top_k = data.get("top_k")
         return cls(

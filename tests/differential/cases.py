@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+import zlib
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, Literal
@@ -217,6 +218,7 @@ class TaskShape:
     top_k: tuple[str, int] | None = None  # (alias, k): ORDER BY alias DESC LIMIT k
     window_column: bool = False  # `ts` in GROUP BY: the window start as a column
     emit_changes: bool = False  # EMIT CHANGES: the updates topic's final rows = the results
+    key_lag_ms: int | None = None  # WITH (watermark = 'key', key_lag = ...); None: partition
 
     def mars_sql(self, topic: str) -> str:
         select = [*self.keys, *(["ts"] if self.window_column else [])]
@@ -243,8 +245,14 @@ class TaskShape:
             parts.append(f"GRACE {self.grace_ms} ms")
         if self.emit_changes:
             parts.append("EMIT CHANGES EVERY 1 s")
-        parts.append(f"WITH (event_time = 'ts', event_time_format = '{_FORMAT[self.unit]}')")
+        parts.append(self._with_clause())
         return " ".join(parts)
+
+    def _with_clause(self) -> str:
+        watermark = ""
+        if self.key_lag_ms is not None:
+            watermark = f", watermark = 'key', key_lag = '{self.key_lag_ms} ms'"
+        return f"WITH (event_time = 'ts', event_time_format = '{_FORMAT[self.unit]}'{watermark})"
 
     def window_of(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
         """The window part of a result key: `(window_start,)`, or for cumulative windows,
@@ -420,6 +428,7 @@ def random_case(seed: int) -> Case:
                     * step
                 )
             streams[p].append(_record(rng, style, ts, shape.unit))
+    shape, streams = _key_watermark(seed, shape, streams)
     input_format = _input_format(seed, shape)
     return Case(
         seed=seed,
@@ -430,6 +439,75 @@ def random_case(seed: int) -> Case:
         via_backfill=seed % BACKFILL_EVERY == 0,
         input_format=input_format,
     )
+
+
+KEY_WATERMARK_SHARE = 0.35  # of the cases that may have it (tumbling, hopping, no top-k)
+
+
+def _key_watermark(
+    seed: int, shape: TaskShape, streams: list[list[bytes]]
+) -> tuple[TaskShape, list[list[bytes]]]:
+    """A share of the tumbling and hopping cases without top-k or EMIT CHANGES get
+    `watermark = 'key'` and a keyed stream: the partitions' records interleaved, each routed
+    to the partition of its group key (so each key is in one partition, and keys of the
+    former partitions, at their own pace, meet out of order), and each key's clock set back
+    by 0 to 1.5 window sizes of its own (a device whose clock is behind). Drawn from a
+    generator of its own, so every other draw of a seed stays as it was."""
+    rng = random.Random(f"watermark {seed}")
+    if (
+        shape.window not in ("tumbling", "hopping")
+        or shape.top_k is not None
+        or shape.emit_changes
+        or rng.random() >= KEY_WATERMARK_SHARE
+    ):
+        return shape, streams
+    lag = min(rng.choice([0, shape.size_ms, 2 * shape.size_ms, 4 * shape.size_ms]), 6_000)
+    keyed: list[list[bytes]] = [[] for _ in streams]
+    for row in range(max((len(s) for s in streams), default=0)):
+        for stream in streams:
+            if row < len(stream):
+                value = _skewed(stream[row], shape)
+                keyed[_key_partition(value, shape.keys, len(streams))].append(value)
+    return replace(shape, key_lag_ms=lag), keyed
+
+
+def _skewed(value: bytes, shape: TaskShape) -> bytes:
+    """`value` with its event time set back by its group key's skew (epoch units only; bad
+    and ISO-8601 times as they are)."""
+    try:
+        record = json.loads(value)
+    except ValueError:
+        return value
+    if not isinstance(record, dict) or not isinstance(record.get("ts"), int):
+        return value
+    key = json.dumps([_path_value(record, name) for name in shape.keys]).encode()
+    skew_ms = zlib.crc32(key) % 4 * shape.size_ms // 2
+    record["ts"] -= skew_ms // 1000 if shape.unit == "s" else skew_ms
+    return json.dumps(record).encode()
+
+
+def _key_partition(value: bytes, keys: tuple[str, ...], partitions: int) -> int:
+    """The partition of a record's group key (of its bytes when it is not a JSON object)."""
+    try:
+        record = json.loads(value)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        return zlib.crc32(value) % partitions
+    key = [_path_value(record, name) for name in keys]
+    return zlib.crc32(json.dumps(key).encode()) % partitions
+
+
+def _path_value(record: dict[str, Any], name: str) -> Any:
+    value: Any = record
+    for part in name.replace("[0]", ".0").split("."):
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part == "0":
+            value = value[0] if value else None
+        else:
+            return None
+    return value
 
 
 def _input_format(seed: int, shape: TaskShape) -> str:

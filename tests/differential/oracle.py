@@ -12,6 +12,9 @@ everything else is one DuckDB query per case:
   bad ones left out (filtered and late ones count);
 - late: tumbling/hopping `last_start + size + grace <= before`, session `ts + grace < before`,
   cumulate `max_start + size + grace <= before` (its max window closed);
+- `watermark = 'key'`: `before` is the effective clock instead, `max(key clock before,
+  stream time before - key_lag)`, the key clock being the max event time of the earlier
+  records of its partition and group key that WHERE kept (not bad);
 - hopping: a record counts in its windows with `start + size + grace > before`;
 - cumulate: each accepted record joined to the windows `[max_start, max_start + n * step)`
   ending after it, kept where `end + grace > before`;
@@ -153,12 +156,34 @@ def _judge_sql(case: Case) -> str:
                 PARTITION BY p ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
             ) AS before
             FROM kept
-        )
+        ){_key_clock_sql(case)}
         SELECT *, keep AND ts IS NULL AS bad,
                keep AND ts IS NOT NULL AND coalesce({late}, false) AS late,
                keep AND ts IS NOT NULL AND NOT coalesce({late}, false) AS accepted
-        FROM timed
+        FROM {"keyed" if case.shape.key_lag_ms is not None else "timed"}
     """
+
+
+def _key_clock_sql(case: Case) -> str:
+    """`watermark = 'key'`: the CTE `keyed`, `timed` with `before` the effective clock."""
+    shape = case.shape
+    if shape.key_lag_ms is None:
+        return ""
+    by = ", ".join(["p", *(_duck(key) for key in shape.keys)])
+    return f""",
+        clocked AS (
+            SELECT *, max(CASE WHEN keep AND ts IS NOT NULL THEN ts END) OVER (
+                PARTITION BY {by} ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+            ) AS key_before
+            FROM timed
+        ),
+        keyed AS (
+            SELECT * EXCLUDE (key_before) REPLACE (
+                CASE WHEN key_before IS NULL THEN before - {shape.key_lag_ms}
+                     ELSE greatest(key_before, before - {shape.key_lag_ms}) END AS before
+            )
+            FROM clocked
+        )"""
 
 
 def _last_start(slide: int) -> str:

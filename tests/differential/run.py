@@ -85,7 +85,10 @@ def run_group(
     expected = [expected_of(case) for case in cases]
     reader = TopicReader(bootstrap, outputs + [u for u in updates if u is not None])
     try:
-        closing_s = max(c.shape.size_ms + c.shape.grace_ms for c in cases) / 1000
+        closing_s = (
+            max(c.shape.size_ms + c.shape.grace_ms + (c.shape.key_lag_ms or 0) for c in cases)
+            / 1000
+        )
         deadline = time.monotonic() + timeout_s + closing_s
         while time.monotonic() < deadline:
             reader.poll_for(0.5)

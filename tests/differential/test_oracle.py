@@ -261,3 +261,43 @@ def test_a_record_protobuf_cannot_carry_is_bad_even_where_where_drops_it() -> No
     assert (as_json.bad, as_json.filtered) == (0, 1)
     assert (as_protobuf.bad, as_protobuf.filtered) == (1, 0)
     assert binary_records.encode(carried[0][0], "protobuf", "ms") == CORRUPT_PAYLOAD
+
+
+def test_key_watermark_judges_a_record_by_its_own_key_clock() -> None:
+    records: list[dict[str, Any] | bytes] = [
+        {"ts": 100, "k1": "fast"},
+        {"ts": 40, "k1": "slow"},  # on time: slow's first record
+        {"ts": 45, "k1": "slow"},
+        {"ts": 62, "k1": "slow"},
+        {"ts": 51, "k1": "slow"},  # late: [50, 60) closed at slow's clock 62
+        {"ts": 30, "k1": "slow"},  # late: 30's window ends at 40 <= 100 - key_lag 60
+    ]
+    partition = expected_of(case(shape(), records))
+    assert partition.late == 5
+    keyed = expected_of(case(shape(key_lag_ms=60), records))
+    assert keyed.late == 2
+    assert keyed.rows == {
+        (100, "fast"): {"n": 1},
+        (40, "slow"): {"n": 2},
+        (60, "slow"): {"n": 1},
+    }
+    assert expected_of(case(shape(key_lag_ms=0), records)) == partition
+
+
+def test_key_watermark_cases_have_each_key_in_one_partition() -> None:
+    drawn = [c for c in map(random_case, range(200)) if c.shape.key_lag_ms is not None]
+    assert len(drawn) >= 15
+    for c in drawn:
+        assert c.shape.window in ("tumbling", "hopping") and c.shape.top_k is None
+        assert "watermark = 'key'" in c.task_sql("S")
+        homes: dict[str, int] = {}
+        for p, values in enumerate(c.partitions):
+            for value in values:
+                try:
+                    record = json.loads(value)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    key = json.dumps([record.get(k) for k in c.shape.keys if "." not in k])
+                    if all("." not in k for k in c.shape.keys):
+                        assert homes.setdefault(key, p) == p, c.seed

@@ -15,7 +15,7 @@ its whole stream applied by a Spark backfill (local[2]), then resumed.
 A failure prints the seed, the SQL and the stream shrunk to a smaller one that still fails;
 `random_case(seed)` (tests/differential/cases.py) rebuilds the original.
 `MARS_DIFFERENTIAL_WINDOW=cumulate` (or tumbling, hopping, session) runs only cases of that
-window kind.
+window kind; `MARS_DIFFERENTIAL_WATERMARK=key` only cases with `watermark = 'key'`.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ BUDGET_S = float(os.environ.get("MARS_DIFFERENTIAL_BUDGET_S", "240"))
 # Only cases of this window kind (tumbling, hopping, session, cumulate): the seeds from SEED on
 # whose case draws it, CASES of them.
 WINDOW = os.environ.get("MARS_DIFFERENTIAL_WINDOW")
+KEY_WATERMARK = os.environ.get("MARS_DIFFERENTIAL_WATERMARK") == "key"
 GROUP = 8
 MIN_CASES = min(CASES, 16)  # a budget that runs fewer is a broken test, not a pass
 
@@ -74,6 +75,9 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
     if WINDOW:
         kind = (seed for seed in itertools.count(SEED) if random_case(seed).shape.window == WINDOW)
         seeds = list(itertools.islice(kind, CASES))
+    if KEY_WATERMARK:
+        keyed = (s for s in itertools.count(SEED) if random_case(s).shape.key_lag_ms is not None)
+        seeds = list(itertools.islice(keyed, CASES))
     for first in range(0, len(seeds), GROUP):
         if time.monotonic() - started > BUDGET_S:
             break

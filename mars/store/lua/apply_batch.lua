@@ -1,7 +1,7 @@
 -- Apply one batch of one writer atomically (see docs/protocol.md).
 --
--- KEYS[1] sources hash, KEYS[2] stats hash, KEYS[3] layout hash,
--- KEYS[4..] per written bucket, its seq counter then its data sets hash (every key the script
+-- KEYS[1] sources hash, KEYS[2] stats hash, KEYS[3] layout hash, KEYS[4] key clocks hash,
+-- KEYS[5..] per written bucket, its seq counter then its data sets hash (every key the script
 -- touches is declared: Redis Cluster).
 -- ARGV: now_ms,
 --       the writer's layout generation, its current epoch's first window start,
@@ -10,7 +10,8 @@
 --       n_sources,  then n_sources  x (source field, new applied offset, stream time or ''),
 --       then per written bucket: its data set bytes,
 --       n_counters, then n_counters x (counter name, delta),
---       then the written channel and the task id: published once the batch is applied.
+--       then the written channel and the task id: published once the batch is applied,
+--       n_clocks, then n_clocks x (source field, its key clocks): stored with the offsets.
 -- Returns {1, seq...} (APPLIED, one seq per written bucket),
 --         {0, field, packed state or '', ...} (REJECTED: nothing written), or
 --         {2, generation} (LAYOUT CHANGED: the writer's bucket layout is stale for a window
@@ -83,8 +84,8 @@ end
 
 -- 4. Number and store the data sets: INCR gives each one the next seq, no hole, no reuse.
 local reply = {1}
-local n_buckets = (#KEYS - 3) / 2
-for k = 4, #KEYS, 2 do
+local n_buckets = (#KEYS - 4) / 2
+for k = 5, #KEYS, 2 do
   local seq = redis.call('INCR', KEYS[k])
   redis.call('HSET', KEYS[k + 1], seq, ARGV[i]); i = i + 1
   reply[#reply + 1] = seq
@@ -98,6 +99,12 @@ end
 redis.call('HINCRBY', stats, 'batches', 1)
 if n_buckets > 0 then redis.call('HINCRBY', stats, 'datasets', n_buckets) end
 
--- 6. Wake the task's reducer owners (a hint: owners also poll, so a lost message costs time only).
+-- 6. Key clocks (watermark = 'key'), with the offsets they go with.
+local n_clocks = tonumber(ARGV[i + 2] or '0')
+for j = 1, n_clocks do
+  redis.call('HSET', KEYS[4], ARGV[i + 1 + 2 * j], ARGV[i + 2 + 2 * j])
+end
+
+-- 7. Wake the task's reducer owners (a hint: owners also poll, so a lost message costs time only).
 redis.call('PUBLISH', ARGV[i], ARGV[i + 1])
 return reply

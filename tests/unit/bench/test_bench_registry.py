@@ -30,6 +30,7 @@ EXPECTED = (
     "profile",
     "nexmark",
     "statistics",
+    "key_watermarks",
     "spark_stream",
 )
 

@@ -1,0 +1,47 @@
+"""`WITH (watermark = 'key' [, key_lag = '10 minutes'])`: per-key clocks (docs/semantics.md,
+"Key watermarks"). Checked here, each error at the `watermark` option: what the mode does not
+support yet, refused rather than given a meaning nobody can check.
+
+- Session and cumulative windows: their reducers close on the task watermark only.
+- Top-k (`ORDER BY ... LIMIT k`): a window's ranking needs every key of the window closed, so
+  key clocks would buy nothing there; refused so nobody expects early results.
+- EMIT CHANGES and `preaggregation = 'spark'`: the updates topic's "final" marker and the
+  Spark stream's writer follow the task watermark; not wired to key clocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mars.sql.clauses import OptionValue
+from mars.sql.errors import TaskError
+from mars.tasks.spec import Preaggregation, TaskOptions, TopK, WatermarkMode, WindowSpec
+
+
+def check_key_watermark_task(
+    options: TaskOptions,
+    window: WindowSpec,
+    top_k: TopK | None,
+    clause: Mapping[str, OptionValue],
+) -> None:
+    """Raise a positioned `TaskError` when a key-watermark task asks for what it lacks."""
+    if options.watermark is not WatermarkMode.KEY:
+        return
+    given = clause.get("watermark")
+    position = None if given is None or given.position < 0 else given.position
+    refused: str | None = None
+    if window.session:
+        refused = "session windows (WINDOWING SESSION)"
+    elif window.cumulate:
+        refused = "cumulative windows (WINDOWING CUMULATE)"
+    elif top_k is not None:
+        refused = "ORDER BY ... LIMIT (top-k ranks a window's keys together)"
+    elif options.emit_interval_ms is not None:
+        refused = "EMIT CHANGES"
+    elif options.preaggregation is Preaggregation.SPARK:
+        refused = "preaggregation = 'spark'"
+    if refused is not None:
+        raise TaskError(
+            f"option watermark: 'key' does not apply to {refused}; use watermark = 'partition'",
+            position=position,
+        )

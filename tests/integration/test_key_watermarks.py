@@ -1,0 +1,141 @@
+"""Devices with skewed clocks, through the real pipeline, once per watermark mode.
+
+Twelve devices, each the group key of a tumbling 10 s window task, send in their own order
+(every device's records in time order) but with clocks up to four minutes behind, and every
+third one in bursts after 30 s of buffering, as uploads from a phone do. The source topic is
+keyed by device (each device in one partition). Per mode, two mappers and two reducers:
+
+- results and counters exact against the DuckDB oracle of the mode (tests/differential/oracle.py);
+- with `watermark = 'key'` no record is late (every device is in order), with the partition
+  watermark many are (the oracle says how many, and Mars agrees);
+- a reducer owning the task is SIGKILLed mid-run (after 20 results, with checkpoints only
+  when a step needs one): nothing is missing or emitted twice.
+
+After the stream, one filtered record per partition far in the future moves every partition's
+stream time past the last windows, so they close by event time; idle close is kept out of the
+run (`idle_timeout` 10 m): the pause around the kill would otherwise close windows by the wall
+clock, and the second half's records of them would be late at the reducer (docs/semantics.md,
+the reducer's rule), which is not what this test is about.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from tests.differential.cases import AGGREGATES, Case, TaskShape, _key_partition
+from tests.differential.compare import problems
+from tests.differential.oracle import expected_of
+from tests.differential.run import _stats
+from tests.integration.pipeline import TopicReader, produce_in_order
+from tests.integration.watched import WatchedPipeline, kill_an_owner, make_topic
+
+pytestmark = pytest.mark.integration
+
+BASE_MS = 1_700_000_000_000
+PARTITIONS = 3
+DEVICES = 12
+MAX_SKEW_MS = 240_000
+KEY_LAG_MS = 300_000
+KILL_AFTER_ROWS = 20  # results out before a reducer is killed
+SUM_V = next(a for a in AGGREGATES if a.alias == "sv")
+
+
+def device_stream(seed: int = 37, seconds: int = 180) -> tuple[tuple[bytes, ...], ...]:
+    """Per partition, the devices' records in arrival order (see the module docstring)."""
+    rng = random.Random(seed)
+    skews = {f"d{d:02}": rng.randint(0, MAX_SKEW_MS) for d in range(DEVICES)}
+    buffered: dict[str, list[bytes]] = {device: [] for device in skews}
+    partitions: list[list[bytes]] = [[] for _ in range(PARTITIONS)]
+    keys = ("k1",)
+    for tick in range(0, seconds * 1000, 500):
+        for number, (device, skew) in enumerate(skews.items()):
+            if rng.random() < 0.5:
+                value = {"ts": BASE_MS + MAX_SKEW_MS + tick - skew, "k1": device}
+                value["v"] = rng.randint(0, 100)
+                buffered[device].append(json.dumps(value).encode())
+            if number % 3 != 0 or tick % 30_000 == 0:  # bursty devices flush every 30 s
+                for record in buffered[device]:
+                    partitions[_key_partition(record, keys, PARTITIONS)].append(record)
+                buffered[device].clear()
+    closer = json.dumps({"ts": BASE_MS + 10**8, "k1": "closer", "v": -1}).encode()
+    return tuple((*records, closer) for records in partitions)
+
+
+def case_of(key_lag_ms: int | None) -> Case:
+    shape = TaskShape(
+        keys=("k1",),
+        aggregates=(AGGREGATES[0], SUM_V),
+        window="tumbling",
+        size_ms=10_000,
+        slide_ms=10_000,
+        grace_ms=1_000,
+        unit="ms",
+        where="v >= 0",
+        key_lag_ms=key_lag_ms,
+    )
+    return Case(seed=0, shape=shape, partitions=device_stream())
+
+
+@pytest.mark.pipeline(
+    mappers=2,
+    reducers=2,
+    # Checkpoints only when a step must carry one: a recovery then replays everything merged
+    # since the last, and a group closed by its key clock after it would come out twice.
+    env={"MARS_MAPPER__BATCH_SIZE": "64", "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "600000"},
+)
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("key_lag_ms", [None, KEY_LAG_MS], ids=["partition", "key"])
+def test_skewed_devices_are_exact_per_mode_through_a_reducer_kill(
+    pipeline: WatchedPipeline,
+    kafka_admin: AdminClient,
+    unique_name: str,
+    key_lag_ms: int | None,
+) -> None:
+    case = case_of(key_lag_ms)
+    expected = expected_of(case)
+    if key_lag_ms is None:
+        assert expected.late > case.records // 5  # the lagging devices' records
+    else:
+        assert expected.late == 0  # every device is in order
+    topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
+    halves = [len(values) // 2 for values in case.partitions]
+    produce_in_order(
+        pipeline.bootstrap,
+        topic,
+        ((p, v) for p, values in enumerate(case.partitions) for v in values[: halves[p]]),
+    )
+    task = f"{unique_name}t"
+    body = pipeline.register(
+        case.task_sql(topic), task_id=task, options={"idle_timeout": "10 m", "buckets": 2}
+    )
+    output = body["topics"]["output"]
+    reader = TopicReader(pipeline.bootstrap, [output])
+    try:
+        deadline = time.monotonic() + 120
+        while len(reader.values(output)) < KILL_AFTER_ROWS:
+            assert time.monotonic() < deadline, "no result before the kill\n" + pipeline.logs()
+            reader.poll_for(0.5)
+        kill_an_owner(pipeline, task)
+        produce_in_order(
+            pipeline.bootstrap,
+            topic,
+            ((p, v) for p, values in enumerate(case.partitions) for v in values[halves[p] :]),
+        )
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            reader.poll_for(0.5)
+            stats = _stats(pipeline, task)
+            if stats.get("records_in", 0) >= case.records and len(reader.values(output)) >= len(
+                expected.rows
+            ):
+                break
+        reader.poll_for(3.0)  # anything beyond the expected rows shows now
+        found = problems(case, expected, reader.values(output), _stats(pipeline, task))
+    finally:
+        reader.close()
+    assert found == [], "\n".join(found[:20]) + "\n" + pipeline.logs()
