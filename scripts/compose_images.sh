@@ -21,7 +21,7 @@ if ! podman image exists "$base"; then
   rm -rf "$work/rootfs"
   debootstrap --variant=minbase bookworm "$work/rootfs" http://deb.debian.org/debian \
     >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log" >&2; fail "debootstrap"; }
-  tar -C "$work/rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' - "$base" >/dev/null \
+  tar -C "$work/rootfs" -c . | podman import -q --change 'CMD ["/bin/bash"]' - "$base" >/dev/null \
     || fail "podman import"
   rm -rf "$work/rootfs"
 fi

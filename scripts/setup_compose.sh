@@ -25,8 +25,8 @@ if [ ${#apt_packages[@]} -gt 0 ]; then
     "${apt_packages[@]}" >/dev/null || fail "apt-get install ${apt_packages[*]}"
 fi
 
-# runc fails to set RLIMIT_NOFILE here (a container's default ulimits exceed what the machine
-# grants), so containers start with the limits they inherit.
+# runc fails here setting the RLIMIT_NOFILE that podman asks for by default: with no default
+# ulimits, containers start with the limits they inherit.
 conf=/etc/containers/containers.conf
 if ! grep -qs '^default_ulimits *= *\[\]' "$conf"; then
   say "setting default_ulimits = [] in $conf"
