@@ -1,7 +1,7 @@
 # The two commands for a fresh machine are `make run` and `make test`; both set up first.
 PY := .venv/bin/python
 
-.PHONY: setup run test lint unit bench down clean
+.PHONY: setup run test lint unit bench down clean test-compose
 
 setup:
 	@bash scripts/setup.sh
@@ -19,6 +19,13 @@ lint:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy --strict
+
+# docker-compose.yml run with podman on images built from a local Debian base (no Docker Hub):
+# podman set-up, the images (cached: rebuilt when their inputs change), then the cluster's test.
+test-compose: setup
+	@bash scripts/setup_compose.sh
+	@bash scripts/compose_images.sh
+	MARS_COMPOSE_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider -s --durations=5 tests/compose
 
 unit: setup
 	$(PY) -m pytest -q tests/unit

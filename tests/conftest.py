@@ -3,6 +3,7 @@ tests, started through the same launcher as `mars local up`, on fresh ports and 
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
@@ -19,6 +20,10 @@ from mars.config import Settings, load_settings
 # deadline (200 ms) only adds failures that say nothing about the code.
 hypothesis_settings.register_profile("mars", deadline=None)
 hypothesis_settings.load_profile("mars")
+
+# tests/compose builds container images and runs the compose cluster: `make test-compose` runs
+# it (MARS_COMPOSE_TESTS=1), plain `pytest` (`make test`) leaves it out.
+collect_ignore = [] if os.environ.get("MARS_COMPOSE_TESTS") else ["compose"]
 
 
 @pytest.fixture(scope="session")

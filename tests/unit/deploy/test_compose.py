@@ -23,7 +23,8 @@ PUBLISHED = {"kafka": 9092, "zookeeper": 2181, "redis": 6379}  # on the host
 
 
 def load_compose(path: Path = COMPOSE_FILE) -> dict[str, Any]:
-    data = yaml.safe_load(path.read_text())
+    """The file with each `${VARIABLE:-default}` (the host ports) at its default."""
+    data = yaml.safe_load(re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", path.read_text()))
     assert isinstance(data, dict)
     return data
 
