@@ -11,6 +11,7 @@ node. If the process dies between the two steps the tombstone stays; it is invis
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -30,7 +31,11 @@ from mars.registry.task_set_watch import TaskSetWatch
 from mars.tasks.bucket_layout import BucketChange
 from mars.tasks.spec import Preaggregation, TaskSpec
 
-_MAX_CAS_ATTEMPTS = 20
+_MAX_CAS_ATTEMPTS = 50
+# After a lost compare-and-set, wait a random time up to a doubling cap before re-reading:
+# without it two hot writers can keep cutting in on a third (or on each other) every time.
+_CAS_BACKOFF_FIRST_S = 0.001
+_CAS_BACKOFF_CAP_S = 0.1
 
 
 def _wall_clock_ms() -> int:
@@ -220,10 +225,13 @@ class TaskRegistry:
         return record
 
     def _update(self, task_id: str, *, change: Callable[[TaskRecord], TaskRecord]) -> TaskRecord:
-        """Apply `change` to the stored record with compare-and-set (re-read and re-applied on
-        a conflict); a DELETED task is not found."""
+        """Apply `change` to the stored record with compare-and-set (re-read and re-applied,
+        after a jittered backoff, on a conflict); a DELETED task is not found."""
         path = self._paths.task(task_id)
-        for _attempt in range(_MAX_CAS_ATTEMPTS):
+        for attempt in range(_MAX_CAS_ATTEMPTS):
+            if attempt:
+                cap_s = min(_CAS_BACKOFF_CAP_S, _CAS_BACKOFF_FIRST_S * 2**attempt)
+                time.sleep(random.uniform(0, cap_s))
             current = self._read(task_id, include_deleted=True)
             if current is None or current.status is TaskStatus.DELETED:
                 raise TaskNotFoundError(task_id)
