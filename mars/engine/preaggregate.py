@@ -163,8 +163,9 @@ class Preaggregator:
         datasets: dict[int, bytes] = {}
         last_window: int | None = None
         by_key = task.spec.options.watermark is WatermarkMode.KEY
-        stored_clocks = {p: decode_clocks(c) for p, c in (key_clocks or {}).items()}
-        new_clocks = {p: c for p, c in (key_clocks or {}).items() if c} if by_key else {}
+        clocks = (key_clocks or {}) if by_key else {}
+        stored_clocks = {p: decode_clocks(c) for p, c in clocks.items()}
+        new_clocks = {p: c for p, c in clocks.items() if c}
         if frame.height:
             frame = self._with_stream_time_before(frame, timing, stream_times, latest_times)
             if by_key:

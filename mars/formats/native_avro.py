@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mars.engine.joined_values import JoinedValues
-from mars.engine.native_json import NativeColumns, column_series
+from mars.engine.native_json import NativeColumns
 from mars.native import mars_native
 from mars.tasks.field_paths import Step, field_path
 
@@ -60,14 +60,7 @@ class NativeAvroReader:
             return None
         joined = values if isinstance(values, JoinedValues) else JoinedValues.of(values)
         decoded = self._decoder.decode(joined.data, joined.ends.tobytes(), header)
-        if decoded is None:
-            return None
-        rows = len(joined)
-        series = {
-            name: column_series(name, rows, *column)
-            for name, column in zip(self.fields, decoded, strict=True)
-        }
-        return NativeColumns(rows=rows, series=series)
+        return NativeColumns.of(self.fields, len(joined), decoded)
 
 
 def _node(

@@ -20,7 +20,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyAnyMethods, PyTuple};
 
-use crate::typed_columns::{column_out, Column, ColumnOut};
+use crate::typed_columns::{columns_out, record_bounds, Column, ColumnOut};
 
 const MAX_DEPTH: usize = 64;
 
@@ -116,35 +116,9 @@ impl AvroColumnsDecoder {
         ends: &[u8],
         header: &[u8],
     ) -> PyResult<Option<Vec<ColumnOut<'py>>>> {
-        if ends.len() % 8 != 0 {
-            return Err(PyValueError::new_err("ends must be int64s"));
-        }
-        let ends: Vec<i64> = ends
-            .chunks_exact(8)
-            .map(|chunk| i64::from_ne_bytes(chunk.try_into().expect("8 bytes")))
-            .collect();
-        let mut bounds = Vec::with_capacity(ends.len());
-        let mut start = 0usize;
-        for &end in &ends {
-            let end = usize::try_from(end)
-                .ok()
-                .filter(|&end| end >= start && end <= data.len())
-                .ok_or_else(|| PyValueError::new_err("ends out of bounds"))?;
-            bounds.push((start, end));
-            start = end + 1;
-        }
+        let bounds = record_bounds(data, ends)?;
         let walked = py.detach(|| self.walk(data, &bounds, header));
-        let Ok(columns) = walked else {
-            return Ok(None);
-        };
-        let mut out = Vec::with_capacity(columns.len());
-        for column in columns {
-            match column_out(py, column) {
-                Some(column) => out.push(column),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(out))
+        Ok(walked.ok().and_then(|columns| columns_out(py, columns)))
     }
 }
 

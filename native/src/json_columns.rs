@@ -20,7 +20,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::typed_columns::{column_out, Column, ColumnOut, BOOL, STRING};
+use crate::typed_columns::{columns_out, record_bounds, Column, ColumnOut, BOOL, STRING};
 
 const MAX_DEPTH: usize = 64;
 const MAX_KEYS: usize = 64; // keys read of one object: a u64 marks the ones seen
@@ -122,76 +122,43 @@ impl JsonColumnsDecoder {
         data: &[u8],
         ends: &[u8],
     ) -> PyResult<Option<Vec<ColumnOut<'py>>>> {
-        if ends.len() % 8 != 0 {
-            return Err(PyValueError::new_err("ends must be int64s"));
-        }
-        let ends: Vec<i64> = ends
-            .chunks_exact(8)
-            .map(|chunk| i64::from_ne_bytes(chunk.try_into().expect("8 bytes")))
-            .collect();
-        let walked = py.detach(|| self.walk(data, &ends));
-        let columns = match walked {
-            Ok(columns) => columns,
-            Err(WalkError::Decline) => return Ok(None),
-            Err(WalkError::Bounds) => return Err(PyValueError::new_err("ends out of bounds")),
-        };
-        let mut out = Vec::with_capacity(columns.len());
-        for column in columns {
-            match column_out(py, column) {
-                Some(column) => out.push(column),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(out))
-    }
-}
-
-enum WalkError {
-    Decline,
-    Bounds,
-}
-
-impl From<Decline> for WalkError {
-    fn from(_: Decline) -> Self {
-        WalkError::Decline
+        let bounds = record_bounds(data, ends)?;
+        let walked = py.detach(|| self.walk(data, &bounds));
+        Ok(walked.ok().and_then(|columns| columns_out(py, columns)))
     }
 }
 
 impl JsonColumnsDecoder {
-    fn walk(&self, data: &[u8], ends: &[i64]) -> Result<Vec<Column>, WalkError> {
-        if ends.is_empty() {
-            return Err(WalkError::Decline); // nothing to gain; the Python path types it
+    fn walk(&self, data: &[u8], bounds: &[(usize, usize)]) -> Walk<Vec<Column>> {
+        if bounds.is_empty() {
+            return Err(Decline); // nothing to gain; the Python path types it
         }
         if std::str::from_utf8(data).is_err() {
-            return Err(WalkError::Decline);
+            return Err(Decline);
         }
-        let mut columns: Vec<Column> = (0..self.columns).map(|_| Column::new(ends.len())).collect();
+        let mut columns: Vec<Column> = (0..self.columns)
+            .map(|_| Column::new(bounds.len()))
+            .collect();
         let mut reader = Reader {
             data,
             at: 0,
             scratch: Vec::new(),
         };
-        let mut start = 0usize;
-        for (row, &end) in ends.iter().enumerate() {
-            let end = usize::try_from(end).map_err(|_| WalkError::Bounds)?;
-            if end < start || end > data.len() {
-                return Err(WalkError::Bounds);
-            }
+        for (row, &(start, end)) in bounds.iter().enumerate() {
             reader.data = &data[..end];
             reader.at = start;
             reader.space();
             if reader.peek() != Some(b'{') {
-                return Err(WalkError::Decline);
+                return Err(Decline);
             }
             self.value(&mut reader, 0, row, 0, &mut columns)?;
             reader.space();
             if reader.at != end {
-                return Err(WalkError::Decline);
+                return Err(Decline);
             }
             for column in &mut columns {
                 column.offsets.push(column.text.len() as i64);
             }
-            start = end + 1;
         }
         Ok(columns)
     }

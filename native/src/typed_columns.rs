@@ -2,6 +2,7 @@
 //! avro_columns.rs) and hand them to Python: per column, Arrow buffers (validity bitmap,
 //! values, string offsets) that become a Polars column without a Python object per value.
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -133,4 +134,35 @@ fn bitmap(bits: impl Iterator<Item = bool>) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Each record's `(start, end)` in a batch's `data`: `ends` native-endian int64s, each record
+/// after the previous one's end and one separator byte (`JoinedValues`).
+pub(crate) fn record_bounds(data: &[u8], ends: &[u8]) -> PyResult<Vec<(usize, usize)>> {
+    if ends.len() % 8 != 0 {
+        return Err(PyValueError::new_err("ends must be int64s"));
+    }
+    let mut bounds = Vec::with_capacity(ends.len() / 8);
+    let mut start = 0usize;
+    for chunk in ends.chunks_exact(8) {
+        let end = i64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+        let end = usize::try_from(end)
+            .ok()
+            .filter(|&end| end >= start && end <= data.len())
+            .ok_or_else(|| PyValueError::new_err("ends out of bounds"))?;
+        bounds.push((start, end));
+        start = end + 1;
+    }
+    Ok(bounds)
+}
+
+/// Every column for Python, or None when one mixes kinds (`column_out`): the batch is declined.
+pub(crate) fn columns_out<'py>(
+    py: Python<'py>,
+    columns: Vec<Column>,
+) -> Option<Vec<ColumnOut<'py>>> {
+    columns
+        .into_iter()
+        .map(|column| column_out(py, column))
+        .collect()
 }
