@@ -6,6 +6,9 @@ instead of Mars, each a child process reading the same preloaded topic as the Ma
 - Flink SQL (`benchmarks/flink_sql.py`, PyFlink in the peers' virtualenv with the Kafka SQL
   connector jar `scripts/setup_peers.sh` fetches).
 
+Spark and Flink read CSV or JSON records (the topic's `Dataset.input_format`); Quix Streams
+reads CSV only.
+
 Each run: a fresh result topic read live with read_committed (`ResultReader`), the child
 launched, its start-up markers read (start-up: launch until the peer starts its query), then
 the clock runs until the counts of every window before the sentinels' sum to the records
@@ -28,15 +31,25 @@ from benchmarks.procstat import tree_cpu_seconds, tree_peak_rss_mb
 from benchmarks.results_reader import ResultReader
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
 from benchmarks.workload import PAPER_WINDOW_S, SENTINEL_TYPE, Dataset
-from devtools.gen import FIELD_NAMES
+from devtools.gen import FIELD_NAMES, Encoding
 
 WINDOW_MS = PAPER_WINDOW_S * 1000
+TEXT_ENCODINGS = (Encoding.CSV, Encoding.JSON)  # what the Spark and Flink peers read
+
+
+def _text_format(data: Dataset, peer: str, readable: tuple[Encoding, ...]) -> str:
+    """The `--format` of a peer over `data`; PeerUnavailable when it cannot read the topic."""
+    encoding = data.input_format.encoding
+    if encoding not in readable:
+        raise PeerUnavailable(f"the {peer} peer reads {'/'.join(readable)} records, not {encoding}")
+    return encoding.value
 
 
 def spark_run(
     bench: BenchCluster, data: Dataset, *, timeout_s: float, log_dir: Path
 ) -> dict[str, Any]:
     output = fresh_id("spark-out-")
+    text_format = _text_format(data, "Spark", TEXT_ENCODINGS)
 
     def launch() -> list[subprocess.Popen[str]]:
         return [
@@ -47,6 +60,7 @@ def spark_run(
                     "--topic", data.topic,
                     "--output", output,
                     "--checkpoint", str(log_dir / f"checkpoint-{output}"),
+                    "--format", text_format,
                 ],
                 log=log_dir / "spark.log",
             )
@@ -72,6 +86,7 @@ def quix_run(
     each with its own state directory. Grace: the data's event-time span, so that no record
     is late however far apart the consumers read their partitions; the sentinels (a day
     later) close every window (`benchmarks/quix_streams.py` says why Quix needs this)."""
+    _text_format(data, "Quix Streams", (Encoding.CSV,))
     python = peer_python()
     output = fresh_id("quix-out-")
     group = fresh_id("quix-")
@@ -129,6 +144,7 @@ def flink_run(
         parallelism=parallelism,
         jar=jar,
         log_dir=log_dir,
+        text_format=_text_format(data, "Flink SQL", TEXT_ENCODINGS),
     )
     log = log_dir / "flink.log"
 
@@ -155,9 +171,11 @@ def flink_args(
     parallelism: int,
     jar: Path,
     log_dir: Path,
+    text_format: str = "csv",
 ) -> list[str]:
     """The command line of `benchmarks.flink_sql`: a consumer group and transactional ids of
-    the run's own, every column of the CSV tuple by name, the window of the reference query."""
+    the run's own, every column of the tuple by name, the window of the reference query, the
+    records' format (csv or json)."""
     return [
         "--bootstrap", bootstrap,
         "--topic", topic,
@@ -169,6 +187,7 @@ def flink_args(
         "--parallelism", str(parallelism),
         "--log-dir", str(log_dir / f"flink-{run_id}"),
         "--window-s", str(PAPER_WINDOW_S),
+        "--format", text_format,
     ]  # fmt: skip
 
 

@@ -113,7 +113,7 @@ def mars_run(
         reader = bench.read_results(ResultReader, default_output_topic(task_id))
         with bench.redis_sampler() as redis_peak:
             started = time.time()
-            run.register(paper_sql(data.topic), task_id=task_id)
+            run.register(paper_sql(data.topic, input_format=data.input_format), task_id=task_id)
             before = data.sentinel_window_ms(WINDOW_MS)
             complete = reader.wait_total(data.records, before_ms=before, timeout_s=timeout_s)
             figures = run.figures()
@@ -199,7 +199,7 @@ def end_to_end_experiment(
         mars.append(mars_run(bench, data, mappers=mappers, reducers=reducers, timeout_s=timeout_s))
         log(f"  mars  run {index + 1}: {mars[-1]['seconds']:.1f} s")
         for name, run in peer_runs.items():
-            found = _peer_run(run, name=PEER_NAMES[name], data=data, notes=notes, log=log)
+            found = peer_run(run, name=PEER_NAMES[name], data=data, notes=notes, log=log)
             if found is not None:
                 peers[name].append(found)
                 log(f"  {name} run {index + 1}: {found['seconds']:.1f} s")
@@ -240,7 +240,7 @@ def end_to_end_experiment(
     )
 
 
-def _peer_run(
+def peer_run(
     run: Callable[[], dict[str, Any]], *, name: str, data: Dataset, notes: list[str], log: Log
 ) -> dict[str, Any] | None:
     """One run of a peer; None (and a note) when it could not run or failed."""

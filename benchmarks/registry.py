@@ -11,6 +11,7 @@ from typing import Any
 from benchmarks.exp_balance import Balance
 from benchmarks.exp_end_to_end import EndToEnd, Steady
 from benchmarks.exp_faults import Faults
+from benchmarks.exp_formats import InputFormats
 from benchmarks.exp_key_watermarks import KeyWatermarks
 from benchmarks.exp_latency import Latency
 from benchmarks.exp_mapper import BatchSize, ProcessCount
@@ -28,6 +29,7 @@ EXPERIMENTS: tuple[Experiment[Any, Any], ...] = (
     ProcessCount(),
     EndToEnd(),
     Steady(),
+    InputFormats(),
     Latency(),  # after e2e and processes: it runs at half the rate they measured
     Faults(),
     State(),

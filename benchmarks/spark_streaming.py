@@ -1,8 +1,10 @@
 """The reference query in PySpark Structured Streaming, the comparison of experiment 3.
 
-    python -m benchmarks.spark_streaming --bootstrap H:P --topic S --output OUT --checkpoint DIR
+    python -m benchmarks.spark_streaming --bootstrap H:P --topic S --output OUT --checkpoint DIR \
+        [--format csv|json]
 
-Kafka source (earliest) -> CSV split -> `withWatermark(ts, 0 s)` -> `groupBy(window(ts, 60 s),
+Kafka source (earliest) -> CSV split (or `from_json` with a schema of the three fields the query
+reads, for JSON records) -> `withWatermark(ts, 0 s)` -> `groupBy(window(ts, 60 s),
 sip, type).count()` -> JSON -> Kafka sink, append mode, `local[2]`, default trigger (the next
 micro-batch as soon as the previous one ends). Prints `SESSION <t>` once the session is up and
 `STARTED <t>` when the query starts (wall seconds); runs until it is terminated.
@@ -28,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--window", default="60 seconds")
     parser.add_argument("--shuffle-partitions", default="4")
+    parser.add_argument("--format", choices=("csv", "json"), default="csv")
     args = parser.parse_args(argv)
 
     from pyspark.sql import functions as F
@@ -48,12 +51,20 @@ def main(argv: list[str] | None = None) -> int:
         .option("startingOffsets", "earliest")
         .load()
     )
-    cells = F.split(F.col("value").cast("string"), ",")
-    parsed = raw.select(
-        F.timestamp_seconds(cells[0].cast("long")).alias("ts"),
-        cells[2].alias("sip"),
-        cells[1].alias("type"),
-    )
+    if args.format == "json":
+        fields = F.from_json(
+            F.col("value").cast("string"), "timestamp LONG, sip STRING, type STRING"
+        )
+        parsed = raw.select(fields.alias("r")).select(
+            F.timestamp_seconds(F.col("r.timestamp")).alias("ts"), "r.sip", "r.type"
+        )
+    else:
+        cells = F.split(F.col("value").cast("string"), ",")
+        parsed = raw.select(
+            F.timestamp_seconds(cells[0].cast("long")).alias("ts"),
+            cells[2].alias("sip"),
+            cells[1].alias("type"),
+        )
     counts = (
         parsed.withWatermark("ts", "0 seconds")
         .groupBy(F.window("ts", args.window), "sip", "type")

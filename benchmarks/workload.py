@@ -1,4 +1,5 @@
-"""The benchmark input: the reference tuples as ~144-byte CSV lines, preloaded into Kafka.
+"""The benchmark input: the reference tuples preloaded into Kafka, as ~144-byte CSV lines or,
+for the formats experiment, as JSON, Avro or Protobuf records of the same tuples.
 
 Data is generated once per topic and reused by every run (each run is a fresh task id and a
 fresh consumer group). After the data, one *sentinel* record per partition carries an event
@@ -8,15 +9,24 @@ and every data window is emitted without waiting for idleness.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from confluent_kafka import Producer
 
 from devtools.gen import FIELD_NAMES, Encoding, GeneratorConfig
+from devtools.gen.binary_encoding import (
+    BINARY_ENCODINGS,
+    BinaryEncoder,
+    reference_fields,
+    reference_schema,
+)
 from devtools.gen.config import DEFAULT_START_S
 from devtools.gen.produce import THROUGHPUT_CONFIG, produce
 from mars.clients import admin_client, client_config
 from mars.config import KafkaSettings
+from mars.tasks.spec import TimeFormat
 from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 
 CSV_COLUMNS = ",".join(FIELD_NAMES)
@@ -31,21 +41,49 @@ PAPER_WINDOW_S = 60  # the reference query's tumbling window
 KEEP_RECORDS = {"retention.ms": "-1"}
 
 
+@dataclass(frozen=True, slots=True)
+class InputFormat:
+    """How a preloaded topic's records are encoded: CSV (the default), JSON, or bare Avro /
+    Protobuf payloads of the reference schema, which a task reads through `schema_file`."""
+
+    encoding: Encoding = Encoding.CSV
+    schema_file: str | None = None
+
+    def options(self, *, idle: str, more: str = "") -> str:
+        """The WITH clause of a task over these tuples (`more`: further options, e.g.
+        `buckets=8`)."""
+        chosen = [f"format='{self.encoding.value}'"]
+        if self.encoding is Encoding.CSV:
+            chosen.append(f"csv_columns='{CSV_COLUMNS}'")
+        if self.schema_file is not None:
+            chosen.append(f"schema_file='{self.schema_file}'")
+        chosen.append(f"idle_timeout='{idle}'")
+        return f"WITH ({', '.join(chosen + ([more] if more else []))})"
+
+
+CSV_INPUT = InputFormat()
+
+
 def csv_options(*, idle: str, more: str = "") -> str:
     """The WITH clause of a task over these CSV tuples (`more`: further options, e.g.
     `buckets=8`)."""
-    extra = f", {more}" if more else ""
-    return f"WITH (format='csv', csv_columns='{CSV_COLUMNS}', idle_timeout='{idle}'{extra})"
+    return CSV_INPUT.options(idle=idle, more=more)
 
 
 def paper_sql(
-    topic: str, *, window: str = "60 s", extra: str = "", idle: str = "10 s", options: str = ""
+    topic: str,
+    *,
+    window: str = "60 s",
+    extra: str = "",
+    idle: str = "10 s",
+    options: str = "",
+    input_format: InputFormat = CSV_INPUT,
 ) -> str:
-    """The reference query over CSV tuples: count per (sip, type) and tumbling window (`options`:
-    further WITH options, e.g. `preaggregation='spark'`)."""
+    """The reference query: count per (sip, type) and tumbling window (`options`: further WITH
+    options, e.g. `preaggregation='spark'`)."""
     return (
         f"SELECT sip, type, timestamp, count(*) FROM {topic} GROUP BY sip, type, timestamp "
-        f"WINDOWING {window} {extra} {csv_options(idle=idle, more=options)}"
+        f"WINDOWING {window} {extra} {input_format.options(idle=idle, more=options)}"
     )
 
 
@@ -61,6 +99,7 @@ class Dataset:
     span_s: int
     produce_rate: float
     sentinel_s: int | None
+    input_format: InputFormat = CSV_INPUT
 
     @property
     def mbytes(self) -> float:
@@ -88,9 +127,19 @@ def preload(
     disorder_s: int = 0,
     seed: int = 7,
     zipf_s: float = 0.0,
+    encoding: Encoding = Encoding.CSV,
+    schema_dir: Path | None = None,
 ) -> Dataset:
-    """Create `topic` and fill it with generated CSV tuples (as fast as Kafka takes them);
-    fields Zipf-skewed with exponent `zipf_s` when > 0."""
+    """Create `topic` and fill it with generated tuples (as fast as Kafka takes them); fields
+    Zipf-skewed with exponent `zipf_s` when > 0. Avro and Protobuf records are bare payloads
+    whose schema is written to `schema_dir` (required for them) as `<topic>.avsc|.proto`."""
+    input_format = InputFormat(encoding=encoding)
+    if encoding in BINARY_ENCODINGS:
+        if schema_dir is None:
+            raise ValueError(f"{encoding} records need a schema_dir for their schema file")
+        path = schema_dir / f"{topic}{'.avsc' if encoding is Encoding.AVRO else '.proto'}"
+        path.write_text(reference_schema(encoding, TimeFormat.EPOCH_S), encoding="utf-8")
+        input_format = InputFormat(encoding=encoding, schema_file=str(path))
     plan = TopicPlan(name=topic, partitions=partitions, config=KEEP_RECORDS)
     ensure_topics(admin_client(kafka), [plan], Replication.of(kafka))
     config = GeneratorConfig(
@@ -98,7 +147,7 @@ def preload(
         seed=seed,
         start_s=DEFAULT_START_S,
         span_s=span_s,
-        encoding=Encoding.CSV,
+        encoding=encoding,
         malformed_ratio=malformed_ratio,
         disorder_s=disorder_s,
         zipf_s=zipf_s,
@@ -107,7 +156,9 @@ def preload(
     sentinel_s = None
     if sentinel:
         sentinel_s = config.start_s + span_s + SENTINEL_OFFSET_S
-        write_sentinels(kafka, topic, partitions=partitions, event_time_s=sentinel_s)
+        write_sentinels(
+            kafka, topic, partitions=partitions, event_time_s=sentinel_s, encoding=encoding
+        )
     sample = next(iter(_sample_values(config)))
     return Dataset(
         topic=topic,
@@ -118,24 +169,37 @@ def preload(
         span_s=span_s,
         produce_rate=report.records_per_s,
         sentinel_s=sentinel_s,
+        input_format=input_format,
     )
 
 
-def sentinel_value(event_time_s: int) -> bytes:
-    """A valid tuple with the given event time (sip/type never seen in the data)."""
-    cells = ["0"] * len(FIELD_NAMES)
-    cells[FIELD_NAMES.index("timestamp")] = str(event_time_s)
-    cells[FIELD_NAMES.index("type")] = SENTINEL_TYPE
-    cells[FIELD_NAMES.index("sip")] = "0.0.0.0"
-    return ",".join(cells).encode()
+def sentinel_value(event_time_s: int, encoding: Encoding = Encoding.CSV) -> bytes:
+    """A valid tuple with the given event time (sip/type never seen in the data), encoded as
+    the data is (Avro and Protobuf: a bare payload of the reference schema)."""
+    record: dict[str, int | str] = {
+        name: 0 if number else "0" for name, number in reference_fields(TimeFormat.EPOCH_S)
+    }
+    record.update(timestamp=event_time_s, type=SENTINEL_TYPE, sip="0.0.0.0")
+    if encoding is Encoding.CSV:
+        return ",".join(str(record[name]) for name in FIELD_NAMES).encode()
+    if encoding is Encoding.JSON:
+        return json.dumps(record, separators=(",", ":")).encode()
+    schema = reference_schema(encoding, TimeFormat.EPOCH_S)
+    return BinaryEncoder(encoding, schema, schema_id=None).payload(record)
 
 
 def write_sentinels(
-    kafka: KafkaSettings, topic: str, *, partitions: int, event_time_s: int
+    kafka: KafkaSettings,
+    topic: str,
+    *,
+    partitions: int,
+    event_time_s: int,
+    encoding: Encoding = Encoding.CSV,
 ) -> None:
     producer = Producer(client_config(kafka, THROUGHPUT_CONFIG))
+    value = sentinel_value(event_time_s, encoding)
     for partition in range(partitions):
-        producer.produce(topic, sentinel_value(event_time_s), b"sentinel", partition)
+        producer.produce(topic, value, b"sentinel", partition)
     if producer.flush(30) != 0:
         raise RuntimeError(f"sentinels not delivered to {topic}")
 

@@ -30,7 +30,7 @@ RECORD_NAME = "Tuple"
 CORRUPT_PAYLOAD = b"\xff" * 11
 
 
-def _field_types(time_format: TimeFormat) -> list[tuple[str, bool]]:
+def reference_fields(time_format: TimeFormat) -> list[tuple[str, bool]]:
     """(name, is a number) of the 20 fields in record order."""
     fields = [(TIMESTAMP_FIELD, time_format is not TimeFormat.ISO8601)]
     for pool in field_pools(sip_cardinality=1):
@@ -40,7 +40,7 @@ def _field_types(time_format: TimeFormat) -> list[tuple[str, bool]]:
 
 def reference_schema(encoding: Encoding, time_format: TimeFormat) -> str:
     """The writer schema of the reference tuples: Avro JSON or .proto source."""
-    fields = _field_types(time_format)
+    fields = reference_fields(time_format)
     if encoding is Encoding.AVRO:
         schema = {
             "type": "record",

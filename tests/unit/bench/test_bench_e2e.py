@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from benchmarks.e2e_figures import SystemFigures
-from benchmarks.exp_end_to_end import _peer_run
+from benchmarks.exp_end_to_end import peer_run
 from benchmarks.peers import PeerUnavailable, peer_python
 from benchmarks.report import render_report
 from benchmarks.subprocesses import read_markers
@@ -110,7 +110,7 @@ def test_a_peer_not_measured_is_a_note_and_older_results_have_no_quix_row() -> N
     assert "| Quix Streams" not in older and "Mars vs Quix" not in older
 
 
-# A preloaded topic of 1,000 records, as `_peer_run` sees it.
+# A preloaded topic of 1,000 records, as `peer_run` sees it.
 SMALL_DATASET = Dataset(
     topic="S",
     partitions=4,
@@ -132,13 +132,13 @@ def test_peer_run_notes_a_missing_peer_once_and_keeps_going(tmp_path: Path) -> N
         raise AssertionError("unreachable")
 
     for _ in range(2):
-        assert _peer_run(missing, name="Quix Streams", data=data, notes=notes, log=print) is None
+        assert peer_run(missing, name="Quix Streams", data=data, notes=notes, log=print) is None
     assert len(notes) == 1 and notes[0].startswith("Quix Streams not measured: no peer")
 
     def incomplete() -> dict[str, Any]:
         return {"complete": False, "counted": 10, "exit_codes": [1]}
 
-    assert _peer_run(incomplete, name="Quix Streams", data=data, notes=notes, log=print)
+    assert peer_run(incomplete, name="Quix Streams", data=data, notes=notes, log=print)
     assert "did not complete (results of 10 of 1,000 records readable" in notes[-1]
     runs = [
         {"seconds": 2.0, "records_per_s": 500.0, "cpu_s": 4.0, "startup_s": 1.0, "complete": True}

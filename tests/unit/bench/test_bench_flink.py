@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from benchmarks.e2e_peers import flink_args
-from benchmarks.exp_end_to_end import PEER_NAMES, _peer_run
+from benchmarks.exp_end_to_end import PEER_NAMES, peer_run
 from benchmarks.flink_sql import FlinkJob, configuration, insert_sql, parse, sink_ddl, source_ddl
 from benchmarks.flink_sql import settings as flink_settings
 from benchmarks.peers import PeerUnavailable, flink_kafka_jar
@@ -128,7 +128,7 @@ def test_a_missing_jar_makes_flink_sql_a_note_not_a_failure(tmp_path: Path) -> N
         raise AssertionError("unreachable")
 
     assert (
-        _peer_run(without_jar, name=PEER_NAMES["flink"], data=data, notes=notes, log=print) is None
+        peer_run(without_jar, name=PEER_NAMES["flink"], data=data, notes=notes, log=print) is None
     )
     assert notes == [
         f"Flink SQL not measured: no flink-sql-connector-kafka-*.jar in {tmp_path / 'no-jars'}, "

@@ -21,6 +21,7 @@ EXPECTED = (
     "processes",
     "e2e",
     "steady",
+    "formats",
     "latency",
     "faults",
     "state",
