@@ -3,6 +3,7 @@ the session's real Kafka, ZooKeeper and Redis."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -50,19 +51,9 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None
     pytest.fail(f"mars api not healthy within {STARTUP_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture(scope="session")
-def running_api(
-    cluster: ClusterState, settings: Settings, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RunningApi]:
-    port = free_port()
-    zk_root = f"/mars-api-{uuid.uuid4().hex[:8]}"
-    env = {
-        **os.environ,
-        **cluster.env(),
-        "MARS_API__PORT": str(port),
-        "MARS_ZOOKEEPER__ROOT": zk_root,
-    }
-    log = tmp_path_factory.mktemp("mars-api") / "api.log"
+@contextlib.contextmanager
+def api_process(env: dict[str, str], log: Path) -> Iterator[str]:
+    """A `mars api` process with `env` (its port: `MARS_API__PORT`), healthy; its URL."""
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "cli.main", "api"],
@@ -71,10 +62,10 @@ def running_api(
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{env['MARS_API__PORT']}"
     try:
         _wait_healthy(url, process, log)
-        yield RunningApi(base_url=url, token=settings.api.token, env=env, zk_root=zk_root, log=log)
+        yield url
     finally:
         process.terminate()
         try:
@@ -82,6 +73,32 @@ def running_api(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def api_env(cluster: ClusterState) -> dict[str, str]:
+    """The environment of an API process of its own: a free port, its own ZooKeeper root."""
+    return {
+        **os.environ,
+        **cluster.env(),
+        "MARS_API__PORT": str(free_port()),
+        "MARS_ZOOKEEPER__ROOT": f"/mars-api-{uuid.uuid4().hex[:8]}",
+    }
+
+
+@pytest.fixture(scope="session")
+def running_api(
+    cluster: ClusterState, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningApi]:
+    env = api_env(cluster)
+    log = tmp_path_factory.mktemp("mars-api") / "api.log"
+    with api_process(env, log) as url:
+        yield RunningApi(
+            base_url=url,
+            token=settings.api.token,
+            env=env,
+            zk_root=env["MARS_ZOOKEEPER__ROOT"],
+            log=log,
+        )
 
 
 @pytest.fixture

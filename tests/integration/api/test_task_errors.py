@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration.api.conftest import RunningApi
+from devtools.gen import Encoding
+from devtools.gen.binary_encoding import reference_schema
+from devtools.local import ClusterState
+from mars.config import Settings
+from mars.tasks.spec import TimeFormat
+from tests.integration.api.conftest import RunningApi, api_env, api_process
 
 GOOD = "SELECT sip, count(*) FROM {src} GROUP BY sip WINDOWING 60 s"
 
@@ -201,3 +207,26 @@ def test_unparseable_json_is_400(http: httpx.Client, running_api: RunningApi) ->
     headers = {**running_api.auth(), "Content-Type": "application/json"}
     response = http.post("/tasks", content="[" * 100_000, headers=headers)
     assert _error(response, 400)["message"] == "There was an error parsing the body"
+
+
+def test_a_registry_mode_binary_task_on_a_cluster_without_a_registry_is_422(
+    cluster: ClusterState, settings: Settings, source_topic: str, tmp_path: Path
+) -> None:
+    """Avro / Protobuf without `schema_file` reads Confluent-framed records: refused (naming
+    both ways out) by an API whose cluster has no schema registry; with `schema_file` it is
+    registered. An API of its own, since the session's may know a registry another test
+    started."""
+    env = {k: v for k, v in api_env(cluster).items() if k != "MARS_SCHEMA_REGISTRY__URL"}
+    schema = tmp_path / "tuple.avsc"
+    schema.write_text(reference_schema(Encoding.AVRO, TimeFormat.EPOCH_S))
+    auth = {"Authorization": f"Bearer {settings.api.token}"}
+    with api_process(env, tmp_path / "api.log") as url, httpx.Client(base_url=url) as http:
+        for binary in ("avro", "protobuf"):
+            body = {"sql": GOOD.format(src=source_topic) + f" WITH (format = '{binary}')"}
+            error = _error(http.post("/tasks", json=body, headers=auth), 422)
+            assert f"format = '{binary}' without schema_file" in error["message"]
+            assert "MARS_SCHEMA_REGISTRY__URL" in error["message"]
+        with_file = f" WITH (format = 'avro', schema_file = '{schema}')"
+        body = {"sql": GOOD.format(src=source_topic) + with_file}
+        created = http.post("/tasks", json=body, headers=auth)
+        assert created.status_code == 201, created.text
