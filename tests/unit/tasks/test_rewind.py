@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
+import api.task_rewind
 from api.errors import ApiError
+from api.services import ApiServices
 from api.task_rewind import parse_from, unsupported
+from mars.clients.time_offsets import PartitionFrom
+from mars.config import RewindSettings, Settings
+from mars.registry import TaskRecord, TaskStatus
 from mars.tasks.rewind import (
     TaskRewind,
     first_rewound_window,
@@ -83,3 +90,22 @@ def test_only_tumbling_and_hopping_event_time_tasks_can_be_rewound() -> None:
     assert unsupported(make_spec(size_ms=4, slide_ms=2)) is None
     assert "tumbling and hopping" in (unsupported(make_spec(session=True)) or "")
     assert "processing-time" in (unsupported(make_spec(time_format=TimeFormat.PROCESSING)) or "")
+
+
+def test_a_rewind_over_the_mappers_limit_is_refused_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def offsets(*_args: object, **_kwargs: object) -> list[PartitionFrom]:
+        return [PartitionFrom(partition=0, offset=0, low=0, high=11)]
+
+    monkeypatch.setattr(api.task_rewind, "offsets_from_time", offsets)
+    services = SimpleNamespace(settings=Settings(rewind=RewindSettings(max_mapper_records=10)))
+    record = TaskRecord(
+        spec=make_spec(), status=TaskStatus.RUNNING, reason=None, created_ms=0, updated_ms=0
+    )
+    with pytest.raises(ApiError) as refused:
+        api.task_rewind.rewind_task(
+            cast(ApiServices, services), record, from_text="1970-01-01T00:00:00Z"
+        )
+    assert refused.value.status == 409
+    assert "rewind.max_mapper_records (10)" in refused.value.message
