@@ -23,6 +23,8 @@ from api.schemas import (
     TaskList,
     TaskReplace,
     TaskResults,
+    TaskRewindAccepted,
+    TaskRewindRequest,
     TaskStats,
     TaskTopics,
     TaskWindows,
@@ -30,6 +32,7 @@ from api.schemas import (
 from api.services import ApiServices, get_services
 from api.task_ids import generate_task_id, is_task_id
 from api.task_replace import replace_task
+from api.task_rewind import rewind_task
 from api.task_sql import parse_task_sql
 from mars.registry import TaskExistsError, TaskNotFoundError, TaskRecord, TaskStatus
 from mars.sql.schema_options import missing_schema_source
@@ -193,6 +196,33 @@ def replace_task_query(
     except TaskNotFoundError as exc:
         raise ApiError(404, str(exc)) from exc
     return _task_body(record)
+
+
+@router.post(
+    "/{task_id}/rewind",
+    status_code=202,
+    response_model=TaskRewindAccepted,
+    dependencies=[Authorized],
+)
+def rewind_task_from(task_id: str, body: TaskRewindRequest, services: Services) -> Any:
+    """Recompute the task's windows from `from` on and emit each again, once per window and
+    group, at `revision` = the rewind's generation (docs/rewind.md). 409 when the task is not
+    running or not of a kind that can be rewound, or Kafka no longer holds the records."""
+    record = _record(services, task_id)
+    try:
+        rewind = rewind_task(services, record, from_text=body.from_)
+    except TaskNotFoundError as exc:
+        raise ApiError(404, str(exc)) from exc
+    return TaskRewindAccepted(
+        task=task_id,
+        generation=rewind.generation,
+        from_ms=rewind.from_ms,
+        from_window_ms=rewind.from_window_ms,
+        reread={
+            str(p): [start, end]
+            for p, (start, end) in enumerate(zip(rewind.starts, rewind.handovers, strict=True))
+        },
+    )
 
 
 @router.post("/{task_id}/pause", response_model=Task, dependencies=[Authorized])

@@ -225,3 +225,22 @@ class MetricsTarget(BaseModel):
 
 class Health(BaseModel):
     status: str
+
+
+class TaskRewindRequest(BaseModel):
+    """`POST /tasks/{id}/rewind`: recompute the task's windows from `from` (ISO-8601)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    from_: str = Field(..., alias="from", max_length=64, description="ISO-8601 time")
+
+
+class TaskRewindAccepted(BaseModel):
+    """The rewind begun: its generation (the `revision` of the rows it re-emits), the first
+    window it recomputes, and per partition the offsets the re-read covers."""
+
+    task: str
+    generation: int
+    from_ms: int
+    from_window_ms: int
+    reread: dict[str, list[int]]  # partition -> [first offset, hand-over offset)

@@ -1,4 +1,5 @@
-"""`mars task explain | replace`: what a task does, and changing a running task's query."""
+"""`mars task explain | replace | rewind`: what a task does, changing a running task's query,
+and recomputing its windows from a time."""
 
 from __future__ import annotations
 
@@ -36,6 +37,15 @@ def register_lifecycle(commands: Any) -> None:
         "--option", action="append", default=[], metavar="KEY=VALUE", help="as for `add`"
     )
     swap.set_defaults(handler=_replace)
+
+    rewind = commands.add_parser(
+        "rewind",
+        help="recompute a running task's windows from a time and emit them again "
+        "(their rows carry the rewind's revision)",
+    )
+    rewind.add_argument("task_id", metavar="ID")
+    rewind.add_argument("time", help="ISO-8601, e.g. 2026-11-26T08:00:00Z (no zone: UTC)")
+    rewind.set_defaults(handler=_rewind)
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -83,4 +93,18 @@ def _replace(args: argparse.Namespace) -> int:
             print(f"{args.task_id}: new query from window start {revisions[-1]['from_window_ms']}")
 
     code: int = run_api_call(args, call, sql=args.sql)
+    return code
+
+
+def _rewind(args: argparse.Namespace) -> int:
+    from cli.task_commands import _run
+
+    def call(client: MarsApiClient) -> None:
+        rewind = client.rewind_task(args.task_id, args.time)
+        print(
+            f"{args.task_id}: rewind {rewind['generation']} recomputes the windows from "
+            f"{rewind['from_window_ms']} (rows at revision {rewind['generation']})"
+        )
+
+    code: int = _run(args, call)
     return code

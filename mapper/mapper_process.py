@@ -16,6 +16,7 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Mapping
 from types import FrameType
 from typing import Any
 
@@ -24,6 +25,7 @@ from kazoo.client import KazooClient
 from prometheus_client import CollectorRegistry
 
 from mapper.consumer_loop import LoopParts, MapperLoop, wall_clock_ms
+from mapper.rewind_reader import RewindReader
 from mapper.status_publisher import ZkStatusPublisher
 from mapper.task_router import TaskRouter
 from mars.clients import admin_client, client_config, connect_redis
@@ -34,7 +36,7 @@ from mars.formats.schema_registry import SchemaRegistryClient
 from mars.heap import keep_freed_heap
 from mars.metrics_server import serve_metrics
 from mars.native import native_available
-from mars.registry import TaskRegistry
+from mars.registry import TaskRecord, TaskRegistry
 from mars.registry.mapper_status import MapperStatus
 from mars.side_topics import SideTopicProducer
 from mars.store import SeqStore
@@ -118,7 +120,17 @@ def run_mapper(settings: Settings, *, stop: threading.Event | None = None) -> in
                 backlog={},
             )
         )
-        watch = registry.watch(router.on_tasks)
+        # Rewinds' re-reads run beside the loop (mapper.rewind_reader, docs/rewind.md).
+        rewinds = RewindReader(
+            settings=settings, store=SeqStore(redis_client), clock_ms=wall_clock_ms, stop=stop
+        )
+
+        def on_tasks(records: Mapping[str, TaskRecord]) -> None:
+            router.on_tasks(records)
+            rewinds.on_tasks(records)
+
+        watch = registry.watch(on_tasks)
+        rewinds.start()
         loop = MapperLoop(
             settings=settings,
             parts=LoopParts(

@@ -310,6 +310,22 @@ class SchemaRegistrySettings(_Section):
     )
 
 
+class RewindSettings(_Section):
+    read_margin_ms: int = Field(
+        default=300_000,
+        ge=0,
+        description="how far before `from - grace` (by Kafka record timestamp) a rewind's "
+        "re-read starts: the sources' largest lateness of a record's timestamp behind its "
+        "event time (docs/rewind.md)",
+    )
+    max_mapper_records: int = Field(
+        default=5_000_000,
+        ge=1,
+        description="the most records a rewind's re-read may cover; one further back is "
+        "refused with a 409 (the Spark path for it is not built: docs/rewind.md)",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -329,6 +345,7 @@ class Settings(BaseSettings):
     balance: BalanceSettings = BalanceSettings()
     local: LocalSettings = LocalSettings()
     schema_registry: SchemaRegistrySettings = SchemaRegistrySettings()
+    rewind: RewindSettings = RewindSettings()
 
     @classmethod
     def settings_customise_sources(

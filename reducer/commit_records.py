@@ -9,7 +9,7 @@ at all). Nothing here touches Kafka or Redis, nor the open windows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,16 +64,24 @@ def commit_records(
     merged: Mapping[int, int],
     checkpoint: CheckpointRef | None,
     now: int,
+    rewinds: tuple[tuple[int, int], ...] = (),
+    revision: Callable[[int], int] | None = None,
 ) -> CommitRecords:
     """The records of one commit and the progress they move to.
 
     `previous` is the last committed progress; `closed_watermark`, `rseqs` and `merged` are the
     open windows' position after this step, `checkpoint` the one the new progress names (the
     previous one unless this commit wrote a new one); `changes` is None for a task without an
-    updates topic.
+    updates topic. `rewinds` are the rewinds the open windows have applied, `revision` gives
+    a window start's revision: a row of a rewound window carries it as `revision`.
     """
     spec, result_spec = target.spec, target.result_spec
     rows = rows_of(result_spec, closed)
+    if revision is not None:
+        for row in rows:
+            number = revision(int(row["window_start"]))
+            if number:
+                row["revision"] = number
     counters = {name: previous.counter(name) for name in COUNTER_NAMES}
     counters["windows_emitted"] += len(closed)
     counters["results_emitted"] += len(rows)
@@ -87,6 +95,7 @@ def commit_records(
         checkpoint=checkpoint,
         owner=target.owner,
         committed_ms=now,
+        rewinds=rewinds,
     )
     results = result_records(result_spec, rows)
     updated = [] if changes is None else _update_records(result_spec, changes, rows)

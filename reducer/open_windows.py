@@ -10,7 +10,10 @@ needs (docs/reducer.md):
 - `closed_watermark`: every window with `end + grace <= closed_watermark` is closed (emitted,
   or empty). It only moves forward;
 - with `track_changes` (EMIT CHANGES), the groups of open windows that merges changed since
-  `take_changes` last ran.
+  `take_changes` last ran;
+- `rewinds`: the task's rewinds applied so far, `(generation, T')` (docs/rewind.md): `rewind`
+  drops the open windows from `T'` on and opens the closed ones again; rows of a window from
+  `T'` on carry `revision` g.
 
 A contribution to a closed window is either already accounted for (the data set was merged
 before the last committed progress: `seq <= replayed_through[b]`, dropped silently on replay)
@@ -25,6 +28,7 @@ from typing import Any
 
 from mars.aggregates import Aggregate, CountAll, wire_name
 from mars.engine.dataset import DataSet, GroupKey, Groups, OpenWindows, merge_groups
+from mars.tasks.rewind import lowered_closed_watermark, revision_of
 from mars.windows import WindowAssigner
 from reducer.replay_marks import ReplayMarks
 
@@ -89,8 +93,10 @@ class OpenWindowState:
     closed_watermark: int | None = None
     windows: OpenWindows = field(default_factory=dict)
     track_changes: bool = False  # EMIT CHANGES: remember the groups each merge changed
+    rewinds: tuple[tuple[int, int], ...] = ()  # applied rewinds (generation, T'), oldest first
     _replay: ReplayMarks = field(default_factory=ReplayMarks)
     _changed: dict[int, set[GroupKey]] = field(default_factory=dict)
+    _rewound: bool = False  # a rewind since the last checkpoint: the next commit carries one
 
     @classmethod
     def starting(
@@ -103,6 +109,7 @@ class OpenWindowState:
         closed_watermark: int | None = None,
         checkpoint: OpenWindows | None = None,
         track_changes: bool = False,
+        rewinds: tuple[tuple[int, int], ...] = (),
     ) -> OpenWindowState:
         """State about to replay each bucket `b` from data set `rseqs[b]`, on top of the
         committed `checkpoint` (its windows closed since then are dropped: they were emitted)."""
@@ -113,6 +120,7 @@ class OpenWindowState:
             replayed_through=dict(replayed_through or {}),
             closed_watermark=closed_watermark,
             track_changes=track_changes,
+            rewinds=tuple(rewinds),
         )
         state.windows = {
             start: groups
@@ -164,6 +172,29 @@ class OpenWindowState:
             self._replay.dropped(window.start)
         return closed
 
+    @property
+    def rewind_generation(self) -> int:
+        """The last rewind applied (0: none)."""
+        return self.rewinds[-1][0] if self.rewinds else 0
+
+    def rewind(self, generation: int, from_window_ms: int) -> None:
+        """Apply rewind `generation` (its marker merged): the open windows from
+        `from_window_ms` on lose what was merged (the re-read and the live mappers bring it
+        again), the closed ones open again, and the next commit carries a checkpoint."""
+        for start in [start for start in self.windows if start >= from_window_ms]:
+            del self.windows[start]
+            self._changed.pop(start, None)
+            self._replay.dropped(start)
+        self.closed_watermark = lowered_closed_watermark(
+            self.assigner, self.closed_watermark, from_window_ms
+        )
+        self.rewinds = (*self.rewinds, (generation, from_window_ms))
+        self._rewound = True
+
+    def revision(self, window_start: int) -> int:
+        """The `revision` of the rows of the window starting at `window_start`."""
+        return revision_of(self.rewinds, window_start)
+
     def closes_at(self, window: WindowGroups) -> int:
         """When `window` closed (its end + grace)."""
         return self.assigner.closes_at(window.start)
@@ -194,13 +225,16 @@ class OpenWindowState:
 
     @property
     def checkpoint_now(self) -> bool:
-        """Whether this step's commit must carry a checkpoint whatever the interval: never for
+        """Whether this step's commit must carry a checkpoint whatever the interval: after a
+        rewind (a committed progress that lists it must name a checkpoint taken after it, or
+        a recovery would replay past its marker without applying it); otherwise never for
         windows (late contributions are recognised again on a replay)."""
-        return False
+        return self._rewound
 
     def checkpointed(self) -> None:
         """The open windows as they are now are saved: nothing merged so far needs a replay."""
         self._replay.checkpointed()
+        self._rewound = False
 
     def rseq(self, bucket: int) -> int:
         """The first data set of `bucket` an open window needs on top of the last checkpoint."""

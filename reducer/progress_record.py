@@ -7,6 +7,7 @@ One record per commit, key `<task>/<bucket>` (the unit), value UTF-8 JSON:
      "merged": {"0": 57},                      # per covered bucket: last data set merged
      "counters": {"windows_emitted": 3, ...},  # cumulative, exactly once with the output
      "checkpoint": "7:9f2c41d0a3b8",           # the open-window checkpoint in Redis, or null
+     "rewinds": [[1, 1700000000000]],          # rewinds applied: generation, first window
      "owner": "reducer-a", "committed_ms": 1700000061234}
 
 It is written in the same Kafka transaction as the results it accounts for, so it is the source
@@ -69,6 +70,7 @@ class ProgressRecord:
     checkpoint: CheckpointRef | None = None
     owner: str = ""
     committed_ms: int = 0
+    rewinds: tuple[tuple[int, int], ...] = ()  # (generation, T') applied, oldest first
 
     @classmethod
     def initial(cls, buckets: list[int]) -> ProgressRecord:
@@ -92,6 +94,8 @@ class ProgressRecord:
             "owner": self.owner,
             "committed_ms": self.committed_ms,
         }
+        if self.rewinds:
+            doc["rewinds"] = [list(r) for r in self.rewinds]
         return json.dumps(doc, separators=(",", ":")).encode()
 
     @classmethod
@@ -108,6 +112,7 @@ class ProgressRecord:
                 checkpoint=None if checkpoint is None else CheckpointRef.parse(str(checkpoint)),
                 owner=str(doc.get("owner", "")),
                 committed_ms=int(doc.get("committed_ms", 0)),
+                rewinds=tuple((int(g), int(t)) for g, t in doc.get("rewinds") or ()),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ProgressFormatError(f"bad progress record: {exc}") from exc
@@ -122,4 +127,5 @@ class ProgressRecord:
             checkpoint=self.checkpoint,
             owner=self.owner,
             committed_ms=self.committed_ms,
+            rewinds=self.rewinds,
         )

@@ -46,6 +46,7 @@ from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec
 from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, watermark_of
 from mars.store.watermark import watermark_held_by_backfills
+from mars.tasks.rewind import TaskRewind
 from mars.tasks.spec import TaskSpec, WatermarkMode
 from mars.windows import CumulativeWindows, SessionWindows, WindowAssigner
 from reducer.commit_cleanup import CommitCleanup
@@ -124,6 +125,7 @@ class ReadResult:
 
     unit: UnitSnapshot
     complete: bool
+    rewound: bool = False  # a rewind was applied: its hold may not be in `unit` yet
 
 
 @dataclass(slots=True)
@@ -259,6 +261,7 @@ class UnitOwner:
             closed_watermark=progress.closed_watermark,
             checkpoint=checkpoint,
             track_changes=self.spec.updates_topic is not None,
+            rewinds=progress.rewinds,
         )
 
     def _load_checkpoint(self, ref: CheckpointRef | None) -> OpenWindows:
@@ -331,7 +334,7 @@ class UnitOwner:
         now = self._wiring.clock()
         outcome = StepOutcome()
         read = self._read(session.state, outcome)
-        if read.complete:
+        if read.complete and not read.rewound:
             outcome.watermark = self._watermark(read.unit, now)
         outcome.closed = session.state.close(outcome.watermark)
         self._metrics.read(merged=outcome.merged, groups=outcome.groups, backlog=outcome.backlog)
@@ -359,6 +362,8 @@ class UnitOwner:
         store, task = self._wiring.store, self.spec.id
         unit = store.snapshot_unit(task, {bucket: state.merged[bucket] for bucket in self.buckets})
         complete = True
+        pending = _pending_rewinds(state, unit, self.buckets)
+        rewound = False
         for bucket, snapshot in unit.snapshots.items():
             first = state.merged[bucket] + 1
             if snapshot.seq < state.merged[bucket]:
@@ -371,13 +376,16 @@ class UnitOwner:
             complete = complete and last == snapshot.seq
             outcome.backlog += snapshot.seq - last
             if last < first:
+                rewound = _apply_rewinds(state, pending, bucket) or rewound
                 continue
             for seq, data in store.read_datasets(task, bucket, first, last):
+                rewound = _apply_rewinds(state, pending, bucket) or rewound
                 dataset = fitted(decode_dataset(data), self._aggregates)
                 outcome.late.extend(state.merge(bucket, seq, dataset))
                 outcome.merged += 1
                 outcome.groups += sum(len(groups) for groups in dataset.windows.values())
-        return ReadResult(unit=unit, complete=complete)
+            rewound = _apply_rewinds(state, pending, bucket) or rewound
+        return ReadResult(unit=unit, complete=complete, rewound=rewound)
 
     def _watermark(self, unit: UnitSnapshot, now: int) -> int | None:
         """The min over the buckets' snapshot watermarks (each snapshot vouches for its own
@@ -456,6 +464,8 @@ class UnitOwner:
             merged=state.merged,
             checkpoint=checkpoint_ref,
             now=now,
+            rewinds=state.rewinds if isinstance(state, OpenWindowState) else previous.rewinds,
+            revision=state.revision if isinstance(state, OpenWindowState) else None,
         )
         started = time.monotonic()
         session.output.commit(commit.records)
@@ -501,3 +511,33 @@ class UnitOwner:
             view_ms=session.checkpoint_written_ms if state.needs_checkpoint else now,
             force=force,
         )
+
+
+def _pending_rewinds(state: UnitState, unit: UnitSnapshot, buckets: list[int]) -> list[TaskRewind]:
+    """The task's rewinds this unit has not applied yet, oldest first: for a one-bucket unit
+    of tumbling or hopping windows only (the API refuses the others, docs/rewind.md)."""
+    if type(state) is not OpenWindowState or len(buckets) != 1:
+        return []
+    return [r for r in unit.rewinds if r.generation > state.rewind_generation]
+
+
+def _apply_rewinds(state: UnitState, pending: list[TaskRewind], bucket: int) -> bool:
+    """Apply (and take from `pending`) every rewind whose marker in `bucket` is merged: a data
+    set after the marker holds contributions of records from the hand-over offsets on only."""
+    applied = False
+    while (
+        pending
+        and isinstance(state, OpenWindowState)
+        and (pending[0].seq_of(bucket) <= state.merged[bucket])
+    ):
+        rewind = pending.pop(0)
+        state.rewind(rewind.generation, rewind.from_window_ms)
+        log.info(
+            "bucket %s: rewind %s applied after data set %s (windows from %s)",
+            bucket,
+            rewind.generation,
+            state.merged[bucket],
+            rewind.from_window_ms,
+        )
+        applied = True
+    return applied

@@ -119,7 +119,16 @@ function taskActions(task) {
     document.getElementById("task-id").value = task.id;
     document.getElementById("sql").focus();
   });
-  return el("td", { class: "actions" }, toggle, explain, edit, remove);
+  // Rewind (docs/rewind.md): the windows from a time recomputed, re-emitted at a new revision.
+  const rewind = act("rewind", async () => {
+    const suggested = new Date(Date.now() - 10 * 60 * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+    const from = prompt(`Rewind ${task.id}: recompute its windows from (ISO-8601, UTC)`, suggested);
+    if (!from) return;
+    const answer = await mutate(`${path}/rewind`, "POST", { from });
+    showPlan(`rewind ${answer.generation} of ${task.id} (rows at revision ${answer.generation})`,
+      answer);
+  });
+  return el("td", { class: "actions" }, toggle, explain, edit, rewind, remove);
 }
 
 function taskRow(task) {

@@ -132,6 +132,12 @@ class MarsApiClient:
         result: dict[str, Any] = self._call("PUT", f"/tasks/{task_id}", json=body, params=params)
         return result
 
+    def rewind_task(self, task_id: str, from_time: str) -> dict[str, Any]:
+        """Recompute the task's windows from `from_time` (ISO-8601); the rewind begun."""
+        body = {"from": from_time}
+        result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/rewind", json=body)
+        return result
+
     def explain_task(self, task_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/tasks/{task_id}/explain")
         return result

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from kazoo.client import KazooClient
@@ -29,6 +29,7 @@ from mars.registry.paths import ZkPaths
 from mars.registry.task_record import TaskRecord, TaskStatus
 from mars.registry.task_set_watch import TaskSetWatch
 from mars.tasks.bucket_layout import BucketChange
+from mars.tasks.rewind import TaskRewind
 from mars.tasks.spec import Preaggregation, TaskSpec
 
 _MAX_CAS_ATTEMPTS = 50
@@ -169,6 +170,21 @@ class TaskRegistry:
             )
             options = replace(options, bucket_changes=layout.changes)
             return replace(record, spec=replace(record.spec, options=options))
+
+        return self._update(task_id, change=add)
+
+    def record_rewinds(self, task_id: str, rewinds: Sequence[TaskRewind]) -> TaskRecord:
+        """Add to the task's spec the rewinds Redis made (`mars.store.rewinds`) that it does
+        not list yet (a record for operators: the protocol itself runs on Redis's)."""
+        validate_task_id(task_id)
+
+        def add(record: TaskRecord) -> TaskRecord:
+            known = {r.generation for r in record.spec.rewinds}
+            new = tuple(r for r in rewinds if r.generation not in known)
+            if not new:
+                return record
+            listed = tuple(sorted((*record.spec.rewinds, *new), key=lambda r: r.generation))
+            return replace(record, spec=replace(record.spec, rewinds=listed))
 
         return self._update(task_id, change=add)
 

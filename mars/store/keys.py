@@ -55,6 +55,12 @@ class TaskKeys:
         return self.prefix + "backfill:holds"
 
     @property
+    def rewinds(self) -> str:
+        """Hash: `last` -> the task's last rewind generation, `<g>` -> rewind g's record
+        (`mars.store.rewinds`, docs/rewind.md)."""
+        return self.prefix + "rewinds"
+
+    @property
     def reducer_stats(self) -> str:
         """Hash: `<bucket>.<name>` -> a reducer unit's counters and gauges
         (reducer/reducer_metrics.py)."""

@@ -24,6 +24,7 @@ from mars.store.errors import (
 from mars.store.keys import WRITTEN_CHANNEL, TaskKeys
 from mars.store.reducer_stats import ReducerStats
 from mars.store.results_cache import ResultsCache
+from mars.store.rewinds import RewindStore
 from mars.store.scripts import StoreScripts
 from mars.store.state import (
     NO_OFFSET,
@@ -97,6 +98,7 @@ class SeqStore:
         self._redis = _bytes_client(client)
         self._scripts = StoreScripts.register(self._redis)
         self._backfill = BackfillCoordination(self._redis)
+        self.rewinds = RewindStore(self._redis)
         self.counters = TaskCounters(self._redis)
         self.results = ResultsCache(self._redis)
         self.reducer_stats = ReducerStats(self._redis)
@@ -244,10 +246,14 @@ class SeqStore:
 
     def snapshot_unit(self, task: str, merged: Mapping[int, int]) -> UnitSnapshot:
         """`snapshot` of each bucket in `merged` (bucket -> last merged data set), with the
-        task's backfill holds read first (the order is the rule: see `UnitSnapshot`)."""
+        task's backfill holds read first and its rewinds last (the order is the rule: see
+        `UnitSnapshot`)."""
+        holds = frozenset(self._backfill.holds(task))
+        snapshots = {b: self.snapshot(task, b, merged=m) for b, m in merged.items()}
         return UnitSnapshot(
-            backfill_holds=frozenset(self._backfill.holds(task)),
-            snapshots={b: self.snapshot(task, b, merged=m) for b, m in merged.items()},
+            backfill_holds=holds,
+            snapshots=snapshots,
+            rewinds=tuple(self.rewinds.rewinds(task)),
         )
 
     def snapshot(self, task: str, bucket: int, *, merged: int | None = None) -> Snapshot:

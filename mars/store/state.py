@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeVar
 
+from mars.tasks.rewind import TaskRewind
+
 SourceId = int | str
 """Who advances an applied offset: a Kafka partition number for the live mappers, or a string
 such as `backfill:<job>:<partition>` for a bulk job writing an offset range of its own."""
@@ -136,6 +138,9 @@ class UnitSnapshot:
 
     backfill_holds: frozenset[str]
     snapshots: Mapping[int, Snapshot]
+    # The task's rewinds, read *after* the snapshots: a data set numbered above a rewind's
+    # marker S[b] exists only after the marker, so no snapshot shows one without it.
+    rewinds: tuple[TaskRewind, ...] = ()
 
 
 def text_of(value: bytes | str) -> str:

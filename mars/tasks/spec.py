@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from mars.tasks.bucket_layout import BucketChange, BucketLayout
+from mars.tasks.rewind import TaskRewind
 
 
 class TimeFormat(StrEnum):
@@ -220,6 +221,7 @@ class TaskSpec:
     top_k: TopK | None = None
     options: TaskOptions = field(default_factory=TaskOptions)
     revisions: tuple[SpecRevision, ...] = ()  # compatible replacements, oldest first
+    rewinds: tuple[TaskRewind, ...] = ()  # rewinds (mars.tasks.rewind), oldest first
 
     @property
     def output_topic(self) -> str:
@@ -292,4 +294,5 @@ class TaskSpec:
                 )
                 for r in data.get("revisions", ())
             ),
+            rewinds=tuple(TaskRewind.from_json_dict(r) for r in data.get("rewinds", ())),
         )

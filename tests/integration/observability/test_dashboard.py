@@ -176,6 +176,12 @@ def test_dashboard_shows_live_tasks_and_changes_them(
     expect(second_row.locator(".badge")).to_have_text("PAUSED")
     second_row.locator('button[data-action="resume"]').click()
     expect(second_row.locator(".badge")).to_have_text("RUNNING")
+    # Rewind it from its row (docs/rewind.md): the prompt takes the time, the answer shows.
+    from_iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
+    page.once("dialog", lambda dialog: dialog.accept(from_iso))
+    second_row.locator('button[data-action="rewind"]').click()
+    expect(page.locator("#plan-of")).to_contain_text(f"rewind 1 of {second}")
+    assert [r["generation"] for r in pipeline.get(f"/tasks/{second}")["spec"]["rewinds"]] == [1]
     page.on("dialog", lambda dialog: dialog.accept())
     second_row.locator('button[data-action="delete"]').click()
     expect(second_row).to_have_count(0)
