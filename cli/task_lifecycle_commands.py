@@ -97,7 +97,7 @@ def _replace(args: argparse.Namespace) -> int:
 
 
 def _rewind(args: argparse.Namespace) -> int:
-    from cli.task_commands import _run
+    from cli.task_commands import run_api_call
 
     def call(client: MarsApiClient) -> None:
         rewind = client.rewind_task(args.task_id, args.time)
@@ -106,5 +106,5 @@ def _rewind(args: argparse.Namespace) -> int:
             f"{rewind['from_window_ms']} (rows at revision {rewind['generation']})"
         )
 
-    code: int = _run(args, call)
+    code: int = run_api_call(args, call)
     return code
