@@ -365,7 +365,8 @@ class Preaggregator:
             partial_exprs.extend(session_end.partial_exprs(pl.col(_TIME), _SESSION_END_PREFIX))
         else:
             frame = self._with_window_starts(frame)
-        if task.spec.options.watermark is WatermarkMode.KEY:
+        if task.spec.options.watermark is WatermarkMode.KEY and task.session is None:
+            # (a session's end is its key's latest time in the partial already)
             key_time = Max()  # the key's latest time in the partial: the reducer's key clock
             aggregates.append(key_time)
             prefixes.append(_KEY_TIME_PREFIX)

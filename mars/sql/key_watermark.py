@@ -2,7 +2,7 @@
 "Key watermarks"). Checked here, each error at the `watermark` option: what the mode does not
 support yet, refused rather than given a meaning nobody can check.
 
-- Session and cumulative windows: their reducers close on the task watermark only.
+- Cumulative windows: their reducer closes on the task watermark only.
 - Top-k (`ORDER BY ... LIMIT k`): a window's ranking needs every key of the window closed, so
   key clocks would buy nothing there; refused so nobody expects early results.
 - EMIT CHANGES and `preaggregation = 'spark'`: the updates topic's "final" marker and the
@@ -30,9 +30,7 @@ def check_key_watermark_task(
     given = clause.get("watermark")
     position = None if given is None or given.position < 0 else given.position
     refused: str | None = None
-    if window.session:
-        refused = "session windows (WINDOWING SESSION)"
-    elif window.cumulate:
+    if window.cumulate:
         refused = "cumulative windows (WINDOWING CUMULATE)"
     elif top_k is not None:
         refused = "ORDER BY ... LIMIT (top-k ranks a window's keys together)"

@@ -441,21 +441,21 @@ def random_case(seed: int) -> Case:
     )
 
 
-KEY_WATERMARK_SHARE = 0.35  # of the cases that may have it (tumbling, hopping, no top-k)
+KEY_WATERMARK_SHARE = 0.35  # of the cases that may have it (no cumulate, no top-k)
 
 
 def _key_watermark(
     seed: int, shape: TaskShape, streams: list[list[bytes]]
 ) -> tuple[TaskShape, list[list[bytes]]]:
-    """A share of the tumbling and hopping cases without top-k or EMIT CHANGES get
+    """A share of the tumbling, hopping and session cases without top-k or EMIT CHANGES get
     `watermark = 'key'` and a keyed stream: the partitions' records interleaved, each routed
     to the partition of its group key (so each key is in one partition, and keys of the
     former partitions, at their own pace, meet out of order), and each key's clock set back
-    by 0 to 1.5 window sizes of its own (a device whose clock is behind). Drawn from a
-    generator of its own, so every other draw of a seed stays as it was."""
+    by 0 to 1.5 window sizes (session gaps) of its own (a device whose clock is behind).
+    Drawn from a generator of its own, so every other draw of a seed stays as it was."""
     rng = random.Random(f"watermark {seed}")
     if (
-        shape.window not in ("tumbling", "hopping")
+        shape.window not in ("tumbling", "hopping", "session")
         or shape.top_k is not None
         or shape.emit_changes
         or rng.random() >= KEY_WATERMARK_SHARE

@@ -3,13 +3,15 @@
 Twelve devices, each the group key of a tumbling 10 s window task, send in their own order
 (every device's records in time order) but with clocks up to four minutes behind, and every
 third one in bursts after 30 s of buffering, as uploads from a phone do. The source topic is
-keyed by device (each device in one partition). Per mode, two mappers and two reducers:
+keyed by device (each device in one partition). The session variant (gap 5 s) has each device
+fall silent for 20 s of every minute of its own time, so its sessions close on its own clock
+one after another. Per window kind and mode, two mappers and two reducers:
 
 - results and counters exact against the DuckDB oracle of the mode (tests/differential/oracle.py);
 - with `watermark = 'key'` no record is late (every device is in order), with the partition
   watermark many are (the oracle says how many, and Mars agrees);
-- a reducer owning the task is SIGKILLed mid-run (after 20 results, with checkpoints only
-  when a step needs one): nothing is missing or emitted twice.
+- a reducer owning the task is SIGKILLed mid-run (after 20 results, 8 sessions, with
+  checkpoints only when a step needs one): nothing is missing or emitted twice.
 
 After the stream, one filtered record per partition far in the future moves every partition's
 stream time past the last windows, so they close by event time; idle close is kept out of the
@@ -41,7 +43,8 @@ PARTITIONS = 3
 DEVICES = 12
 MAX_SKEW_MS = 240_000
 KEY_LAG_MS = 300_000
-KILL_AFTER_ROWS = 20  # results out before a reducer is killed
+KILL_AFTER_ROWS = {"tumbling": 20, "session": 8}  # results out before a reducer is killed
+SILENT_MS, EVERY_MS = 20_000, 60_000  # the session variant: each device's quiet spells
 SUM_V = next(a for a in AGGREGATES if a.alias == "sv")
 
 
@@ -66,19 +69,37 @@ def device_stream(seed: int = 37, seconds: int = 180) -> tuple[tuple[bytes, ...]
     return tuple((*records, closer) for records in partitions)
 
 
-def case_of(key_lag_ms: int | None) -> Case:
+def with_quiet_spells(partitions: tuple[tuple[bytes, ...], ...]) -> tuple[tuple[bytes, ...], ...]:
+    """The records outside each device's quiet spells (its own 20 s of every minute, offset
+    per device; the closer stays)."""
+
+    def heard(value: bytes) -> bool:
+        record = json.loads(value)
+        if record["k1"] == "closer":
+            return True
+        offset = int(record["k1"][1:]) * 5_000
+        return (record["ts"] + offset) % EVERY_MS >= SILENT_MS
+
+    return tuple(tuple(v for v in values if heard(v)) for values in partitions)
+
+
+def case_of(key_lag_ms: int | None, window: str = "tumbling") -> Case:
+    size_ms = 5_000 if window == "session" else 10_000  # the session gap
     shape = TaskShape(
         keys=("k1",),
         aggregates=(AGGREGATES[0], SUM_V),
-        window="tumbling",
-        size_ms=10_000,
-        slide_ms=10_000,
+        window="session" if window == "session" else "tumbling",
+        size_ms=size_ms,
+        slide_ms=size_ms,
         grace_ms=1_000,
         unit="ms",
         where="v >= 0",
         key_lag_ms=key_lag_ms,
     )
-    return Case(seed=0, shape=shape, partitions=device_stream())
+    partitions = device_stream()
+    if window == "session":
+        partitions = with_quiet_spells(partitions)
+    return Case(seed=0, shape=shape, partitions=partitions)
 
 
 @pytest.mark.pipeline(
@@ -90,13 +111,15 @@ def case_of(key_lag_ms: int | None) -> Case:
 )
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("key_lag_ms", [None, KEY_LAG_MS], ids=["partition", "key"])
+@pytest.mark.parametrize("window", ["tumbling", "session"])
 def test_skewed_devices_are_exact_per_mode_through_a_reducer_kill(
     pipeline: WatchedPipeline,
     kafka_admin: AdminClient,
     unique_name: str,
     key_lag_ms: int | None,
+    window: str,
 ) -> None:
-    case = case_of(key_lag_ms)
+    case = case_of(key_lag_ms, window)
     expected = expected_of(case)
     if key_lag_ms is None:
         assert expected.late > case.records // 5  # the lagging devices' records
@@ -117,7 +140,7 @@ def test_skewed_devices_are_exact_per_mode_through_a_reducer_kill(
     reader = TopicReader(pipeline.bootstrap, [output])
     try:
         deadline = time.monotonic() + 120
-        while len(reader.values(output)) < KILL_AFTER_ROWS:
+        while len(reader.values(output)) < KILL_AFTER_ROWS[window]:
             assert time.monotonic() < deadline, "no result before the kill\n" + pipeline.logs()
             reader.poll_for(0.5)
         kill_an_owner(pipeline, task)

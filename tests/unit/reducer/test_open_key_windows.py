@@ -63,7 +63,7 @@ def test_timers_touch_only_the_keys_whose_clock_moved() -> None:
     s.merge(0, 1, dataset({0: {(f"k{i}",): [1, 1] for i in range(100)}}))
     s.close(None)
     s.merge(0, 2, dataset({30: {("k7",): [1, 30]}}))
-    assert s._moved == {("k7",)}
+    assert s.timers._moved == {("k7",)}
     assert closed(s, None) == [(0, ("k7",))]
     assert len(s.windows[0]) == 99
 
