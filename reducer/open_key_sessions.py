@@ -13,7 +13,8 @@ Timers: `reducer.key_timers`, one per session start, due at the session's closin
 pushed; a session that grew since is pushed again when met. Every step that closes a session by
 its key clock carries a checkpoint (`checkpoint_now`), so a recovery's replay never meets one
 (nor emits it twice); the checkpoint holds the key clocks as a pseudo session at
-`KEY_CLOCKS_START` (only in the checkpoint).
+`KEY_CLOCKS_START` (only in the checkpoint). EMIT CHANGES as for `OpenSessionState`: a session
+closed by its key clock gets its final row then.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ data set is late (it can come only from a key spread over partitions, or after a
 Every step that closes a group by its key clock carries a checkpoint (`checkpoint_now`), so a
 recovery never emits such a group twice; the checkpoint holds the key clocks as a pseudo
 window at `KEY_CLOCKS_START` (only in the checkpoint, never among the open windows).
+
+With `track_changes` (EMIT CHANGES) a group closed by its key clock leaves the changed groups:
+its final row on the updates topic comes with its result, when its key closes it.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class OpenKeyWindowState(OpenWindowState):
         replayed_through: Mapping[int, int] | None = None,
         closed_watermark: int | None = None,
         checkpoint: OpenWindows | None = None,
+        track_changes: bool = False,
     ) -> OpenKeyWindowState:
         """As `OpenWindowState.starting`; the checkpoint's key clocks come back too."""
         saved = dict(checkpoint or {})
@@ -62,6 +66,7 @@ class OpenKeyWindowState(OpenWindowState):
             merged={b: r - 1 for b, r in rseqs.items()},
             replayed_through=dict(replayed_through or {}),
             closed_watermark=closed_watermark,
+            track_changes=track_changes,
             lag_ms=lag_ms,
         )
         state.windows = {s: g for s, g in saved.items() if not state.is_closed(s)}
@@ -124,6 +129,8 @@ class OpenKeyWindowState(OpenWindowState):
                 self.timers.push(key, self.assigner.closes_at(start), start)
         merge_groups(self.aggregates, window, open_groups)
         self._replay.merged(bucket, start, seq)
+        if self.track_changes:
+            self._changed.setdefault(start, set()).update(open_groups)
 
     def close(self, watermark: int | None) -> list[ClosedWindow]:
         """Close the groups whose key clock passed them, then whole windows on the watermark
@@ -134,6 +141,11 @@ class OpenKeyWindowState(OpenWindowState):
             if groups is None or key not in groups:
                 continue  # a second timer of a group closed just now
             by_key.setdefault(start, {})[key] = groups.pop(key)
+            changed = self._changed.get(start)
+            if changed is not None:  # EMIT CHANGES: its final row follows instead
+                changed.discard(key)
+                if not changed:
+                    del self._changed[start]
             if not groups:
                 del self.windows[start]
                 self._replay.dropped(start)

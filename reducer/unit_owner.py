@@ -262,6 +262,7 @@ class UnitOwner:
                 replayed_through=progress.merged,
                 closed_watermark=progress.closed_watermark,
                 checkpoint=checkpoint,
+                track_changes=self.spec.updates_topic is not None,
             )
         return OpenWindowState.starting(
             assigner=WindowAssigner.from_spec(window),

@@ -5,8 +5,7 @@ support yet, refused rather than given a meaning nobody can check.
 - Cumulative windows: their reducer closes on the task watermark only.
 - Top-k (`ORDER BY ... LIMIT k`): a window's ranking needs every key of the window closed, so
   key clocks would buy nothing there; refused so nobody expects early results.
-- EMIT CHANGES and `preaggregation = 'spark'`: the updates topic's "final" marker and the
-  Spark stream's writer follow the task watermark; not wired to key clocks.
+- `preaggregation = 'spark'`: the Spark stream's writer keeps no key clocks.
 """
 
 from __future__ import annotations
@@ -34,8 +33,6 @@ def check_key_watermark_task(
         refused = "cumulative windows (WINDOWING CUMULATE)"
     elif top_k is not None:
         refused = "ORDER BY ... LIMIT (top-k ranks a window's keys together)"
-    elif options.emit_interval_ms is not None:
-        refused = "EMIT CHANGES"
     elif options.preaggregation is Preaggregation.SPARK:
         refused = "preaggregation = 'spark'"
     if refused is not None:

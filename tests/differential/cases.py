@@ -447,7 +447,7 @@ KEY_WATERMARK_SHARE = 0.35  # of the cases that may have it (no cumulate, no top
 def _key_watermark(
     seed: int, shape: TaskShape, streams: list[list[bytes]]
 ) -> tuple[TaskShape, list[list[bytes]]]:
-    """A share of the tumbling, hopping and session cases without top-k or EMIT CHANGES get
+    """A share of the tumbling, hopping and session cases without top-k get
     `watermark = 'key'` and a keyed stream: the partitions' records interleaved, each routed
     to the partition of its group key (so each key is in one partition, and keys of the
     former partitions, at their own pace, meet out of order), and each key's clock set back
@@ -457,7 +457,6 @@ def _key_watermark(
     if (
         shape.window not in ("tumbling", "hopping", "session")
         or shape.top_k is not None
-        or shape.emit_changes
         or rng.random() >= KEY_WATERMARK_SHARE
     ):
         return shape, streams

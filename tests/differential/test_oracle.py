@@ -309,6 +309,7 @@ def test_key_watermark_cases_have_each_key_in_one_partition() -> None:
     drawn = [c for c in map(random_case, range(200)) if c.shape.key_lag_ms is not None]
     assert len(drawn) >= 15
     assert any(c.shape.window == "session" for c in drawn)
+    assert any(c.shape.emit_changes for c in drawn)
     for c in drawn:
         assert c.shape.window in ("tumbling", "hopping", "session") and c.shape.top_k is None
         assert "watermark = 'key'" in c.task_sql("S")

@@ -109,3 +109,12 @@ def test_key_timers_push_again_a_group_due_later() -> None:
     assert timers.take_due(lambda key, start: due.get((key, start))) == []
     timers.raise_clock(("a",), 20)
     assert timers.take_due(lambda key, start: due.get((key, start))) == [(("a",), 0)]
+
+
+def test_emit_changes_a_session_closed_by_its_key_leaves_the_changed_ones() -> None:
+    s = state(track_changes=True)
+    s.merge(0, 1, dataset({0: {("a",): [1, 0], ("b",): [1, 2]}}))
+    s.merge(0, 2, dataset({20: {("a",): [1, 20]}}))
+    assert closed(s, None) == [(0, ("a",))]
+    changes = {(w.start, key): states for w in s.take_changes() for key, states in w.groups.items()}
+    assert changes == {(0, ("b",)): [1, 2], (20, ("a",)): [1, 20]}

@@ -81,3 +81,13 @@ def test_checkpoint_round_trip_keeps_the_key_clocks() -> None:
     # The restored clock judges as the original did: window 0 of 'a' is closed.
     late = restored.merge(0, 1, dataset({0: {("a",): [1, 4]}}))
     assert len(late) == 1
+
+
+def test_emit_changes_a_group_closed_by_its_key_leaves_the_changed_groups() -> None:
+    s = state(track_changes=True)
+    s.merge(0, 1, dataset({0: {("a",): [1, 3], ("b",): [1, 4]}}))
+    s.merge(0, 2, dataset({10: {("a",): [1, 15]}}))
+    assert closed(s, None) == [(0, ("a",))]  # its final row goes with its result
+    changes = {(w.start, key): states for w in s.take_changes() for key, states in w.groups.items()}
+    assert changes == {(0, ("b",)): [1, 4], (10, ("a",)): [1, 15]}
+    assert not s.has_changes

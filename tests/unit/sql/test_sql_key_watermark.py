@@ -40,7 +40,6 @@ def test_session_windows_take_key_watermarks_with_one_end_state() -> None:
     [
         (f"{BASE} WINDOWING CUMULATE 1 h STEP 1 m WITH (watermark = 'key')", "cumulative"),
         (f"{BASE} ORDER BY n DESC LIMIT 3 WINDOWING 1 m WITH (watermark = 'key')", "LIMIT"),
-        (f"{BASE} WINDOWING 1 m EMIT CHANGES WITH (watermark = 'key')", "EMIT CHANGES"),
         (
             f"{BASE} WINDOWING 1 m WITH (watermark = 'key', preaggregation = 'spark')",
             "preaggregation",
