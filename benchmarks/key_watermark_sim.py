@@ -17,6 +17,12 @@ stream time). Measured, per mode:
   accepted record of the window to the tick its group closed, in simulated seconds (the groups
   only the end-of-stream flush closes are left out and counted);
 - reducer state: open groups after each tick (mean, max), and the key clocks held;
+- key-clock state in bytes (max over the ticks): the mappers' stored clocks (Arrow IPC, all
+  partitions) and the reducer's (as its checkpoint encodes them); none with the partition
+  watermark, at most N clocks with `key_groups = N`;
+- late contributions at the reducer (records): none while a key's (or key group's) records
+  are in one partition; a `key_groups` configuration routes each device to its group's
+  partition, as its topic would have to be keyed;
 - cost: records per second of wall time through the pre-aggregation, and reducer seconds
   (merge + close) per million records, on this machine.
 
@@ -32,16 +38,17 @@ import random
 import time
 import zlib
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mars.aggregates import state_aggregates
-from mars.engine.dataset import decode_dataset
+from mars.engine.dataset import decode_dataset, encode_dataset
+from mars.engine.key_groups import key_group
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
 from mars.sql import parse_task
 from mars.tasks.spec import TaskSpec
 from mars.windows import WindowAssigner
-from reducer.open_key_windows import OpenKeyWindowState
+from reducer.open_key_windows import KEY_CLOCKS_START, OpenKeyWindowState
 from reducer.open_windows import OpenWindowState
 
 TICK_MS = 500
@@ -62,11 +69,14 @@ class Mode:
     name: str
     grace_s: int
     key_lag_s: int | None = None
+    key_groups: int | None = None
 
     def sql(self) -> str:
         extra = (
             "" if self.key_lag_s is None else f", watermark = 'key', key_lag = '{self.key_lag_s} s'"
         )
+        if self.key_groups is not None:
+            extra += f", key_groups = {self.key_groups}"
         return SQL.format(grace=self.grace_s, extra=extra)
 
 
@@ -118,6 +128,9 @@ class ModeFigures:
     open_groups_mean: float = math.nan
     open_groups_max: int = 0
     key_clocks_max: int = 0
+    mapper_clock_bytes_max: int = 0
+    reducer_clock_bytes_max: int = 0
+    reducer_late: int = 0
     mapper_records_per_s: float = math.nan  # batches of COST_BATCH records
     reducer_s_per_million: float = math.nan
     latencies_s: list[float] = field(default_factory=list)
@@ -125,6 +138,11 @@ class ModeFigures:
 
 def run_mode(arrivals: list[Arrival], *, partitions: int, mode: Mode) -> ModeFigures:
     """The workload through one mode (module docstring)."""
+    if mode.key_groups is not None:  # the topic keyed by key group
+        arrivals = [
+            replace(a, partition=key_group((a.device,), mode.key_groups) % partitions)
+            for a in arrivals
+        ]
     replay = _Replay(parse_task(mode.sql(), task_id="bench"), mode, partitions)
     replay.figures.records = len(arrivals)
     by_tick: dict[int, dict[int, list[Arrival]]] = defaultdict(lambda: defaultdict(list))
@@ -156,6 +174,7 @@ class _Replay:
         self.preaggregator = Preaggregator.for_spec(spec)
         self.assigner = WindowAssigner.from_spec(spec.window)
         self.state = _reducer_state(spec, self.assigner, mode.key_lag_s)
+        self.aggregates = state_aggregates(spec)
         self.figures = ModeFigures(mode=mode.name)
         self.partitions = partitions
         self.stream: dict[int, int | None] = dict.fromkeys(range(partitions))
@@ -181,6 +200,8 @@ class _Replay:
         )
         self.stream[partition] = partials.stream_times.get(partition, self.stream[partition])
         self.clocks[partition] = partials.key_clocks.get(partition, self.clocks[partition])
+        stored = sum(len(clocks) for clocks in self.clocks.values() if clocks)
+        self.figures.mapper_clock_bytes_max = max(self.figures.mapper_clock_bytes_max, stored)
         self.figures.late += len(partials.late)
         late = {r.offset for r in partials.late}
         for record, arrival in zip(records, batch, strict=True):
@@ -190,7 +211,8 @@ class _Replay:
         started = time.perf_counter()
         for bucket, data in sorted(partials.datasets.items()):
             self.seqs[bucket] += 1
-            self.state.merge(bucket, self.seqs[bucket], decode_dataset(data))
+            at_reducer = self.state.merge(bucket, self.seqs[bucket], decode_dataset(data))
+            self.figures.reducer_late += sum(late.records for late in at_reducer)
         self.reducer_s += time.perf_counter() - started
 
     def close(self, tick: int) -> int:
@@ -207,6 +229,9 @@ class _Replay:
         if isinstance(self.state, OpenKeyWindowState):
             held = len(self.state.key_clocks)
             self.figures.key_clocks_max = max(self.figures.key_clocks_max, held)
+            clocks = self.state.checkpoint_windows().get(KEY_CLOCKS_START, {})
+            size = len(encode_dataset(self.aggregates, {KEY_CLOCKS_START: clocks})) if clocks else 0
+            self.figures.reducer_clock_bytes_max = max(self.figures.reducer_clock_bytes_max, size)
         return sum(len(groups) for groups in self.state.windows.values())
 
 
@@ -245,7 +270,11 @@ def _reducer_state(
     if key_lag_s is None:
         return OpenWindowState.starting(assigner=assigner, aggregates=aggregates, rseqs=rseqs)
     return OpenKeyWindowState.starting_by_key(
-        assigner=assigner, aggregates=aggregates, rseqs=rseqs, lag_ms=key_lag_s * 1000
+        assigner=assigner,
+        aggregates=aggregates,
+        rseqs=rseqs,
+        lag_ms=key_lag_s * 1000,
+        key_groups=spec.options.key_groups,
     )
 
 

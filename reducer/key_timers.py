@@ -1,7 +1,10 @@
 """The key clocks of a `watermark = 'key'` unit and their timers: what closes a key's groups.
 
-Per clock (a group key), its time and a min-heap of timers `(due, start, key)`: the open
-window or session at `start` of `key` closes once the clock reaches `due`. The set of clocks
+Per clock, its time and a min-heap of timers `(due, start, key)`: the open window or session
+at `start` of `key` closes once the clock reaches `due`. A clock is per group key, or with
+`key_groups = N` per key group (`mars.engine.key_groups`; its id `(group,)`), so the clocks
+are O(N) however many keys: a group's clock is the largest time of any of its keys, and its
+heap holds the timers of all their open groups. The set of clocks
 that moved since the last `take_due` limits a step to the keys it touched (log n a timer, O(1)
 the earliest), rather than a scan of every key. Timers are lazy: the owner says, when one is
 met, whether its group is gone (closed, merged away) or due later (a session that grew), and a
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from heapq import heappop, heappush
 
 from mars.engine.dataset import GroupKey
+from mars.engine.key_groups import key_group
 
 # (group key, start) -> when that group closes now; None: it is no longer open.
 CurrentDue = Callable[[GroupKey, int], int | None]
@@ -24,24 +28,37 @@ CurrentDue = Callable[[GroupKey, int], int | None]
 
 @dataclass(slots=True)
 class KeyTimers:
-    clocks: dict[GroupKey, int] = field(default_factory=dict)
+    groups: int | None = None  # key_groups; None: a clock per key
+    clocks: dict[GroupKey, int] = field(default_factory=dict)  # by clock id (`clock_of`)
     _heaps: dict[GroupKey, list[tuple[int, int, int, GroupKey]]] = field(default_factory=dict)
     _moved: set[GroupKey] = field(default_factory=set)
     _pushed: Iterator[int] = field(default_factory=itertools.count)  # ties: keys don't compare
 
+    def clock_of(self, key: GroupKey) -> GroupKey:
+        """The id of the clock `key` uses: itself, or `(its key group,)`."""
+        return key if self.groups is None else (key_group(key, self.groups),)
+
     def raise_clock(self, key: GroupKey, time: int | None) -> None:
         """The clock of `key` takes `time` when later (never back)."""
-        if time is not None and (key not in self.clocks or time > self.clocks[key]):
-            self.clocks[key] = time
-            self._moved.add(key)
+        self.raise_clock_of(self.clock_of(key), time)
+
+    def raise_clock_of(self, clock_id: GroupKey, time: int | None) -> None:
+        """As `raise_clock`, by clock id (a checkpoint's clocks)."""
+        if time is not None and (clock_id not in self.clocks or time > self.clocks[clock_id]):
+            self.clocks[clock_id] = time
+            self._moved.add(clock_id)
 
     def passed(self, key: GroupKey, due: int) -> bool:
         """Whether the clock of `key` has reached `due`."""
-        clock = self.clocks.get(key)
+        clock = self.clocks.get(self.clock_of(key))
         return clock is not None and due <= clock
 
+    def clock(self, key: GroupKey) -> int | None:
+        return self.clocks.get(self.clock_of(key))
+
     def push(self, key: GroupKey, due: int, start: int) -> None:
-        heappush(self._heaps.setdefault(key, []), (due, start, next(self._pushed), key))
+        heap = self._heaps.setdefault(self.clock_of(key), [])
+        heappush(heap, (due, start, next(self._pushed), key))
 
     def take_due(self, current: CurrentDue) -> list[tuple[GroupKey, int]]:
         """(key, start) of the open groups whose key clock, moved since the last call, reached

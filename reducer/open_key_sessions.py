@@ -46,6 +46,7 @@ class OpenKeySessionState(OpenSessionState):
         aggregates: tuple[Aggregate[Any], ...],
         rseqs: Mapping[int, int],
         lag_ms: int,
+        key_groups: int | None = None,
         replayed_through: Mapping[int, int] | None = None,
         closed_watermark: int | None = None,
         checkpoint: OpenWindows | None = None,
@@ -62,9 +63,10 @@ class OpenKeySessionState(OpenSessionState):
             closed_watermark=closed_watermark,
             _emitted_through=closed_watermark,
             lag_ms=lag_ms,
+            timers=KeyTimers(groups=key_groups),
         )
-        for key, states in clocks.items():
-            state.timers.raise_clock(key, states[-1])
+        for clock_id, states in clocks.items():
+            state.timers.raise_clock_of(clock_id, states[-1])
         for start, groups in saved.items():
             for key, states in groups.items():
                 state._add(key, start, states)
@@ -104,7 +106,7 @@ class OpenKeySessionState(OpenSessionState):
     def _is_late(self, first: int, key: GroupKey) -> bool:
         sessions = self.sessions
         return sessions.is_late(first, self.closed_watermark) or sessions.is_late(
-            first, self.timers.clocks.get(key)
+            first, self.timers.clock(key)
         )
 
     def close(self, watermark: int | None) -> list[ClosedWindow]:
@@ -157,7 +159,7 @@ class OpenKeySessionState(OpenSessionState):
         self._closed_by_key = False
 
     def checkpoint_windows(self) -> OpenWindows:
-        """The open sessions and, at `KEY_CLOCKS_START`, the key clocks (last state)."""
+        """The open sessions and, at `KEY_CLOCKS_START`, the clocks by id (last state)."""
         empty = [agg.initial() for agg in self.aggregates[:-1]]
         clocks = {key: [*empty, clock] for key, clock in self.key_clocks.items()}
         return {**self.windows, KEY_CLOCKS_START: clocks} if clocks else dict(self.windows)

@@ -52,6 +52,7 @@ class OpenKeyWindowState(OpenWindowState):
         aggregates: tuple[Aggregate[Any], ...],
         rseqs: Mapping[int, int],
         lag_ms: int,
+        key_groups: int | None = None,
         replayed_through: Mapping[int, int] | None = None,
         closed_watermark: int | None = None,
         checkpoint: OpenWindows | None = None,
@@ -68,10 +69,11 @@ class OpenKeyWindowState(OpenWindowState):
             closed_watermark=closed_watermark,
             track_changes=track_changes,
             lag_ms=lag_ms,
+            timers=KeyTimers(groups=key_groups),
         )
         state.windows = {s: g for s, g in saved.items() if not state.is_closed(s)}
-        for key, states in clocks.items():
-            state.timers.raise_clock(key, states[-1])
+        for clock_id, states in clocks.items():
+            state.timers.raise_clock_of(clock_id, states[-1])
         for start, groups in state.windows.items():
             for key, states in groups.items():
                 state.timers.push(key, assigner.closes_at(start), start)
@@ -169,7 +171,7 @@ class OpenKeyWindowState(OpenWindowState):
         self._closed_by_key = False
 
     def checkpoint_windows(self) -> OpenWindows:
-        """The open windows and, at `KEY_CLOCKS_START`, the key clocks (last state)."""
+        """The open windows and, at `KEY_CLOCKS_START`, the clocks by id (last state)."""
         empty = [agg.initial() for agg in self.aggregates[:-1]]
         clocks = {key: [*empty, clock] for key, clock in self.key_clocks.items()}
         return {**self.windows, KEY_CLOCKS_START: clocks} if clocks else dict(self.windows)

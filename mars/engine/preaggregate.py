@@ -294,6 +294,7 @@ class Preaggregator:
         or the stream time less `key_lag`); and the key clocks after the batch, encoded."""
         key_names = [key_column(i) for i in range(len(self._task.keys))]
         lag_ms = self._task.spec.options.key_lag_ms
+        groups = self._task.spec.options.key_groups
         frame = with_effective_clock(
             frame,
             key_names=key_names,
@@ -302,6 +303,7 @@ class Preaggregator:
             before_column=_BEFORE,
             clocks=stored,
             lag_ms=lag_ms,
+            groups=groups,
         )
         clocks = next_clocks(
             frame,
@@ -311,6 +313,7 @@ class Preaggregator:
             clocks=stored,
             stream_times=stream_times,
             lag_ms=lag_ms,
+            groups=groups,
         )
         return frame, {p: encode_clocks(c) for p, c in clocks.items()}
 

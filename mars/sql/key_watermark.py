@@ -1,6 +1,7 @@
-"""`WITH (watermark = 'key' [, key_lag = '10 minutes'])`: per-key clocks (docs/semantics.md,
-"Key watermarks"). Checked here, each error at the `watermark` option: what the mode does not
-support yet, refused rather than given a meaning nobody can check.
+"""`WITH (watermark = 'key' [, key_lag = '10 minutes'] [, key_groups = N])`: per-key (or per
+key group) clocks (docs/semantics.md, "Key watermarks"). Checked here, each error at the
+`watermark` option: what the mode does not support yet, refused rather than given a meaning
+nobody can check.
 
 - Cumulative windows: their reducer closes on the task watermark only.
 - Top-k (`ORDER BY ... LIMIT k`): a window's ranking needs every key of the window closed, so

@@ -8,7 +8,7 @@ from typing import Any
 
 from devtools.gen.binary_encoding import CORRUPT_PAYLOAD
 from tests.differential import binary_records
-from tests.differential.cases import AGGREGATES, Case, TaskShape, random_case
+from tests.differential.cases import AGGREGATES, Case, TaskShape, key_group, random_case
 from tests.differential.compare import problems
 from tests.differential.oracle import expected_of
 
@@ -284,6 +284,19 @@ def test_key_watermark_judges_a_record_by_its_own_key_clock() -> None:
     assert expected_of(case(shape(key_lag_ms=0), records)) == partition
 
 
+def test_key_groups_judge_a_record_by_its_groups_clock() -> None:
+    records: list[dict[str, Any] | bytes] = [
+        {"ts": 100, "k1": "fast"},
+        {"ts": 40, "k1": "slow"},
+        {"ts": 45, "k1": "slow"},
+    ]
+    one_group = expected_of(case(shape(key_lag_ms=60, key_groups=1), records))
+    assert one_group.late == 2  # slow shares fast's clock 100: [40, 50) closed
+    assert one_group == expected_of(case(shape(), records))  # the partition rule, no WHERE
+    apart = next(n for n in range(2, 50) if key_group(["fast"], n) != key_group(["slow"], n))
+    assert expected_of(case(shape(key_lag_ms=60, key_groups=apart), records)).late == 0
+
+
 def test_key_watermark_sessions_are_late_only_behind_their_own_key_clock() -> None:
     records: list[dict[str, Any] | bytes] = [
         {"ts": 100, "k1": "fast"},
@@ -310,6 +323,7 @@ def test_key_watermark_cases_have_each_key_in_one_partition() -> None:
     assert len(drawn) >= 15
     assert any(c.shape.window == "session" for c in drawn)
     assert any(c.shape.emit_changes for c in drawn)
+    assert any(c.shape.key_groups is not None for c in drawn)
     for c in drawn:
         assert c.shape.window in ("tumbling", "hopping", "session") and c.shape.top_k is None
         assert "watermark = 'key'" in c.task_sql("S")

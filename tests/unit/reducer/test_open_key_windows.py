@@ -91,3 +91,13 @@ def test_emit_changes_a_group_closed_by_its_key_leaves_the_changed_groups() -> N
     changes = {(w.start, key): states for w in s.take_changes() for key, states in w.groups.items()}
     assert changes == {(0, ("b",)): [1, 4], (10, ("a",)): [1, 15]}
     assert not s.has_changes
+
+
+def test_with_key_groups_a_group_closes_on_its_key_groups_clock() -> None:
+    s = state(key_groups=1)  # one clock: the largest time of any key
+    s.merge(0, 1, dataset({0: {("a",): [1, 3], ("b",): [1, 4]}}))
+    s.merge(0, 2, dataset({10: {("a",): [1, 15]}}))
+    assert closed(s, None) == [(0, ("a",)), (0, ("b",))]  # b closes on a's time too
+    assert s.key_clocks == {(0,): 15}
+    restored = state(key_groups=1, checkpoint=s.checkpoint_windows())
+    assert restored.key_clocks == {(0,): 15}
