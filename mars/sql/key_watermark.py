@@ -1,12 +1,14 @@
 """`WITH (watermark = 'key' [, key_lag = '10 minutes'] [, key_groups = N])`: per-key (or per
-key group) clocks (docs/semantics.md, "Key watermarks"). Checked here, each error at the
-`watermark` option: what the mode does not support yet, refused rather than given a meaning
-nobody can check.
+key group) clocks (docs/semantics.md, "Key watermarks"); tumbling, hopping and session windows,
+EMIT CHANGES. Checked here, each error at the `watermark` option: what the mode refuses, by
+decision rather than given a meaning nobody can check (the docs say why).
 
-- Cumulative windows: their reducer closes on the task watermark only.
+- Cumulative windows: their reducer emits each step's window for all keys at once and a
+  record's slice follows the stream time; per-key closing would be a state of its own.
 - Top-k (`ORDER BY ... LIMIT k`): a window's ranking needs every key of the window closed, so
   key clocks would buy nothing there; refused so nobody expects early results.
-- `preaggregation = 'spark'`: the Spark stream's writer keeps no key clocks.
+- `preaggregation = 'spark'`: the live Spark stream's writer carries key clocks as the backfill
+  does, but no test runs a key-watermark task on it yet.
 """
 
 from __future__ import annotations
