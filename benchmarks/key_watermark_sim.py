@@ -8,18 +8,18 @@ topic is keyed by device (`partitions` partitions, a device in one).
 
 Per tick, each partition's arrivals are one mapper batch (`Preaggregator.run`, the mappers' own
 code, carrying stream times and key clocks as they are stored); its data sets are decoded and
-merged into one reducer state of all buckets (`OpenWindowState`, or `OpenKeyWindowState` for
-`watermark = 'key'`), which is then closed at the task watermark (min over partitions of their
-stream time). Measured, per mode:
+merged into its bucket's reducer state (one per unit, as the reducers own them:
+`OpenWindowState`, or `OpenKeyWindowState` for `watermark = 'key'`), each then closed at the
+task watermark (min over partitions of their stream time). Measured, per mode:
 
 - late records (the mappers' decision);
 - result latency of each (window, device) group: from the arrival of the device's last
   accepted record of the window to the tick its group closed, in simulated seconds (the groups
   only the end-of-stream flush closes are left out and counted);
-- reducer state: open groups after each tick (mean, max), and the key clocks held;
+- reducer state: open groups after each tick (mean, max), and the key clocks held (all units);
 - key-clock state in bytes (max over the ticks): the mappers' stored clocks (Arrow IPC, all
-  partitions) and the reducer's (as its checkpoint encodes them); none with the partition
-  watermark, at most N clocks with `key_groups = N`;
+  partitions) and the reducers' (as their checkpoints encode them, all units); none with the
+  partition watermark; with `key_groups = N` at most N clocks a partition and N a unit;
 - late contributions at the reducer (records): none while a key's (or key group's) records
   are in one partition; a `key_groups` configuration routes each device to its group's
   partition, as its topic would have to be keyed;
@@ -153,9 +153,11 @@ def run_mode(arrivals: list[Arrival], *, partitions: int, mode: Mode) -> ModeFig
         for partition, batch in sorted(by_tick[tick].items()):
             replay.batch(tick, partition, batch)
         open_counts.append(replay.close(tick))
-    figures, state = replay.figures, replay.state
+    figures = replay.figures
     figures.groups_emitted = len(figures.latencies_s)
-    figures.groups_at_flush = sum(len(groups) for groups in state.windows.values())
+    figures.groups_at_flush = sum(
+        len(groups) for state in replay.states.values() for groups in state.windows.values()
+    )
     figures.latency_p50_s = _quantile(figures.latencies_s, 0.5)
     figures.latency_p99_s = _quantile(figures.latencies_s, 0.99)
     figures.open_groups_mean = sum(open_counts) / len(open_counts) if open_counts else math.nan
@@ -168,12 +170,15 @@ def run_mode(arrivals: list[Arrival], *, partitions: int, mode: Mode) -> ModeFig
 
 
 class _Replay:
-    """The mappers' and one reducer's state of one mode, fed tick by tick."""
+    """The mappers' and the reducers' state of one mode, fed tick by tick."""
 
     def __init__(self, spec: TaskSpec, mode: Mode, partitions: int) -> None:
         self.preaggregator = Preaggregator.for_spec(spec)
         self.assigner = WindowAssigner.from_spec(spec.window)
-        self.state = _reducer_state(spec, self.assigner, mode.key_lag_s)
+        self.states = {
+            bucket: _reducer_state(spec, self.assigner, mode.key_lag_s, bucket)
+            for bucket in range(spec.options.buckets)
+        }
         self.aggregates = state_aggregates(spec)
         self.figures = ModeFigures(mode=mode.name)
         self.partitions = partitions
@@ -211,7 +216,8 @@ class _Replay:
         started = time.perf_counter()
         for bucket, data in sorted(partials.datasets.items()):
             self.seqs[bucket] += 1
-            at_reducer = self.state.merge(bucket, self.seqs[bucket], decode_dataset(data))
+            state = self.states[bucket]
+            at_reducer = state.merge(bucket, self.seqs[bucket], decode_dataset(data))
             self.figures.reducer_late += sum(late.records for late in at_reducer)
         self.reducer_s += time.perf_counter() - started
 
@@ -220,19 +226,24 @@ class _Replay:
         known = [t for t in self.stream.values() if t is not None]
         watermark = min(known) if len(known) == self.partitions else None
         started = time.perf_counter()
-        closed = self.state.close(watermark)
+        closed = [w for state in self.states.values() for w in state.close(watermark)]
         self.reducer_s += time.perf_counter() - started
         for window in closed:
             for key in window.groups:
                 waited = tick - self.last_arrival[(window.start, key)]
                 self.figures.latencies_s.append(waited * TICK_MS / 1000)
-        if isinstance(self.state, OpenKeyWindowState):
-            held = len(self.state.key_clocks)
-            self.figures.key_clocks_max = max(self.figures.key_clocks_max, held)
-            clocks = self.state.checkpoint_windows().get(KEY_CLOCKS_START, {})
-            size = len(encode_dataset(self.aggregates, {KEY_CLOCKS_START: clocks})) if clocks else 0
-            self.figures.reducer_clock_bytes_max = max(self.figures.reducer_clock_bytes_max, size)
-        return sum(len(groups) for groups in self.state.windows.values())
+        held, size = 0, 0
+        for state in self.states.values():
+            if isinstance(state, OpenKeyWindowState):
+                held += len(state.key_clocks)
+                clocks = state.checkpoint_windows().get(KEY_CLOCKS_START, {})
+                if clocks:
+                    size += len(encode_dataset(self.aggregates, {KEY_CLOCKS_START: clocks}))
+        self.figures.key_clocks_max = max(self.figures.key_clocks_max, held)
+        self.figures.reducer_clock_bytes_max = max(self.figures.reducer_clock_bytes_max, size)
+        return sum(
+            len(groups) for state in self.states.values() for groups in state.windows.values()
+        )
 
 
 def _mapper_rate(preaggregator: Preaggregator, arrivals: list[Arrival]) -> float:
@@ -263,9 +274,9 @@ def _mapper_rate(preaggregator: Preaggregator, arrivals: list[Arrival]) -> float
 
 
 def _reducer_state(
-    spec: TaskSpec, assigner: WindowAssigner, key_lag_s: int | None
+    spec: TaskSpec, assigner: WindowAssigner, key_lag_s: int | None, bucket: int
 ) -> OpenWindowState:
-    rseqs = dict.fromkeys(range(spec.options.buckets), 1)
+    rseqs = {bucket: 1}
     aggregates = state_aggregates(spec)
     if key_lag_s is None:
         return OpenWindowState.starting(assigner=assigner, aggregates=aggregates, rseqs=rseqs)
