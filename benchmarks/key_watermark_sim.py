@@ -8,15 +8,21 @@ topic is keyed by device (`partitions` partitions, a device in one).
 
 Per tick, each partition's arrivals are one mapper batch (`Preaggregator.run`, the mappers' own
 code, carrying stream times and key clocks as they are stored); its data sets are decoded and
-merged into one reducer state of all buckets (`OpenWindowState`, or `OpenKeyWindowState` for
-`watermark = 'key'`), which is then closed at the task watermark (min over partitions of their
-stream time). Measured, per mode:
+merged into its bucket's reducer state (one per unit, as the reducers own them:
+`OpenWindowState`, or `OpenKeyWindowState` for `watermark = 'key'`), each then closed at the
+task watermark (min over partitions of their stream time). Measured, per mode:
 
 - late records (the mappers' decision);
 - result latency of each (window, device) group: from the arrival of the device's last
   accepted record of the window to the tick its group closed, in simulated seconds (the groups
   only the end-of-stream flush closes are left out and counted);
-- reducer state: open groups after each tick (mean, max), and the key clocks held;
+- reducer state: open groups after each tick (mean, max), and the key clocks held (all units);
+- key-clock state in bytes (max over the ticks): the mappers' stored clocks (Arrow IPC, all
+  partitions) and the reducers' (as their checkpoints encode them, all units); none with the
+  partition watermark; with `key_groups = N` at most N clocks a partition and N a unit;
+- late contributions at the reducer (records): none while a key's (or key group's) records
+  are in one partition; a `key_groups` configuration routes each device to its group's
+  partition, as its topic would have to be keyed;
 - cost: records per second of wall time through the pre-aggregation, and reducer seconds
   (merge + close) per million records, on this machine.
 
@@ -32,16 +38,17 @@ import random
 import time
 import zlib
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mars.aggregates import state_aggregates
-from mars.engine.dataset import decode_dataset
+from mars.engine.dataset import decode_dataset, encode_dataset
+from mars.engine.key_groups import key_group
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
 from mars.sql import parse_task
 from mars.tasks.spec import TaskSpec
 from mars.windows import WindowAssigner
-from reducer.open_key_windows import OpenKeyWindowState
+from reducer.open_key_windows import KEY_CLOCKS_START, OpenKeyWindowState
 from reducer.open_windows import OpenWindowState
 
 TICK_MS = 500
@@ -62,11 +69,14 @@ class Mode:
     name: str
     grace_s: int
     key_lag_s: int | None = None
+    key_groups: int | None = None
 
     def sql(self) -> str:
         extra = (
             "" if self.key_lag_s is None else f", watermark = 'key', key_lag = '{self.key_lag_s} s'"
         )
+        if self.key_groups is not None:
+            extra += f", key_groups = {self.key_groups}"
         return SQL.format(grace=self.grace_s, extra=extra)
 
 
@@ -118,6 +128,9 @@ class ModeFigures:
     open_groups_mean: float = math.nan
     open_groups_max: int = 0
     key_clocks_max: int = 0
+    mapper_clock_bytes_max: int = 0
+    reducer_clock_bytes_max: int = 0
+    reducer_late: int = 0
     mapper_records_per_s: float = math.nan  # batches of COST_BATCH records
     reducer_s_per_million: float = math.nan
     latencies_s: list[float] = field(default_factory=list)
@@ -125,6 +138,11 @@ class ModeFigures:
 
 def run_mode(arrivals: list[Arrival], *, partitions: int, mode: Mode) -> ModeFigures:
     """The workload through one mode (module docstring)."""
+    if mode.key_groups is not None:  # the topic keyed by key group
+        arrivals = [
+            replace(a, partition=key_group((a.device,), mode.key_groups) % partitions)
+            for a in arrivals
+        ]
     replay = _Replay(parse_task(mode.sql(), task_id="bench"), mode, partitions)
     replay.figures.records = len(arrivals)
     by_tick: dict[int, dict[int, list[Arrival]]] = defaultdict(lambda: defaultdict(list))
@@ -135,9 +153,11 @@ def run_mode(arrivals: list[Arrival], *, partitions: int, mode: Mode) -> ModeFig
         for partition, batch in sorted(by_tick[tick].items()):
             replay.batch(tick, partition, batch)
         open_counts.append(replay.close(tick))
-    figures, state = replay.figures, replay.state
+    figures = replay.figures
     figures.groups_emitted = len(figures.latencies_s)
-    figures.groups_at_flush = sum(len(groups) for groups in state.windows.values())
+    figures.groups_at_flush = sum(
+        len(groups) for state in replay.states.values() for groups in state.windows.values()
+    )
     figures.latency_p50_s = _quantile(figures.latencies_s, 0.5)
     figures.latency_p99_s = _quantile(figures.latencies_s, 0.99)
     figures.open_groups_mean = sum(open_counts) / len(open_counts) if open_counts else math.nan
@@ -150,12 +170,16 @@ def run_mode(arrivals: list[Arrival], *, partitions: int, mode: Mode) -> ModeFig
 
 
 class _Replay:
-    """The mappers' and one reducer's state of one mode, fed tick by tick."""
+    """The mappers' and the reducers' state of one mode, fed tick by tick."""
 
     def __init__(self, spec: TaskSpec, mode: Mode, partitions: int) -> None:
         self.preaggregator = Preaggregator.for_spec(spec)
         self.assigner = WindowAssigner.from_spec(spec.window)
-        self.state = _reducer_state(spec, self.assigner, mode.key_lag_s)
+        self.states = {
+            bucket: _reducer_state(spec, self.assigner, mode.key_lag_s, bucket)
+            for bucket in range(spec.options.buckets)
+        }
+        self.aggregates = state_aggregates(spec)
         self.figures = ModeFigures(mode=mode.name)
         self.partitions = partitions
         self.stream: dict[int, int | None] = dict.fromkeys(range(partitions))
@@ -181,6 +205,8 @@ class _Replay:
         )
         self.stream[partition] = partials.stream_times.get(partition, self.stream[partition])
         self.clocks[partition] = partials.key_clocks.get(partition, self.clocks[partition])
+        stored = sum(len(clocks) for clocks in self.clocks.values() if clocks)
+        self.figures.mapper_clock_bytes_max = max(self.figures.mapper_clock_bytes_max, stored)
         self.figures.late += len(partials.late)
         late = {r.offset for r in partials.late}
         for record, arrival in zip(records, batch, strict=True):
@@ -190,7 +216,9 @@ class _Replay:
         started = time.perf_counter()
         for bucket, data in sorted(partials.datasets.items()):
             self.seqs[bucket] += 1
-            self.state.merge(bucket, self.seqs[bucket], decode_dataset(data))
+            state = self.states[bucket]
+            at_reducer = state.merge(bucket, self.seqs[bucket], decode_dataset(data))
+            self.figures.reducer_late += sum(late.records for late in at_reducer)
         self.reducer_s += time.perf_counter() - started
 
     def close(self, tick: int) -> int:
@@ -198,16 +226,24 @@ class _Replay:
         known = [t for t in self.stream.values() if t is not None]
         watermark = min(known) if len(known) == self.partitions else None
         started = time.perf_counter()
-        closed = self.state.close(watermark)
+        closed = [w for state in self.states.values() for w in state.close(watermark)]
         self.reducer_s += time.perf_counter() - started
         for window in closed:
             for key in window.groups:
                 waited = tick - self.last_arrival[(window.start, key)]
                 self.figures.latencies_s.append(waited * TICK_MS / 1000)
-        if isinstance(self.state, OpenKeyWindowState):
-            held = len(self.state.key_clocks)
-            self.figures.key_clocks_max = max(self.figures.key_clocks_max, held)
-        return sum(len(groups) for groups in self.state.windows.values())
+        held, size = 0, 0
+        for state in self.states.values():
+            if isinstance(state, OpenKeyWindowState):
+                held += len(state.key_clocks)
+                clocks = state.checkpoint_windows().get(KEY_CLOCKS_START, {})
+                if clocks:
+                    size += len(encode_dataset(self.aggregates, {KEY_CLOCKS_START: clocks}))
+        self.figures.key_clocks_max = max(self.figures.key_clocks_max, held)
+        self.figures.reducer_clock_bytes_max = max(self.figures.reducer_clock_bytes_max, size)
+        return sum(
+            len(groups) for state in self.states.values() for groups in state.windows.values()
+        )
 
 
 def _mapper_rate(preaggregator: Preaggregator, arrivals: list[Arrival]) -> float:
@@ -238,14 +274,18 @@ def _mapper_rate(preaggregator: Preaggregator, arrivals: list[Arrival]) -> float
 
 
 def _reducer_state(
-    spec: TaskSpec, assigner: WindowAssigner, key_lag_s: int | None
+    spec: TaskSpec, assigner: WindowAssigner, key_lag_s: int | None, bucket: int
 ) -> OpenWindowState:
-    rseqs = dict.fromkeys(range(spec.options.buckets), 1)
+    rseqs = {bucket: 1}
     aggregates = state_aggregates(spec)
     if key_lag_s is None:
         return OpenWindowState.starting(assigner=assigner, aggregates=aggregates, rseqs=rseqs)
     return OpenKeyWindowState.starting_by_key(
-        assigner=assigner, aggregates=aggregates, rseqs=rseqs, lag_ms=key_lag_s * 1000
+        assigner=assigner,
+        aggregates=aggregates,
+        rseqs=rseqs,
+        lag_ms=key_lag_s * 1000,
+        key_groups=spec.options.key_groups,
     )
 
 

@@ -52,6 +52,7 @@ from mars.windows import CumulativeWindows, SessionWindows, WindowAssigner
 from reducer.commit_cleanup import CommitCleanup
 from reducer.commit_records import CommitTarget, UnitChanges, commit_records
 from reducer.open_cumulative import OpenCumulativeState
+from reducer.open_key_sessions import OpenKeySessionState
 from reducer.open_key_windows import OpenKeyWindowState
 from reducer.open_sessions import OpenSessionState
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, WindowGroups
@@ -224,6 +225,18 @@ class UnitOwner:
         """The unit's state as the committed `progress` left it, about to replay."""
         checkpoint = self._load_checkpoint(progress.checkpoint)
         window = self.spec.window
+        if window.session and self.spec.options.watermark is WatermarkMode.KEY:
+            return OpenKeySessionState.starting_by_key(
+                sessions=SessionWindows.from_spec(window),
+                aggregates=self._aggregates,
+                rseqs=progress.rseqs,
+                lag_ms=self.spec.options.key_lag_ms,
+                key_groups=self.spec.options.key_groups,
+                replayed_through=progress.merged,
+                closed_watermark=progress.closed_watermark,
+                checkpoint=checkpoint,
+                track_changes=self.spec.updates_topic is not None,
+            )
         if window.session:
             return OpenSessionState.starting(
                 sessions=SessionWindows.from_spec(window),
@@ -249,9 +262,11 @@ class UnitOwner:
                 aggregates=self._aggregates,
                 rseqs=progress.rseqs,
                 lag_ms=self.spec.options.key_lag_ms,
+                key_groups=self.spec.options.key_groups,
                 replayed_through=progress.merged,
                 closed_watermark=progress.closed_watermark,
                 checkpoint=checkpoint,
+                track_changes=self.spec.updates_topic is not None,
             )
         return OpenWindowState.starting(
             assigner=WindowAssigner.from_spec(window),
@@ -427,7 +442,9 @@ class UnitOwner:
         )
         started = time.monotonic()
         windows = (
-            state.checkpoint_windows() if isinstance(state, OpenKeyWindowState) else state.windows
+            state.checkpoint_windows()
+            if isinstance(state, OpenKeyWindowState | OpenKeySessionState)
+            else state.windows
         )
         data = encode_dataset(self._aggregates, windows, canonical=False)
         self._wiring.store.write_checkpoint(self.spec.id, self.unit_bucket, ref.field, data)

@@ -12,7 +12,10 @@ again starts a new clock, which gives the same effective clock. `key_lag = 0` is
 partition rule.
 
 The clocks of one partition are a Polars frame (the key columns and `KEY_CLOCK`), stored as
-Arrow IPC bytes beside the partition's applied offset, in the same atomic apply.
+Arrow IPC bytes beside the partition's applied offset, in the same atomic apply. With
+`key_groups = N` a clock is per (partition, key group) instead (`mars.engine.key_groups`: the
+frame holds the group column in place of the keys, at most N rows), the largest time of any key
+of the group; everything else is the same.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import io
 from collections.abc import Mapping, Sequence
 
 import polars as pl
+
+from mars.engine.key_groups import KEY_GROUP, with_key_group
 
 KEY_CLOCK = "__kc"
 _NO_KEY = "__nokey"  # the key column of a task without GROUP BY: one key
@@ -42,6 +47,15 @@ def _key_columns(key_names: Sequence[str]) -> list[str]:
 
 def _with_key(frame: pl.DataFrame, key_names: Sequence[str]) -> pl.DataFrame:
     return frame if key_names else frame.with_columns(pl.lit(0, pl.Int8).alias(_NO_KEY))
+
+
+def _clocked_by(
+    frame: pl.DataFrame, key_names: Sequence[str], groups: int | None
+) -> tuple[pl.DataFrame, list[str]]:
+    """`frame` with what its clocks are per (the keys, or their group), and those columns."""
+    if groups is not None:
+        return with_key_group(frame, key_names, groups), [KEY_GROUP]
+    return _with_key(frame, key_names), _key_columns(key_names)
 
 
 def _aligned(
@@ -92,13 +106,13 @@ def with_effective_clock(
     before_column: str,
     clocks: Mapping[int, pl.DataFrame | None],
     lag_ms: int,
+    groups: int | None = None,
 ) -> pl.DataFrame:
     """`frame` (rows in partition order) with `before_column` (the partition's stream time
     before each row, when present) replaced by the row's effective clock (module docstring)."""
     if not frame.height:
         return frame
-    keys = _key_columns(key_names)
-    work = _with_key(frame, key_names)
+    work, keys = _clocked_by(frame, key_names, groups)
     group = [partition_column, *keys]
     running = pl.col(time_column).cum_max().shift(1).over(group)
     work, stored = _aligned(work, clocks, keys, partition_column)
@@ -123,11 +137,11 @@ def next_clocks(
     clocks: Mapping[int, pl.DataFrame | None],
     stream_times: Mapping[int, int],
     lag_ms: int,
+    groups: int | None = None,
 ) -> dict[int, pl.DataFrame]:
     """The clocks after a batch whose aggregated rows (on time and late) are `rows`, for every
     partition of `clocks` or `rows`; clocks at or below `stream time - lag_ms` are dropped."""
-    keys = _key_columns(key_names)
-    work = _with_key(rows, key_names)
+    work, keys = _clocked_by(rows, key_names, groups)
     group = [partition_column, *keys]
     partitions = sorted(set(clocks) | set(work.get_column(partition_column).unique().to_list()))
     work, stored = _aligned(work, clocks, keys, partition_column)

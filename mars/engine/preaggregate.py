@@ -295,6 +295,7 @@ class Preaggregator:
         or the stream time less `key_lag`); and the key clocks after the batch, encoded."""
         key_names = [key_column(i) for i in range(len(self._task.keys))]
         lag_ms = self._task.spec.options.key_lag_ms
+        groups = self._task.spec.options.key_groups
         frame = with_effective_clock(
             frame,
             key_names=key_names,
@@ -303,6 +304,7 @@ class Preaggregator:
             before_column=_BEFORE,
             clocks=stored,
             lag_ms=lag_ms,
+            groups=groups,
         )
         clocks = next_clocks(
             frame,
@@ -312,6 +314,7 @@ class Preaggregator:
             clocks=stored,
             stream_times=stream_times,
             lag_ms=lag_ms,
+            groups=groups,
         )
         return frame, {p: encode_clocks(c) for p, c in clocks.items()}
 
@@ -366,7 +369,8 @@ class Preaggregator:
             partial_exprs.extend(session_end.partial_exprs(pl.col(_TIME), _SESSION_END_PREFIX))
         else:
             frame = self._with_window_starts(frame)
-        if task.spec.options.watermark is WatermarkMode.KEY:
+        if task.spec.options.watermark is WatermarkMode.KEY and task.session is None:
+            # (a session's end is its key's latest time in the partial already)
             key_time = Max()  # the key's latest time in the partial: the reducer's key clock
             aggregates.append(key_time)
             prefixes.append(_KEY_TIME_PREFIX)

@@ -1,12 +1,14 @@
-"""`WITH (watermark = 'key' [, key_lag = '10 minutes'])`: per-key clocks (docs/semantics.md,
-"Key watermarks"). Checked here, each error at the `watermark` option: what the mode does not
-support yet, refused rather than given a meaning nobody can check.
+"""`WITH (watermark = 'key' [, key_lag = '10 minutes'] [, key_groups = N])`: per-key (or per
+key group) clocks (docs/semantics.md, "Key watermarks"); tumbling, hopping and session windows,
+EMIT CHANGES. Checked here, each error at the `watermark` option: what the mode refuses, by
+decision rather than given a meaning nobody can check (the docs say why).
 
-- Session and cumulative windows: their reducers close on the task watermark only.
+- Cumulative windows: their reducer emits each step's window for all keys at once and a
+  record's slice follows the stream time; per-key closing would be a state of its own.
 - Top-k (`ORDER BY ... LIMIT k`): a window's ranking needs every key of the window closed, so
   key clocks would buy nothing there; refused so nobody expects early results.
-- EMIT CHANGES and `preaggregation = 'spark'`: the updates topic's "final" marker and the
-  Spark stream's writer follow the task watermark; not wired to key clocks.
+- `preaggregation = 'spark'`: the live Spark stream's writer carries key clocks as the backfill
+  does, but no test runs a key-watermark task on it yet.
 """
 
 from __future__ import annotations
@@ -30,14 +32,10 @@ def check_key_watermark_task(
     given = clause.get("watermark")
     position = None if given is None or given.position < 0 else given.position
     refused: str | None = None
-    if window.session:
-        refused = "session windows (WINDOWING SESSION)"
-    elif window.cumulate:
+    if window.cumulate:
         refused = "cumulative windows (WINDOWING CUMULATE)"
     elif top_k is not None:
         refused = "ORDER BY ... LIMIT (top-k ranks a window's keys together)"
-    elif options.emit_interval_ms is not None:
-        refused = "EMIT CHANGES"
     elif options.preaggregation is Preaggregation.SPARK:
         refused = "preaggregation = 'spark'"
     if refused is not None:

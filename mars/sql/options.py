@@ -3,7 +3,7 @@
 Options: event_time, event_time_format, format, csv_columns, csv_delimiter, output_topic,
 buckets, idle_timeout, emit ('final' or 'changes'; the SQL's `EMIT` clause sets it too),
 emit_interval and preaggregation ('mappers' or 'spark': who pre-aggregates the live stream);
-watermark ('partition' or 'key') and key_lag (`mars.sql.key_watermark`);
+watermark ('partition' or 'key'), key_lag and key_groups (`mars.sql.key_watermark`);
 schema_file and protobuf_message for format = avro / protobuf (`mars.sql.schema_options`).
 Every value is validated here; an unknown name is an error.
 """
@@ -47,8 +47,10 @@ KNOWN_OPTIONS = (
     "protobuf_message",
     "watermark",
     "key_lag",
+    "key_groups",
 )
 DEFAULT_EVENT_TIME_FIELD = "timestamp"
+MAX_KEY_GROUPS = 1 << 20  # a bound on the clocks' state, not on the keys
 PROCESSING_TIME = "processing"
 DEFAULT_EMIT_INTERVAL_MS = 1_000
 MIN_EMIT_INTERVAL_MS = 100
@@ -150,6 +152,7 @@ class _OptionReader:
                 or WatermarkMode.PARTITION
             ),
             key_lag_ms=self._key_lag_ms(),
+            key_groups=self._key_groups(),
         )
 
     def _key_lag_ms(self) -> int:
@@ -158,6 +161,25 @@ class _OptionReader:
         if self._choice("watermark", tuple(m.value for m in WatermarkMode)) != "key":
             raise self._fail("key_lag", "needs watermark = 'key'")
         return self._duration_ms("key_lag", minimum_ms=0)
+
+    def _key_groups(self) -> int | None:
+        option = self._options.get("key_groups")
+        if option is None:
+            return None
+        if self._choice("watermark", tuple(m.value for m in WatermarkMode)) != "key":
+            raise self._fail("key_groups", "needs watermark = 'key'")
+        value = option.value
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not 1 <= value <= MAX_KEY_GROUPS
+        ):
+            raise self._fail(
+                "key_groups", f"expected an integer from 1 to {MAX_KEY_GROUPS}, got {value!r}"
+            )
+        return value
 
     def _schema(self, input_format: InputFormat) -> SchemaOptions:
         for key in ("schema_file", "protobuf_message"):

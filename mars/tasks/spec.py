@@ -180,6 +180,9 @@ class TaskOptions:
     # watermark = 'key': how far a key's clock may trail its partition's stream time before
     # the partition's rule applies to it (bounds the key clocks kept; docs/semantics.md).
     key_lag_ms: int = 600_000
+    # watermark = 'key': N clocks, keys hashed into them (mars.engine.key_groups); None: a
+    # clock per key.
+    key_groups: int | None = None
 
     @property
     def layout(self) -> BucketLayout:
@@ -262,6 +265,7 @@ class TaskSpec:
             protobuf_message=opts.get("protobuf_message"),
             watermark=WatermarkMode(opts.get("watermark", WatermarkMode.PARTITION)),
             key_lag_ms=int(opts.get("key_lag_ms", 600_000)),
+            key_groups=None if opts.get("key_groups") is None else int(opts["key_groups"]),
         )
         top_k = data.get("top_k")
         return cls(

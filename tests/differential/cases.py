@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, Literal
 
+import msgspec
+
 from tests.differential import binary_records
 
 TimeUnit = Literal["s", "ms", "iso"]
@@ -219,6 +221,7 @@ class TaskShape:
     window_column: bool = False  # `ts` in GROUP BY: the window start as a column
     emit_changes: bool = False  # EMIT CHANGES: the updates topic's final rows = the results
     key_lag_ms: int | None = None  # WITH (watermark = 'key', key_lag = ...); None: partition
+    key_groups: int | None = None  # and key_groups = N (a clock per group of keys)
 
     def mars_sql(self, topic: str) -> str:
         select = [*self.keys, *(["ts"] if self.window_column else [])]
@@ -252,6 +255,8 @@ class TaskShape:
         watermark = ""
         if self.key_lag_ms is not None:
             watermark = f", watermark = 'key', key_lag = '{self.key_lag_ms} ms'"
+        if self.key_groups is not None:
+            watermark += f", key_groups = {self.key_groups}"
         return f"WITH (event_time = 'ts', event_time_format = '{_FORMAT[self.unit]}'{watermark})"
 
     def window_of(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -441,34 +446,36 @@ def random_case(seed: int) -> Case:
     )
 
 
-KEY_WATERMARK_SHARE = 0.35  # of the cases that may have it (tumbling, hopping, no top-k)
+KEY_WATERMARK_SHARE = 0.35  # of the cases that may have it (no cumulate, no top-k)
 
 
 def _key_watermark(
     seed: int, shape: TaskShape, streams: list[list[bytes]]
 ) -> tuple[TaskShape, list[list[bytes]]]:
-    """A share of the tumbling and hopping cases without top-k or EMIT CHANGES get
+    """A share of the tumbling, hopping and session cases without top-k get
     `watermark = 'key'` and a keyed stream: the partitions' records interleaved, each routed
     to the partition of its group key (so each key is in one partition, and keys of the
     former partitions, at their own pace, meet out of order), and each key's clock set back
-    by 0 to 1.5 window sizes of its own (a device whose clock is behind). Drawn from a
-    generator of its own, so every other draw of a seed stays as it was."""
+    by 0 to 1.5 window sizes (session gaps) of its own (a device whose clock is behind). Half
+    of them hash their keys into 1 to 4 key groups, each routed to the partition of its
+    group instead. Drawn from a generator of its own, so every other draw of a seed stays as
+    it was."""
     rng = random.Random(f"watermark {seed}")
     if (
-        shape.window not in ("tumbling", "hopping")
+        shape.window not in ("tumbling", "hopping", "session")
         or shape.top_k is not None
-        or shape.emit_changes
         or rng.random() >= KEY_WATERMARK_SHARE
     ):
         return shape, streams
     lag = min(rng.choice([0, shape.size_ms, 2 * shape.size_ms, 4 * shape.size_ms]), 6_000)
+    groups = rng.choice([None, None, None, None, 1, 2, 3, 4])
     keyed: list[list[bytes]] = [[] for _ in streams]
     for row in range(max((len(s) for s in streams), default=0)):
         for stream in streams:
             if row < len(stream):
                 value = _skewed(stream[row], shape)
-                keyed[_key_partition(value, shape.keys, len(streams))].append(value)
-    return replace(shape, key_lag_ms=lag), keyed
+                keyed[_key_partition(value, shape.keys, len(streams), groups)].append(value)
+    return replace(shape, key_lag_ms=lag, key_groups=groups), keyed
 
 
 def _skewed(value: bytes, shape: TaskShape) -> bytes:
@@ -486,8 +493,11 @@ def _skewed(value: bytes, shape: TaskShape) -> bytes:
     return json.dumps(record).encode()
 
 
-def _key_partition(value: bytes, keys: tuple[str, ...], partitions: int) -> int:
-    """The partition of a record's group key (of its bytes when it is not a JSON object)."""
+def _key_partition(
+    value: bytes, keys: tuple[str, ...], partitions: int, groups: int | None = None
+) -> int:
+    """The partition of a record's group key, or of its key group (of its bytes when it is not
+    a JSON object)."""
     try:
         record = json.loads(value)
     except ValueError:
@@ -495,7 +505,16 @@ def _key_partition(value: bytes, keys: tuple[str, ...], partitions: int) -> int:
     if not isinstance(record, dict):
         return zlib.crc32(value) % partitions
     key = [_path_value(record, name) for name in keys]
+    if groups is not None:
+        return key_group(key, groups) % partitions
     return zlib.crc32(json.dumps(key).encode()) % partitions
+
+
+def key_group(key: list[Any], groups: int) -> int:
+    """The key group of a group key's values (docs/semantics.md, "Key watermarks", written
+    again here): `((crc32(msgpack(key)) * 0x9E3779B1) mod 2**32) >> 8`, modulo `groups`."""
+    mixed = (zlib.crc32(msgspec.msgpack.encode(key)) * 0x9E3779B1) & 0xFFFFFFFF
+    return (mixed >> 8) % groups
 
 
 def _path_value(record: dict[str, Any], name: str) -> Any:

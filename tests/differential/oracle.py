@@ -14,7 +14,8 @@ everything else is one DuckDB query per case:
   cumulate `max_start + size + grace <= before` (its max window closed);
 - `watermark = 'key'`: `before` is the effective clock instead, `max(key clock before,
   stream time before - key_lag)`, the key clock being the max event time of the earlier
-  records of its partition and group key that WHERE kept (not bad);
+  records of its partition and group key that WHERE kept (not bad); with `key_groups = N`,
+  of its partition and key group (`tests.differential.cases.key_group` of the key's values);
 - hopping: a record counts in its windows with `start + size + grace > before`;
 - cumulate: each accepted record joined to the windows `[max_start, max_start + n * step)`
   ending after it, kept where `end + grace > before`;
@@ -31,7 +32,7 @@ from typing import Any
 
 import duckdb
 
-from tests.differential.cases import Case
+from tests.differential.cases import Case, _path_value, key_group
 from tests.oracle import event_time_ms
 
 ResultKey = tuple[Any, ...]  # (window_start, [window_end if cumulate,] *group key values)
@@ -48,7 +49,7 @@ class Expected:
 
 def expected_of(case: Case) -> Expected:
     shape = case.shape
-    decoded: list[tuple[Any, ...]] = []  # p, pos, ts, k1, k2, v, f, s, m (JSON text)
+    decoded: list[tuple[Any, ...]] = []  # p, pos, ts, k1, k2, v, f, s, m (JSON text), kg
     not_objects = 0
     for p, values in enumerate(case.partitions):
         for pos, value in enumerate(values):
@@ -62,15 +63,19 @@ def expected_of(case: Case) -> Expected:
             ts = event_time_ms(record.get("ts"), shape.unit)
             fields = [record.get(name) for name in ("k1", "k2", "v", "f", "s")]
             nested = json.dumps(record["m"]) if "m" in record else None
-            decoded.append((p, pos, ts, *fields, nested))
+            group = None
+            if shape.key_groups is not None:
+                key = [_path_value(record, name) for name in shape.keys]
+                group = key_group(key, shape.key_groups)
+            decoded.append((p, pos, ts, *fields, nested, group))
     con = duckdb.connect()
     try:
         con.execute(
             "CREATE TABLE raw (p INT, pos INT, ts BIGINT, k1 VARCHAR, k2 BIGINT, v BIGINT, "
-            "f DOUBLE, s VARCHAR, m JSON)"
+            "f DOUBLE, s VARCHAR, m JSON, kg BIGINT)"
         )
         if decoded:
-            con.executemany("INSERT INTO raw VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", decoded)
+            con.executemany("INSERT INTO raw VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", decoded)
         con.execute(_nested_sql(case))
         (path_bad,) = con.execute("SELECT count(*) FROM raw WHERE path_bad").fetchone() or (0,)
         con.execute(_judge_sql(case))
@@ -170,6 +175,8 @@ def _key_clock_sql(case: Case) -> str:
     if shape.key_lag_ms is None:
         return ""
     by = ", ".join(["p", *(_duck(key) for key in shape.keys)])
+    if shape.key_groups is not None:
+        by = "p, kg"
     return f""",
         clocked AS (
             SELECT *, max(CASE WHEN keep AND ts IS NOT NULL THEN ts END) OVER (

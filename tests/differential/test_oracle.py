@@ -8,7 +8,7 @@ from typing import Any
 
 from devtools.gen.binary_encoding import CORRUPT_PAYLOAD
 from tests.differential import binary_records
-from tests.differential.cases import AGGREGATES, Case, TaskShape, random_case
+from tests.differential.cases import AGGREGATES, Case, TaskShape, key_group, random_case
 from tests.differential.compare import problems
 from tests.differential.oracle import expected_of
 
@@ -284,11 +284,48 @@ def test_key_watermark_judges_a_record_by_its_own_key_clock() -> None:
     assert expected_of(case(shape(key_lag_ms=0), records)) == partition
 
 
+def test_key_groups_judge_a_record_by_its_groups_clock() -> None:
+    records: list[dict[str, Any] | bytes] = [
+        {"ts": 100, "k1": "fast"},
+        {"ts": 40, "k1": "slow"},
+        {"ts": 45, "k1": "slow"},
+    ]
+    one_group = expected_of(case(shape(key_lag_ms=60, key_groups=1), records))
+    assert one_group.late == 2  # slow shares fast's clock 100: [40, 50) closed
+    assert one_group == expected_of(case(shape(), records))  # the partition rule, no WHERE
+    apart = next(n for n in range(2, 50) if key_group(["fast"], n) != key_group(["slow"], n))
+    assert expected_of(case(shape(key_lag_ms=60, key_groups=apart), records)).late == 0
+
+
+def test_key_watermark_sessions_are_late_only_behind_their_own_key_clock() -> None:
+    records: list[dict[str, Any] | bytes] = [
+        {"ts": 100, "k1": "fast"},
+        {"ts": 40, "k1": "slow"},  # on time: slow's first record
+        {"ts": 44, "k1": "slow"},  # joins [40, 44]
+        {"ts": 70, "k1": "slow"},  # a session of its own (gap 5)
+        {"ts": 66, "k1": "slow"},  # on time: 66 + grace 4 >= slow's clock 70; joins [66, 70]
+        {"ts": 50, "k1": "slow"},  # late: 50 + 4 < 70 (its session may be closed)
+        {"ts": 30, "k1": "slow"},  # late against the stream time: 30 + 4 < 100 - key_lag 60
+    ]
+    sessions = shape(window="session", size_ms=5, grace_ms=4)
+    assert expected_of(case(sessions, records)).late == 6
+    keyed = expected_of(case(replace(sessions, key_lag_ms=60), records))
+    assert keyed.late == 2
+    assert keyed.rows == {
+        (100, "fast"): {"n": 1, "window_end": 100},
+        (40, "slow"): {"n": 2, "window_end": 44},
+        (66, "slow"): {"n": 2, "window_end": 70},
+    }
+
+
 def test_key_watermark_cases_have_each_key_in_one_partition() -> None:
     drawn = [c for c in map(random_case, range(200)) if c.shape.key_lag_ms is not None]
     assert len(drawn) >= 15
+    assert any(c.shape.window == "session" for c in drawn)
+    assert any(c.shape.emit_changes for c in drawn)
+    assert any(c.shape.key_groups is not None for c in drawn)
     for c in drawn:
-        assert c.shape.window in ("tumbling", "hopping") and c.shape.top_k is None
+        assert c.shape.window in ("tumbling", "hopping", "session") and c.shape.top_k is None
         assert "watermark = 'key'" in c.task_sql("S")
         homes: dict[str, int] = {}
         for p, values in enumerate(c.partitions):

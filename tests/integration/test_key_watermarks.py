@@ -3,13 +3,17 @@
 Twelve devices, each the group key of a tumbling 10 s window task, send in their own order
 (every device's records in time order) but with clocks up to four minutes behind, and every
 third one in bursts after 30 s of buffering, as uploads from a phone do. The source topic is
-keyed by device (each device in one partition). Per mode, two mappers and two reducers:
+keyed by device (each device in one partition). The session variant (gap 5 s) has each device
+fall silent for 20 s of every minute of its own time, so its sessions close on its own clock
+one after another. Per window kind and mode, two mappers and two reducers:
 
 - results and counters exact against the DuckDB oracle of the mode (tests/differential/oracle.py);
 - with `watermark = 'key'` no record is late (every device is in order), with the partition
-  watermark many are (the oracle says how many, and Mars agrees);
-- a reducer owning the task is SIGKILLed mid-run (after 20 results, with checkpoints only
-  when a step needs one): nothing is missing or emitted twice.
+  watermark many are (the oracle says how many, and Mars agrees); so are many with
+  `key_groups = 3` (each group's devices in one partition, on one clock);
+- a reducer owning the task is SIGKILLed mid-run (after 20 results, 8 sessions, a quarter of
+  them with key groups; checkpoints only when a step needs one): nothing is missing or
+  emitted twice.
 
 After the stream, one filtered record per partition far in the future moves every partition's
 stream time past the last windows, so they close by event time; idle close is kept out of the
@@ -41,11 +45,15 @@ PARTITIONS = 3
 DEVICES = 12
 MAX_SKEW_MS = 240_000
 KEY_LAG_MS = 300_000
-KILL_AFTER_ROWS = 20  # results out before a reducer is killed
+KILL_AFTER_ROWS = {"tumbling": 20, "session": 8}  # results out before a reducer is killed
+KEY_GROUPS = 3  # the key_groups variant: 12 devices on 3 clocks, each group in one partition
+SILENT_MS, EVERY_MS = 20_000, 60_000  # the session variant: each device's quiet spells
 SUM_V = next(a for a in AGGREGATES if a.alias == "sv")
 
 
-def device_stream(seed: int = 37, seconds: int = 180) -> tuple[tuple[bytes, ...], ...]:
+def device_stream(
+    seed: int = 37, seconds: int = 180, key_groups: int | None = None
+) -> tuple[tuple[bytes, ...], ...]:
     """Per partition, the devices' records in arrival order (see the module docstring)."""
     rng = random.Random(seed)
     skews = {f"d{d:02}": rng.randint(0, MAX_SKEW_MS) for d in range(DEVICES)}
@@ -60,25 +68,47 @@ def device_stream(seed: int = 37, seconds: int = 180) -> tuple[tuple[bytes, ...]
                 buffered[device].append(json.dumps(value).encode())
             if number % 3 != 0 or tick % 30_000 == 0:  # bursty devices flush every 30 s
                 for record in buffered[device]:
-                    partitions[_key_partition(record, keys, PARTITIONS)].append(record)
+                    p = _key_partition(record, keys, PARTITIONS, key_groups)
+                    partitions[p].append(record)
                 buffered[device].clear()
     closer = json.dumps({"ts": BASE_MS + 10**8, "k1": "closer", "v": -1}).encode()
     return tuple((*records, closer) for records in partitions)
 
 
-def case_of(key_lag_ms: int | None) -> Case:
+def with_quiet_spells(partitions: tuple[tuple[bytes, ...], ...]) -> tuple[tuple[bytes, ...], ...]:
+    """The records outside each device's quiet spells (its own 20 s of every minute, offset
+    per device; the closer stays)."""
+
+    def heard(value: bytes) -> bool:
+        record = json.loads(value)
+        if record["k1"] == "closer":
+            return True
+        offset = int(record["k1"][1:]) * 5_000
+        return (record["ts"] + offset) % EVERY_MS >= SILENT_MS
+
+    return tuple(tuple(v for v in values if heard(v)) for values in partitions)
+
+
+def case_of(
+    key_lag_ms: int | None, window: str = "tumbling", key_groups: int | None = None
+) -> Case:
+    size_ms = 5_000 if window == "session" else 10_000  # the session gap
     shape = TaskShape(
         keys=("k1",),
         aggregates=(AGGREGATES[0], SUM_V),
-        window="tumbling",
-        size_ms=10_000,
-        slide_ms=10_000,
+        window="session" if window == "session" else "tumbling",
+        size_ms=size_ms,
+        slide_ms=size_ms,
         grace_ms=1_000,
         unit="ms",
         where="v >= 0",
         key_lag_ms=key_lag_ms,
+        key_groups=key_groups,
     )
-    return Case(seed=0, shape=shape, partitions=device_stream())
+    partitions = device_stream(key_groups=key_groups)
+    if window == "session":
+        partitions = with_quiet_spells(partitions)
+    return Case(seed=0, shape=shape, partitions=partitions)
 
 
 @pytest.mark.pipeline(
@@ -89,19 +119,28 @@ def case_of(key_lag_ms: int | None) -> Case:
     env={"MARS_MAPPER__BATCH_SIZE": "64", "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "600000"},
 )
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("key_lag_ms", [None, KEY_LAG_MS], ids=["partition", "key"])
+@pytest.mark.parametrize(
+    ("key_lag_ms", "key_groups"),
+    [(None, None), (KEY_LAG_MS, None), (KEY_LAG_MS, KEY_GROUPS)],
+    ids=["partition", "key", "key_groups"],
+)
+@pytest.mark.parametrize("window", ["tumbling", "session"])
 def test_skewed_devices_are_exact_per_mode_through_a_reducer_kill(
     pipeline: WatchedPipeline,
     kafka_admin: AdminClient,
     unique_name: str,
     key_lag_ms: int | None,
+    key_groups: int | None,
+    window: str,
 ) -> None:
-    case = case_of(key_lag_ms)
+    case = case_of(key_lag_ms, window, key_groups)
     expected = expected_of(case)
     if key_lag_ms is None:
         assert expected.late > case.records // 5  # the lagging devices' records
-    else:
+    elif key_groups is None:
         assert expected.late == 0  # every device is in order
+    else:  # a device shares its group's clock with the faster devices of its group
+        assert expected.late > 0
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
     halves = [len(values) // 2 for values in case.partitions]
     produce_in_order(
@@ -117,7 +156,9 @@ def test_skewed_devices_are_exact_per_mode_through_a_reducer_kill(
     reader = TopicReader(pipeline.bootstrap, [output])
     try:
         deadline = time.monotonic() + 120
-        while len(reader.values(output)) < KILL_AFTER_ROWS:
+        # key_groups: fewer results (14 sessions in all); a quarter of them is mid-run
+        kill_after = KILL_AFTER_ROWS[window] if key_groups is None else len(expected.rows) // 4
+        while len(reader.values(output)) < kill_after:
             assert time.monotonic() < deadline, "no result before the kill\n" + pipeline.logs()
             reader.poll_for(0.5)
         kill_an_owner(pipeline, task)

@@ -13,9 +13,12 @@ from benchmarks.report import SECTIONS, render_report
 def test_small_workload_key_watermarks_drop_nothing_and_the_section_shows_it() -> None:
     arrivals = devices(count=9, partitions=2, seconds=60, max_skew_s=40, seed=1)
     found = [run_mode(arrivals, partitions=2, mode=mode) for mode in modes(40)]
-    short_grace, long_grace, key = found
+    short_grace, long_grace, key, grouped = found
     assert key.late == 0 and long_grace.late == 0 and short_grace.late > 0
     assert key.key_clocks_max == 9
+    assert grouped.key_clocks_max <= 8 and grouped.reducer_late == key.reducer_late == 0
+    assert short_grace.mapper_clock_bytes_max == short_grace.reducer_clock_bytes_max == 0
+    assert 0 < grouped.reducer_clock_bytes_max < key.reducer_clock_bytes_max
     assert key.latency_p50_s < long_grace.latency_p50_s  # no waiting for the slowest device
     checked = claims(found)
     assert checked[f"fewer late records than {short_grace.mode}"]

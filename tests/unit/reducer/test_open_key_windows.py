@@ -63,7 +63,7 @@ def test_timers_touch_only_the_keys_whose_clock_moved() -> None:
     s.merge(0, 1, dataset({0: {(f"k{i}",): [1, 1] for i in range(100)}}))
     s.close(None)
     s.merge(0, 2, dataset({30: {("k7",): [1, 30]}}))
-    assert s._moved == {("k7",)}
+    assert s.timers._moved == {("k7",)}
     assert closed(s, None) == [(0, ("k7",))]
     assert len(s.windows[0]) == 99
 
@@ -81,3 +81,23 @@ def test_checkpoint_round_trip_keeps_the_key_clocks() -> None:
     # The restored clock judges as the original did: window 0 of 'a' is closed.
     late = restored.merge(0, 1, dataset({0: {("a",): [1, 4]}}))
     assert len(late) == 1
+
+
+def test_emit_changes_a_group_closed_by_its_key_leaves_the_changed_groups() -> None:
+    s = state(track_changes=True)
+    s.merge(0, 1, dataset({0: {("a",): [1, 3], ("b",): [1, 4]}}))
+    s.merge(0, 2, dataset({10: {("a",): [1, 15]}}))
+    assert closed(s, None) == [(0, ("a",))]  # its final row goes with its result
+    changes = {(w.start, key): states for w in s.take_changes() for key, states in w.groups.items()}
+    assert changes == {(0, ("b",)): [1, 4], (10, ("a",)): [1, 15]}
+    assert not s.has_changes
+
+
+def test_with_key_groups_a_group_closes_on_its_key_groups_clock() -> None:
+    s = state(key_groups=1)  # one clock: the largest time of any key
+    s.merge(0, 1, dataset({0: {("a",): [1, 3], ("b",): [1, 4]}}))
+    s.merge(0, 2, dataset({10: {("a",): [1, 15]}}))
+    assert closed(s, None) == [(0, ("a",)), (0, ("b",))]  # b closes on a's time too
+    assert s.key_clocks == {(0,): 15}
+    restored = state(key_groups=1, checkpoint=s.checkpoint_windows())
+    assert restored.key_clocks == {(0,): 15}
