@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mars.aggregates import Aggregate, state_aggregates
-from mars.engine.dataset import DataSet, OpenWindows, decode_dataset
+from mars.engine.columnar_checkpoint import checkpoint_dataset
+from mars.engine.dataset import DataSet, OpenWindows
 from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec, window_rows
 from mars.store import SeqStore
@@ -77,7 +78,7 @@ class DecodedCheckpoints:
         data = store.read_checkpoint(task, bucket, name)
         if data is None:
             return None
-        dataset = decode_dataset(data)
+        dataset = checkpoint_dataset(data)  # a data set, or a columnar state's
         with self._lock:
             self._by_unit[(task, bucket)] = (name, dataset)
         return fitted(dataset, aggregates).windows

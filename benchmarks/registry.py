@@ -12,6 +12,7 @@ from benchmarks.exp_balance import Balance
 from benchmarks.exp_end_to_end import EndToEnd, Steady
 from benchmarks.exp_faults import Faults
 from benchmarks.exp_formats import InputFormats
+from benchmarks.exp_group_scale import GroupScale
 from benchmarks.exp_key_watermarks import KeyWatermarks
 from benchmarks.exp_latency import Latency
 from benchmarks.exp_mapper import BatchSize, ProcessCount
@@ -40,6 +41,7 @@ EXPERIMENTS: tuple[Experiment[Any, Any], ...] = (
     Nexmark(),
     Statistics(),
     KeyWatermarks(),
+    GroupScale(),
     SparkStream(),  # last: the Spark master and workers it starts stay up until the end
 )
 BY_NAME = {experiment.name: experiment for experiment in EXPERIMENTS}

@@ -174,6 +174,12 @@ class ReducerSettings(_Section):
         description="how often an owner checkpoints its open windows into Redis and releases "
         "the data sets it merged (docs/reducer.md; 0: every step that merged something)",
     )
+    columnar_state: bool = Field(
+        default=True,
+        description="hold the open windows of tasks whose aggregates are all COUNT, SUM, MIN, "
+        "MAX or AVG (tumbling or hopping windows, no EMIT CHANGES or top-k) in Polars columns "
+        'rather than Python objects (docs/reducer.md, "Columnar open windows")',
+    )
 
 
 DEV_TOKEN = "mars-dev-token"  # fine on loopback only: `api.server` refuses it elsewhere

@@ -158,10 +158,7 @@ class OpenWindowState:
 
     def close(self, watermark: int | None) -> list[ClosedWindow]:
         """Advance `closed_watermark` to `watermark` (never back); pop the windows it closes."""
-        if watermark is not None and (
-            self.closed_watermark is None or watermark > self.closed_watermark
-        ):
-            self.closed_watermark = watermark
+        self.advance(watermark)
         closed = [
             ClosedWindow(start=start, groups=self.windows.pop(start))
             for start in sorted(self.windows)
@@ -171,6 +168,13 @@ class OpenWindowState:
             self._changed.pop(window.start, None)
             self._replay.dropped(window.start)
         return closed
+
+    def advance(self, watermark: int | None) -> None:
+        """`closed_watermark` := `watermark` if that moves it forward."""
+        if watermark is not None and (
+            self.closed_watermark is None or watermark > self.closed_watermark
+        ):
+            self.closed_watermark = watermark
 
     @property
     def rewind_generation(self) -> int:

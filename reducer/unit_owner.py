@@ -35,12 +35,19 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
 from mars.aggregates import state_aggregates, wire_name
 from mars.config import ReducerSettings
+from mars.engine.columnar_checkpoint import (
+    ColumnarCheckpoint,
+    checkpoint_dataset,
+    decode_columnar,
+    is_columnar,
+)
 from mars.engine.dataset import OpenWindows, decode_dataset, encode_dataset
 from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec
@@ -49,8 +56,11 @@ from mars.store.watermark import watermark_held_by_backfills
 from mars.tasks.rewind import TaskRewind
 from mars.tasks.spec import TaskSpec, WatermarkMode
 from mars.windows import CumulativeWindows, SessionWindows, WindowAssigner
+from reducer.columnar_choice import uses_columnar_state
+from reducer.columnar_windows import ColumnarWindowState
 from reducer.commit_cleanup import CommitCleanup
 from reducer.commit_records import CommitTarget, UnitChanges, commit_records
+from reducer.gc_pause import gc_paused
 from reducer.open_cumulative import OpenCumulativeState
 from reducer.open_key_sessions import OpenKeySessionState
 from reducer.open_key_windows import OpenKeyWindowState
@@ -223,8 +233,18 @@ class UnitOwner:
 
     def _starting_state(self, progress: ProgressRecord) -> UnitState:
         """The unit's state as the committed `progress` left it, about to replay."""
-        checkpoint = self._load_checkpoint(progress.checkpoint)
         window = self.spec.window
+        if uses_columnar_state(self.spec, self._aggregates, enabled=self._settings.columnar_state):
+            return ColumnarWindowState.starting_columnar(
+                assigner=WindowAssigner.from_spec(window),
+                aggregates=self._aggregates,
+                rseqs=progress.rseqs,
+                replayed_through=progress.merged,
+                closed_watermark=progress.closed_watermark,
+                checkpoint=self._load_columnar_checkpoint(progress.checkpoint),
+                rewinds=progress.rewinds,
+            )
+        checkpoint = self._load_checkpoint(progress.checkpoint)
         if window.session and self.spec.options.watermark is WatermarkMode.KEY:
             return OpenKeySessionState.starting_by_key(
                 sessions=SessionWindows.from_spec(window),
@@ -279,13 +299,35 @@ class UnitOwner:
             rewinds=progress.rewinds,
         )
 
-    def _load_checkpoint(self, ref: CheckpointRef | None) -> OpenWindows:
+    def _load_columnar_checkpoint(
+        self, ref: CheckpointRef | None
+    ) -> ColumnarCheckpoint | OpenWindows:
+        """The committed checkpoint as written by a columnar state of the same aggregates,
+        else as Python groups (an older checkpoint, or a revised task's)."""
+        data = self._read_checkpoint(ref)
+        if data is not None and is_columnar(data):
+            found = decode_columnar(data)
+            if found.aggregate_names == tuple(wire_name(agg) for agg in self._aggregates):
+                return found
+        return self._load_checkpoint(ref, data=data)
+
+    def _read_checkpoint(self, ref: CheckpointRef | None) -> bytes | None:
         if ref is None:
-            return {}
+            return None
         data = self._wiring.store.read_checkpoint(self.spec.id, self.unit_bucket, ref.field)
         if data is None:
             raise RedisDataLostError(f"the committed checkpoint {ref.field} is not in Redis")
-        dataset = fitted(decode_dataset(data), self._aggregates)  # a revision may add some
+        return data
+
+    def _load_checkpoint(
+        self, ref: CheckpointRef | None, *, data: bytes | None = None
+    ) -> OpenWindows:
+        if ref is None:
+            return {}
+        data = data or self._read_checkpoint(ref)
+        assert data is not None
+        # a revision may add aggregates; a columnar checkpoint reads as Python groups
+        dataset = fitted(checkpoint_dataset(data), self._aggregates)
         if dataset.aggregate_names != tuple(wire_name(agg) for agg in self._aggregates):
             raise RedisDataLostError(
                 f"checkpoint {ref.field} has aggregates {dataset.aggregate_names}"
@@ -393,12 +435,14 @@ class UnitOwner:
             if last < first:
                 rewound = _apply_rewinds(state, pending, bucket) or rewound
                 continue
-            for seq, data in store.read_datasets(task, bucket, first, last):
-                rewound = _apply_rewinds(state, pending, bucket) or rewound
-                dataset = fitted(decode_dataset(data), self._aggregates)
-                outcome.late.extend(state.merge(bucket, seq, dataset))
-                outcome.merged += 1
-                outcome.groups += sum(len(groups) for groups in dataset.windows.values())
+            datasets = store.read_datasets(task, bucket, first, last)
+            with gc_paused() if isinstance(state, ColumnarWindowState) else nullcontext():
+                for seq, data in datasets:
+                    rewound = _apply_rewinds(state, pending, bucket) or rewound
+                    dataset = fitted(decode_dataset(data), self._aggregates)
+                    outcome.late.extend(state.merge(bucket, seq, dataset))
+                    outcome.merged += 1
+                    outcome.groups += sum(len(groups) for groups in dataset.windows.values())
             rewound = _apply_rewinds(state, pending, bucket) or rewound
         return ReadResult(unit=unit, complete=complete, rewound=rewound)
 
@@ -441,12 +485,15 @@ class UnitOwner:
             number=1 if previous is None else previous.number + 1, token=uuid.uuid4().hex[:12]
         )
         started = time.monotonic()
-        windows = (
-            state.checkpoint_windows()
-            if isinstance(state, OpenKeyWindowState | OpenKeySessionState)
-            else state.windows
-        )
-        data = encode_dataset(self._aggregates, windows, canonical=False)
+        if isinstance(state, ColumnarWindowState):
+            data = state.checkpoint_data()
+        else:
+            windows = (
+                state.checkpoint_windows()
+                if isinstance(state, OpenKeyWindowState | OpenKeySessionState)
+                else state.windows
+            )
+            data = encode_dataset(self._aggregates, windows, canonical=False)
         self._wiring.store.write_checkpoint(self.spec.id, self.unit_bucket, ref.field, data)
         state.checkpointed()
         self._metrics.checkpointed(size=len(data), seconds=time.monotonic() - started)

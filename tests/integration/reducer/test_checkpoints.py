@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 import redis
 
-from mars.engine.dataset import decode_dataset
+from mars.engine.columnar_checkpoint import checkpoint_dataset
 from mars.sql import parse_task
 from mars.store import SeqStore, TaskKeys
 from mars.tasks.spec import TaskSpec
@@ -105,7 +105,7 @@ def test_checkpoints_release_the_data_sets_of_open_windows(
     clock.advance(INTERVAL_MS)
     owner.step()
     (checkpoint,) = redis_client.hvals(TaskKeys(task_id).checkpoints(0))
-    assert decode_dataset(checkpoint).windows == {}
+    assert checkpoint_dataset(checkpoint).windows == {}
 
 
 @pytest.mark.parametrize("crash", ["before the commit", "after the checkpoint write"])

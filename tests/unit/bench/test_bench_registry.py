@@ -32,6 +32,7 @@ EXPECTED = (
     "nexmark",
     "statistics",
     "key_watermarks",
+    "group_scale",
     "spark_stream",
 )
 

@@ -1,0 +1,234 @@
+"""`ColumnarGroups`: the merged groups of one open window as Polars columns, not Python objects.
+
+A frame holds one row per group: the key values in `k0..` and each aggregate's state in
+fixed-width columns (`a<i>`; AVG as `a<i>s` and `a<i>n`). Data sets are appended as frames
+and merged a batch at a time (concat + group_by) once the appended rows reach the merged
+frame's size, so the work per group merged is a vectorised share of one group_by and the
+memory stays within about twice the frame's.
+
+The reference is the Python state (`mars.engine.dataset.merge_groups`): the columns give the
+same groups and states. Where they could not, the window turns into a Python `Groups` dict for
+the rest of its life (`python_groups`), so results stay exact:
+- a key or state column whose values are not all of one scalar type (int, float, str, bool),
+  or that changes type between data sets (SUM of ints, then of floats: Python gives a float,
+  a column would cast one side). AVG's sum is the exception: its result is a float either way
+  and 0 == 0.0, so ints and floats there become one float column;
+- an int that may leave int64 (Python ints do not overflow), checked on the sums' absolute
+  values before each merge;
+- a NaN in a key or in a MIN / MAX state (Python's comparisons with NaN are not an order).
+Float sums may differ from Python's left-to-right sum in the last bits (Polars sums in its
+own order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
+from mars.engine.columnar_layout import frame_groups, key_columns, state_columns
+from mars.engine.dataset import GroupKey, Groups, merge_groups
+
+INT_LIMIT = float(1 << 62)  # sums of absolute values below this cannot leave int64
+COMPACT_ROWS = 65_536  # appended rows that make a merge worth its group_by at the least
+DTYPES: dict[type, pl.DataType] = {
+    int: pl.Int64(),
+    float: pl.Float64(),
+    str: pl.String(),
+    bool: pl.Boolean(),
+}
+
+
+class DoesNotFit(Exception):
+    """These groups cannot be held as columns exactly: the window falls back to Python."""
+
+
+def columnar_aggregates(aggregates: Sequence[Aggregate[Any]]) -> bool:
+    """Whether every aggregate has a fixed-width columnar merge (else: the Python state)."""
+    kinds = CountAll | CountNonNull | Sum | Min | Max | Average
+    return all(isinstance(agg, kinds) for agg in aggregates)
+
+
+class ColumnarGroups:
+    """One window's groups; `merge` a data set's groups, `groups()` them as the Python state."""
+
+    __slots__ = ("_aggregates", "_dtypes", "_fallback", "_frame", "_pending", "_pending_rows")
+
+    def __init__(self, aggregates: tuple[Aggregate[Any], ...]) -> None:
+        self._aggregates = aggregates
+        self._frame: pl.DataFrame | None = None
+        self._pending: list[pl.DataFrame] = []
+        self._pending_rows = 0
+        self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
+        self._fallback: Groups | None = None
+
+    @classmethod
+    def of_frame(
+        cls, aggregates: tuple[Aggregate[Any], ...], frame: pl.DataFrame
+    ) -> ColumnarGroups:
+        """The groups of a frame in this layout (a checkpoint's), merged already."""
+        found = cls(aggregates)
+        found._frame = frame
+        found._dtypes = list(frame.dtypes)
+        return found
+
+    def __len__(self) -> int:
+        if self._fallback is not None:
+            return len(self._fallback)
+        frame = self.frame()
+        return 0 if frame is None else frame.height
+
+    def merge(self, groups: Mapping[GroupKey, list[Any]]) -> None:
+        """Merge a data set's groups of this window (states, not wire forms)."""
+        if not groups:
+            return
+        if self._fallback is None:
+            try:
+                frame = self._frame_of(groups)
+            except DoesNotFit:
+                self._fall_back()
+            else:
+                self._pending.append(frame)
+                self._pending_rows += frame.height
+                merged_rows = 0 if self._frame is None else self._frame.height
+                if self._pending_rows >= max(merged_rows, COMPACT_ROWS):
+                    try:
+                        self._compact()
+                    except DoesNotFit:
+                        self._fall_back()  # with this data set's groups: merged already
+                return
+        assert self._fallback is not None
+        merge_groups(self._aggregates, self._fallback, groups)
+
+    def frame(self) -> pl.DataFrame | None:
+        """The merged groups as one frame (None: no group yet, or the window fell back)."""
+        if self._fallback is not None:
+            return None
+        if self._pending:
+            try:
+                self._compact()
+            except DoesNotFit:
+                self._fall_back()
+                return None
+        return self._frame
+
+    def python_groups(self) -> Groups | None:
+        """The window's groups if it fell back to the Python state, else None."""
+        return self._fallback
+
+    def groups(self) -> Groups:
+        """The groups as the Python state holds them."""
+        frame = self.frame()
+        if self._fallback is not None:
+            return self._fallback
+        return {} if frame is None else frame_groups(self._aggregates, frame)
+
+    def _frame_of(self, groups: Mapping[GroupKey, list[Any]]) -> pl.DataFrame:
+        keys = list(groups)
+        width = len(keys[0])
+        if any(len(key) != width for key in keys):
+            raise DoesNotFit("keys of different widths")
+        columns: list[pl.Series] = [
+            _series(name, values, nan_ok=False, relaxed=False)
+            for name, values in zip(key_columns(width), zip(*keys, strict=True), strict=True)
+        ]
+        per_aggregate = zip(*groups.values(), strict=True)
+        for i, (agg, values) in enumerate(zip(self._aggregates, per_aggregate, strict=True)):
+            if isinstance(agg, Average):
+                sums, counts = zip(*values, strict=True)
+                columns.append(_series(f"a{i}s", sums, nan_ok=True, relaxed=True))
+                columns.append(_series(f"a{i}n", counts, nan_ok=True, relaxed=False))
+            else:
+                nan_ok = not isinstance(agg, Min | Max)
+                columns.append(_series(f"a{i}", values, nan_ok=nan_ok, relaxed=False))
+        frame = pl.DataFrame(columns)
+        self._dtypes = _joined_dtypes(self._dtypes, frame)
+        return frame
+
+    def _compact(self) -> None:
+        """Merge the appended frames into the merged one (DoesNotFit: they stay appended)."""
+        frames = [f for f in [self._frame, *self._pending] if f is not None]
+        assert self._dtypes is not None
+        combined = pl.concat(
+            [f.cast(dict(zip(f.columns, self._dtypes, strict=True))) for f in frames]
+        )
+        _check_int_range(combined, state_columns(self._aggregates))
+        self._frame = _merged(self._aggregates, combined)
+        self._pending, self._pending_rows = [], 0
+
+    def _fall_back(self) -> None:
+        groups: Groups = {}
+        for frame in [f for f in [self._frame, *self._pending] if f is not None]:
+            merge_groups(self._aggregates, groups, frame_groups(self._aggregates, frame))
+        self._frame, self._pending, self._pending_rows = None, [], 0
+        self._fallback = groups
+
+
+def _merged(aggregates: Sequence[Aggregate[Any]], combined: pl.DataFrame) -> pl.DataFrame:
+    """One row per key: the states merged as the aggregates' `merge` does."""
+    keys = key_columns(combined.width - len(state_columns(aggregates)))
+    exprs: list[pl.Expr] = []
+    for i, agg in enumerate(aggregates):
+        column = pl.col(f"a{i}")
+        if isinstance(agg, Average):
+            exprs += [pl.col(f"a{i}s").sum(), pl.col(f"a{i}n").sum()]
+        elif isinstance(agg, Sum):  # SUM of no values is NULL, not 0
+            exprs.append(pl.when(column.count() > 0).then(column.sum()).alias(f"a{i}"))
+        elif isinstance(agg, Min):
+            exprs.append(column.min())
+        elif isinstance(agg, Max):
+            exprs.append(column.max())
+        else:
+            exprs.append(column.sum())
+    merged = combined.group_by(keys).agg(exprs) if keys else combined.select(exprs)
+    return merged.select([*keys, *state_columns(aggregates)])
+
+
+def _check_int_range(combined: pl.DataFrame, names: list[str]) -> None:
+    for name in names:
+        column = combined.get_column(name)
+        if column.dtype.is_integer() and column.len() > 0:
+            total = column.cast(pl.Float64).abs().sum()
+            if total >= INT_LIMIT:
+                raise DoesNotFit(f"{name}: a sum may leave int64")
+
+
+def _joined_dtypes(known: list[pl.DataType] | None, frame: pl.DataFrame) -> list[pl.DataType]:
+    """The window's column types with `frame`'s: Null fits any; an AVG sum's Int64 and Float64
+    make Float64; any other difference does not fit."""
+    if known is None:
+        return list(frame.dtypes)
+    if len(known) != frame.width:
+        raise DoesNotFit("keys of another width")
+    joined: list[pl.DataType] = []
+    for name, left, right in zip(frame.columns, known, frame.dtypes, strict=True):
+        if left == right or right == pl.Null:
+            joined.append(left)
+        elif left == pl.Null:
+            joined.append(right)
+        elif name.endswith("s") and {left, right} == {pl.Int64(), pl.Float64()}:
+            joined.append(pl.Float64())
+        else:
+            raise DoesNotFit(f"{name}: {right} after {left}")
+    return joined
+
+
+def _series(name: str, values: Sequence[Any], *, nan_ok: bool, relaxed: bool) -> pl.Series:
+    """A column of one scalar type (None allowed; `relaxed`: ints and floats make floats), or
+    DoesNotFit."""
+    kinds = set(map(type, values)) - {type(None)}
+    if relaxed and kinds == {int, float}:
+        kinds = {float}
+        values = [None if v is None else float(v) for v in values]
+    if len(kinds) > 1 or not kinds <= DTYPES.keys():
+        raise DoesNotFit(f"{name}: values of types {sorted(k.__name__ for k in kinds)}")
+    kind = next(iter(kinds), None)
+    if kind is float and not nan_ok and any(v != v for v in values if v is not None):
+        raise DoesNotFit(f"{name}: NaN")
+    dtype = pl.Null() if kind is None else DTYPES[kind]
+    try:
+        return pl.Series(name, values, dtype=dtype, strict=True)
+    except (OverflowError, TypeError, ValueError, pl.exceptions.PolarsError) as exc:
+        raise DoesNotFit(f"{name}: {exc}") from exc

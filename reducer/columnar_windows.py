@@ -1,0 +1,130 @@
+"""`ColumnarWindowState`: `OpenWindowState` with each open window's groups in columns.
+
+For tumbling and hopping windows whose aggregates all have a fixed-width columnar merge
+(`columnar_aggregates`) and no EMIT CHANGES or top-k (those read single groups of open
+windows): the bookkeeping (SEQ order, rseq, closed watermark, late contributions) is
+`OpenWindowState`'s, the groups are `ColumnarGroups` (a window turned into Python objects
+keeps exact results, see there), the checkpoint is Arrow IPC (`mars.engine.columnar_checkpoint`).
+`windows` stays empty: the groups are in `columns`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mars.aggregates import Aggregate, wire_name
+from mars.engine.columnar_checkpoint import ColumnarCheckpoint, encode_columnar
+from mars.engine.dataset import DataSet, OpenWindows
+from mars.windows import WindowAssigner
+from reducer.columnar_groups import ColumnarGroups
+from reducer.open_windows import (
+    ClosedWindow,
+    LateContribution,
+    OpenWindowState,
+    WindowGroups,
+    check_next_dataset,
+)
+
+
+@dataclass(slots=True, kw_only=True)
+class ColumnarWindowState(OpenWindowState):
+    columns: dict[int, ColumnarGroups] = field(default_factory=dict)
+
+    @classmethod
+    def starting_columnar(
+        cls,
+        *,
+        assigner: WindowAssigner,
+        aggregates: tuple[Aggregate[Any], ...],
+        rseqs: Mapping[int, int],
+        replayed_through: Mapping[int, int] | None = None,
+        closed_watermark: int | None = None,
+        checkpoint: OpenWindows | ColumnarCheckpoint | None = None,
+        rewinds: tuple[tuple[int, int], ...] = (),
+    ) -> ColumnarWindowState:
+        """As `OpenWindowState.starting`, from a columnar checkpoint of the task's aggregates
+        or from Python groups (an older checkpoint, or one a task revision fitted)."""
+        state = cls(
+            assigner=assigner,
+            aggregates=aggregates,
+            merged={b: r - 1 for b, r in rseqs.items()},
+            replayed_through=dict(replayed_through or {}),
+            closed_watermark=closed_watermark,
+            rewinds=tuple(rewinds),
+        )
+        windows: OpenWindows = {}
+        if isinstance(checkpoint, ColumnarCheckpoint):
+            names = tuple(wire_name(agg) for agg in aggregates)
+            assert checkpoint.aggregate_names == names, "fit a revised task's checkpoint first"
+            for start, frame in checkpoint.frames.items():
+                if not state.is_closed(start):
+                    state.columns[start] = ColumnarGroups.of_frame(aggregates, frame)
+            windows = checkpoint.python.windows
+        elif checkpoint is not None:
+            windows = checkpoint
+        for start, groups in windows.items():
+            if not state.is_closed(start):
+                state.columns.setdefault(start, ColumnarGroups(aggregates)).merge(groups)
+        return state
+
+    def merge(self, bucket: int, seq: int, dataset: DataSet) -> list[LateContribution]:
+        check_next_dataset(self.merged, self.aggregates, bucket, seq, dataset)
+        late: list[LateContribution] = []
+        accounted = seq <= self.replayed_through.get(bucket, 0)
+        for start, groups in dataset.windows.items():
+            if self.is_closed(start):
+                if not accounted:
+                    late.extend(
+                        LateContribution.of(self.aggregates, bucket, seq, start, key, states)
+                        for key, states in groups.items()
+                    )
+                continue
+            window = self.columns.get(start)
+            if window is None:
+                window = self.columns[start] = ColumnarGroups(self.aggregates)
+            window.merge(groups)
+            self._replay.merged(bucket, start, seq)
+        self.merged[bucket] = seq
+        return late
+
+    def close(self, watermark: int | None) -> list[ClosedWindow]:
+        self.advance(watermark)
+        closed = [
+            ClosedWindow(start=start, groups=self.columns.pop(start).groups())
+            for start in sorted(self.columns)
+            if self.is_closed(start)
+        ]
+        for window in closed:
+            self._replay.dropped(window.start)
+        return closed
+
+    def rewind(self, generation: int, from_window_ms: int) -> None:
+        """As `OpenWindowState.rewind`, the columnar windows from `from_window_ms` dropped."""
+        for start in [start for start in self.columns if start >= from_window_ms]:
+            del self.columns[start]
+            self._replay.dropped(start)
+        super().rewind(generation, from_window_ms)
+
+    def take_changes(self) -> list[WindowGroups]:
+        raise NotImplementedError("EMIT CHANGES tasks keep the Python state")
+
+    def columnar_groups(self) -> int:
+        """Groups held in open windows."""
+        return sum(len(window) for window in self.columns.values())
+
+    def open_groups(self) -> OpenWindows:
+        """Every open window's groups as Python objects (tests, and the reference)."""
+        return {start: window.groups() for start, window in sorted(self.columns.items())}
+
+    def checkpoint_data(self) -> bytes:
+        """The open windows as a columnar checkpoint."""
+        frames, python = {}, {}
+        for start, window in self.columns.items():
+            frame = window.frame()
+            if frame is not None:
+                frames[start] = frame
+            else:
+                python[start] = window.groups()
+        return encode_columnar(self.aggregates, frames, python)
