@@ -175,10 +175,11 @@ class ReducerSettings(_Section):
         "the data sets it merged (docs/reducer.md; 0: every step that merged something)",
     )
     columnar_state: bool = Field(
-        default=True,
+        default=False,
         description="hold the open windows of tasks whose aggregates are all COUNT, SUM, MIN, "
         "MAX or AVG (tumbling or hopping windows, no EMIT CHANGES or top-k) in Polars columns "
-        'rather than Python objects (docs/reducer.md, "Columnar open windows")',
+        'rather than Python objects (docs/reducer.md, "Columnar open windows"; off by default '
+        "until it pays at small group counts and is run with rewinds)",
     )
 
 

@@ -579,8 +579,13 @@ class UnitOwner:
 
 def _pending_rewinds(state: UnitState, unit: UnitSnapshot, buckets: list[int]) -> list[TaskRewind]:
     """The task's rewinds this unit has not applied yet, oldest first: for a one-bucket unit
-    of tumbling or hopping windows only (the API refuses the others, docs/rewind.md)."""
-    if type(state) is not OpenWindowState or len(buckets) != 1:
+    of tumbling or hopping windows, in Python or columnar state, only (the API refuses the
+    others, key watermarks among them: docs/rewind.md)."""
+    if (
+        not isinstance(state, OpenWindowState)
+        or isinstance(state, OpenKeyWindowState)
+        or len(buckets) != 1
+    ):
         return []
     return [r for r in unit.rewinds if r.generation > state.rewind_generation]
 
