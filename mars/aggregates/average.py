@@ -7,6 +7,7 @@ from typing import Any
 import polars as pl
 
 from mars.aggregates.base import Aggregate
+from mars.aggregates.sum import summed_values
 from mars.tasks.spec import AggFunc
 
 SumCount = tuple[int | float, int]
@@ -17,6 +18,7 @@ class Average(Aggregate[SumCount]):
 
     func = AggFunc.AVG
     numeric_argument = True
+    sums_argument = True
 
     def initial(self) -> SumCount:
         return (0, 0)
@@ -38,7 +40,7 @@ class Average(Aggregate[SumCount]):
         return [argument.sum().alias(f"{prefix}sum"), argument.count().alias(f"{prefix}n")]
 
     def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[SumCount]:
-        sums = frame.get_column(f"{prefix}sum").to_list()
+        sums = summed_values(frame.get_column(f"{prefix}sum"))
         counts = frame.get_column(f"{prefix}n").to_list()
         return [(s if n else 0, int(n)) for s, n in zip(sums, counts, strict=True)]
 

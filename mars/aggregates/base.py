@@ -39,6 +39,9 @@ class Aggregate(ABC, Generic[S]):
     func: ClassVar[AggFunc]
     # Whether the argument must be numeric (SUM, AVG): other values make a record bad.
     numeric_argument: ClassVar[bool] = False
+    # Whether the partial holds the argument's sum (SUM, AVG): the mapper sums an integer
+    # argument in Int128, since Polars' Int64 sum wraps silently (see `sum.summed_values`).
+    sums_argument: ClassVar[bool] = False
     # Whether the aggregate folds (event time, value) pairs (FIRST, LAST): then `add` takes a
     # `(time_ms, value)` tuple and `partial_exprs` a `timed_input` struct.
     by_event_time: ClassVar[bool] = False

@@ -13,13 +13,13 @@ from typing import Any
 
 import msgspec
 
+from mars.aggregates import msgpack_wire
 from mars.aggregates.base import Aggregate
 from mars.aggregates.registry import from_wire_name, wire_name
 
 VERSION = 1
 
-_encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder()
+_decoder = msgpack_wire.decoder()
 
 
 class PartialEncodingError(ValueError):
@@ -29,7 +29,7 @@ class PartialEncodingError(ValueError):
 def encode_states(aggregates: Sequence[Aggregate[Any]], states: Sequence[Any]) -> bytes:
     if len(aggregates) != len(states):
         raise ValueError("one state per aggregate expected")
-    return _encoder.encode(
+    return msgpack_wire.encode(
         [
             VERSION,
             [wire_name(agg) for agg in aggregates],

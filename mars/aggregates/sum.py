@@ -10,6 +10,18 @@ from mars.aggregates.base import Aggregate
 from mars.tasks.spec import AggFunc
 
 Number = int | float
+_INT64 = range(-(2**63), 2**63)
+
+
+def summed_values(column: pl.Series) -> list[Any]:
+    """A partial sum column's values as Python numbers. An integer argument is summed in Int128
+    (`Aggregate.sums_argument`); its sums convert through Int64 when they fit, which is twice
+    as fast, and stay exact when they do not."""
+    if column.dtype == pl.Int128:
+        low, high = column.min(), column.max()
+        if low is None or (low in _INT64 and high in _INT64):
+            column = column.cast(pl.Int64)
+    return column.to_list()
 
 
 class Sum(Aggregate[Number | None]):
@@ -17,6 +29,7 @@ class Sum(Aggregate[Number | None]):
 
     func = AggFunc.SUM
     numeric_argument = True
+    sums_argument = True
 
     def initial(self) -> Number | None:
         return None
@@ -42,7 +55,7 @@ class Sum(Aggregate[Number | None]):
         return [argument.sum().alias(f"{prefix}sum"), argument.count().alias(f"{prefix}n")]
 
     def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Number | None]:
-        sums = frame.get_column(f"{prefix}sum").to_list()
+        sums = summed_values(frame.get_column(f"{prefix}sum"))
         counts = frame.get_column(f"{prefix}n").to_list()
         return [s if n else None for s, n in zip(sums, counts, strict=True)]
 

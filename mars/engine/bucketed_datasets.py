@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from mars.aggregates import Aggregate, wire_name
+from mars.aggregates import Aggregate, msgpack_wire, wire_name
 from mars.engine.dataset import VERSION
 from mars.native import mars_native
 from mars.tasks.bucket_layout import BucketLayout
@@ -99,7 +99,7 @@ class _Entries(Protocol):
 
 class _NativeEntries:
     def __init__(self, keys: list[list[Any]], wires: list[list[Any]], height: int) -> None:
-        encode = _encoder.encode
+        encode = msgpack_wire.encode  # (a sum may be an int beyond 64 bits)
         self._native = mars_native.GroupEntries(
             list(map(encode, keys)), list(map(encode, wires)), height
         )
@@ -116,7 +116,7 @@ class _PythonEntries:
         self._keys = list(map(_encoder.encode, _rows(keys, height)))
         # 0x92 (an array of two), then the key's bytes, then the states' (joined, not encoded
         # again: the key is encoded once).
-        states = map(_encoder.encode, _rows(wires, height))
+        states = map(msgpack_wire.encode, _rows(wires, height))
         self._entries = list(map(b"".join, zip(repeat(b"\x92"), self._keys, states)))
 
     def key_crc32(self) -> npt.NDArray[np.int64]:

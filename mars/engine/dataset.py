@@ -5,7 +5,8 @@ with windows ascending and groups ordered by their encoded key, so the same part
 encode to the same bytes. Keys are msgpack arrays (tuples in memory); states use each
 aggregate's `to_wire` form, one per aggregate in `spec.aggregates` order. The aggregate names
 travel with the data, so a reducer can decode and merge without the spec and detects a data set
-written for another version of the task.
+written for another version of the task. An int beyond 64 bits (a SUM that outgrew int64)
+travels as a `mars.aggregates.msgpack_wire` extension value.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from mars.aggregates import Aggregate, from_wire_name, wire_name
+from mars.aggregates import Aggregate, from_wire_name, msgpack_wire, wire_name
 from mars.engine.errors import DataSetFormatError
 
 VERSION = 1
@@ -25,18 +26,17 @@ GroupKey = tuple[Any, ...]
 Groups = dict[GroupKey, list[Any]]
 OpenWindows = dict[int, Groups]  # window start ms -> group key -> states
 
-_encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder()
+_decoder = msgpack_wire.decoder()
 # The same layout decoded natively: keys as tuples, each window's groups as (key, wires)
 # pairs, so a window becomes a dict without a Python step per group (the reducer's hot path).
-_layout_decoder = msgspec.msgpack.Decoder(
+_layout_decoder = msgpack_wire.decoder(
     tuple[int, list[str], list[tuple[int, list[tuple[tuple[Any, ...], list[Any]]]]]]
 )
 
 
 def encode_key(key: GroupKey) -> bytes:
     """The canonical bytes of a group key (bucket hashing and ordering)."""
-    return _encoder.encode(list(key))
+    return msgpack_wire.encode(list(key))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,7 +73,7 @@ def encode_dataset(
                 ],
             ]
         )
-    return _encoder.encode([VERSION, [wire_name(agg) for agg in aggregates], body])
+    return msgpack_wire.encode([VERSION, [wire_name(agg) for agg in aggregates], body])
 
 
 def _encode_fast(aggregates: Sequence[Aggregate[Any]], windows: Mapping[int, Groups]) -> bytes:
@@ -91,7 +91,7 @@ def _encode_fast(aggregates: Sequence[Aggregate[Any]], windows: Mapping[int, Gro
             ]
             for start, groups in windows.items()
         ]
-    return _encoder.encode([VERSION, names, body])
+    return msgpack_wire.encode([VERSION, names, body])
 
 
 def decode_dataset(data: bytes) -> DataSet:

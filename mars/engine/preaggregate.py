@@ -358,6 +358,12 @@ class Preaggregator:
         partial_exprs: list[pl.Expr] = []
         for i, agg in enumerate(task.aggregates):
             argument = pl.col(argument_column(i)) if task.arguments[i] is not None else None
+            if (
+                argument is not None
+                and agg.sums_argument
+                and frame.schema[argument_column(i)].is_integer()
+            ):
+                argument = argument.cast(pl.Int128)  # exact: Polars' Int64 sum wraps silently
             if agg.by_event_time and argument is not None:  # FIRST, LAST: value and time
                 argument = timed_input(pl.col(_TIME), argument)
             partial_exprs.extend(agg.partial_exprs(argument, prefixes[i]))

@@ -81,6 +81,15 @@ def test_checkpoint_encoding_round_trips_in_any_order(
     assert decode_dataset(encode_dataset(counts, plain, canonical=False)).windows == plain
 
 
+@given(values=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=2, max_size=6))
+def test_sums_beyond_64_bits_round_trip(values: list[int]) -> None:
+    """SUM of int64 values can outgrow msgpack's ints (2**64 - 1 up, -2**63 down); it must still
+    reach the reducer and its checkpoints exactly, as DuckDB's HUGEINT sum would give it."""
+    encoded = {0: {("k",): states_of(values), ("big",): states_of([2**63 - 1] * 3)}}
+    for canonical in (True, False):
+        assert decode_dataset(encode_dataset(AGGS, encoded, canonical=canonical)).windows == encoded
+
+
 def test_merge_into_combines_windows_and_groups() -> None:
     open_windows: OpenWindows = {}
     first = DataSet(aggregates=AGGS, windows={0: {("a", 1): states_of([1, 2])}})
