@@ -48,7 +48,8 @@ from mars.engine.records import SourceRecord
 from mars.sql import parse_task
 from mars.tasks.spec import TaskSpec
 from mars.windows import WindowAssigner
-from reducer.open_key_windows import KEY_CLOCKS_START, OpenKeyWindowState
+from reducer.key_timers import KEY_CLOCKS_START
+from reducer.open_key_windows import OpenKeyWindowState
 from reducer.open_windows import OpenWindowState
 
 TICK_MS = 500

@@ -3,28 +3,26 @@
 For tumbling and hopping windows whose aggregates all have a fixed-width columnar merge
 (`columnar_aggregates`) and no EMIT CHANGES or top-k (those read single groups of open
 windows): the bookkeeping (SEQ order, rseq, closed watermark, late contributions) is
-`OpenWindowState`'s, the groups are `ColumnarGroups` (a window turned into Python objects
-keeps exact results, see there), the checkpoint is Arrow IPC (`mars.engine.columnar_checkpoint`).
+`OpenWindowState`'s, through its storage hooks (`_merge_open`, `_open_starts`, `_pop_open`);
+the groups are `ColumnarGroups` (a window turned into Python objects keeps exact results, see
+there), the checkpoint is Arrow IPC (`mars.engine.columnar_checkpoint`).
 `windows` stays empty: the groups are in `columns`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from mars.aggregates import Aggregate, wire_name
 from mars.engine.columnar_checkpoint import ColumnarCheckpoint, encode_columnar
-from mars.engine.dataset import DataSet, OpenWindows
+from mars.engine.dataset import Groups, OpenWindows
 from mars.windows import WindowAssigner
 from reducer.columnar_groups import ColumnarGroups
 from reducer.open_windows import (
-    ClosedWindow,
-    LateContribution,
     OpenWindowState,
     WindowGroups,
-    check_next_dataset,
 )
 
 
@@ -69,43 +67,25 @@ class ColumnarWindowState(OpenWindowState):
                 state.columns.setdefault(start, ColumnarGroups(aggregates)).merge(groups)
         return state
 
-    def merge(self, bucket: int, seq: int, dataset: DataSet) -> list[LateContribution]:
-        check_next_dataset(self.merged, self.aggregates, bucket, seq, dataset)
-        late: list[LateContribution] = []
-        accounted = seq <= self.replayed_through.get(bucket, 0)
-        for start, groups in dataset.windows.items():
-            if self.is_closed(start):
-                if not accounted:
-                    late.extend(
-                        LateContribution.of(self.aggregates, bucket, seq, start, key, states)
-                        for key, states in groups.items()
-                    )
-                continue
-            window = self.columns.get(start)
-            if window is None:
-                window = self.columns[start] = ColumnarGroups(self.aggregates)
-            window.merge(groups)
-            self._replay.merged(bucket, start, seq)
-        self.merged[bucket] = seq
-        return late
+    def _merge_open(self, start: int, groups: Groups) -> None:
+        window = self.columns.get(start)
+        if window is None:
+            window = self.columns[start] = ColumnarGroups(self.aggregates)
+        window.merge(groups)
 
-    def close(self, watermark: int | None) -> list[ClosedWindow]:
-        self.advance(watermark)
-        closed = [
-            ClosedWindow(start=start, groups=self.columns.pop(start).groups())
-            for start in sorted(self.columns)
-            if self.is_closed(start)
-        ]
-        for window in closed:
-            self._replay.dropped(window.start)
-        return closed
+    def _open_starts(self) -> Iterable[int]:
+        return self.columns.keys()
+
+    def _pop_open(self, start: int) -> Groups:
+        return self.columns.pop(start).groups()
 
     def rewind(self, generation: int, from_window_ms: int) -> None:
         """As `OpenWindowState.rewind`, the columnar windows from `from_window_ms` dropped."""
         for start in [start for start in self.columns if start >= from_window_ms]:
             del self.columns[start]
             self._replay.dropped(start)
-        super().rewind(generation, from_window_ms)
+        # (not `super()`: a slots dataclass is a new class, its methods' `super()` fails)
+        OpenWindowState.rewind(self, generation, from_window_ms)
 
     def take_changes(self) -> list[WindowGroups]:
         raise NotImplementedError("EMIT CHANGES tasks keep the Python state")

@@ -9,7 +9,8 @@ that moved since the last `take_due` limits a step to the keys it touched (log n
 the earliest), rather than a scan of every key. Timers are lazy: the owner says, when one is
 met, whether its group is gone (closed, merged away) or due later (a session that grew), and a
 later one is pushed again. Shared by the window and session states (`reducer.open_key_windows`,
-`reducer.open_key_sessions`).
+`reducer.open_key_sessions`), as is the clocks' place in a checkpoint: a pseudo window at
+`KEY_CLOCKS_START` whose groups are the clocks by id, each clock its group's last state.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
+from typing import Any
 
-from mars.engine.dataset import GroupKey
+from mars.aggregates import Aggregate
+from mars.engine.dataset import GroupKey, OpenWindows
 from mars.engine.key_groups import key_group
 
 # (group key, start) -> when that group closes now; None: it is no longer open.
 CurrentDue = Callable[[GroupKey, int], int | None]
+KEY_CLOCKS_START = -(2**62)  # the key clocks' pseudo window, only ever in a checkpoint
 
 
 @dataclass(slots=True)
@@ -102,3 +106,21 @@ class KeyTimers:
     def __len__(self) -> int:
         """Timers held (stale ones included)."""
         return sum(len(heap) for heap in self._heaps.values())
+
+
+def with_key_clocks(
+    windows: OpenWindows, timers: KeyTimers, aggregates: tuple[Aggregate[Any], ...]
+) -> OpenWindows:
+    """`windows` and, at `KEY_CLOCKS_START`, the clocks by id: a checkpoint's open groups.
+    The last aggregate is the key clock's (its states before it are empty)."""
+    empty = [agg.initial() for agg in aggregates[:-1]]
+    clocks = {clock_id: [*empty, clock] for clock_id, clock in timers.clocks.items()}
+    return {**windows, KEY_CLOCKS_START: clocks} if clocks else dict(windows)
+
+
+def restore_key_clocks(checkpoint: OpenWindows | None, timers: KeyTimers) -> OpenWindows:
+    """A `with_key_clocks` checkpoint's open groups; its clocks go back into `timers`."""
+    saved = dict(checkpoint or {})
+    for clock_id, states in saved.pop(KEY_CLOCKS_START, {}).items():
+        timers.raise_clock_of(clock_id, states[-1])
+    return saved

@@ -26,8 +26,7 @@ from typing import Any
 from mars.aggregates import Aggregate
 from mars.engine.dataset import DataSet, GroupKey, OpenWindows
 from mars.windows import SessionWindows
-from reducer.key_timers import KeyTimers
-from reducer.open_key_windows import KEY_CLOCKS_START
+from reducer.key_timers import KeyTimers, restore_key_clocks, with_key_clocks
 from reducer.open_sessions import OpenSessionState
 from reducer.open_windows import ClosedWindow, LateContribution, check_next_dataset
 
@@ -53,8 +52,6 @@ class OpenKeySessionState(OpenSessionState):
         track_changes: bool = False,
     ) -> OpenKeySessionState:
         """As `OpenSessionState.starting`; the checkpoint's key clocks come back too."""
-        saved = dict(checkpoint or {})
-        clocks = saved.pop(KEY_CLOCKS_START, {})
         state = cls(
             sessions=sessions,
             aggregates=aggregates,
@@ -65,9 +62,7 @@ class OpenKeySessionState(OpenSessionState):
             lag_ms=lag_ms,
             timers=KeyTimers(groups=key_groups),
         )
-        for clock_id, states in clocks.items():
-            state.timers.raise_clock_of(clock_id, states[-1])
-        for start, groups in saved.items():
+        for start, groups in restore_key_clocks(checkpoint, state.timers).items():
             for key, states in groups.items():
                 state._add(key, start, states)
                 state.timers.raise_clock(key, states[-1])
@@ -159,10 +154,8 @@ class OpenKeySessionState(OpenSessionState):
         self._closed_by_key = False
 
     def checkpoint_windows(self) -> OpenWindows:
-        """The open sessions and, at `KEY_CLOCKS_START`, the clocks by id (last state)."""
-        empty = [agg.initial() for agg in self.aggregates[:-1]]
-        clocks = {key: [*empty, clock] for key, clock in self.key_clocks.items()}
-        return {**self.windows, KEY_CLOCKS_START: clocks} if clocks else dict(self.windows)
+        """The open sessions and the key clocks (`with_key_clocks`)."""
+        return with_key_clocks(self.windows, self.timers, self.aggregates)
 
 
 def _by_start(closed: list[ClosedWindow]) -> list[ClosedWindow]:

@@ -17,7 +17,7 @@ A contribution to a group whose key clock had already passed its `end + grace` b
 data set is late (it can come only from a key spread over partitions, or after an idle close).
 Every step that closes a group by its key clock carries a checkpoint (`checkpoint_now`), so a
 recovery never emits such a group twice; the checkpoint holds the key clocks as a pseudo
-window at `KEY_CLOCKS_START` (only in the checkpoint, never among the open windows).
+window at `key_timers.KEY_CLOCKS_START` (only in the checkpoint, never among the open windows).
 
 With `track_changes` (EMIT CHANGES) a group closed by its key clock leaves the changed groups:
 its final row on the updates topic comes with its result, when its key closes it.
@@ -30,12 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mars.aggregates import Aggregate
-from mars.engine.dataset import DataSet, GroupKey, OpenWindows, merge_groups
+from mars.engine.dataset import DataSet, GroupKey, Groups, OpenWindows
 from mars.windows import WindowAssigner
-from reducer.key_timers import KeyTimers
+from reducer.key_timers import KeyTimers, restore_key_clocks, with_key_clocks
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, check_next_dataset
-
-KEY_CLOCKS_START = -(2**62)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -59,8 +57,6 @@ class OpenKeyWindowState(OpenWindowState):
         track_changes: bool = False,
     ) -> OpenKeyWindowState:
         """As `OpenWindowState.starting`; the checkpoint's key clocks come back too."""
-        saved = dict(checkpoint or {})
-        clocks = saved.pop(KEY_CLOCKS_START, {})
         state = cls(
             assigner=assigner,
             aggregates=aggregates,
@@ -71,9 +67,8 @@ class OpenKeyWindowState(OpenWindowState):
             lag_ms=lag_ms,
             timers=KeyTimers(groups=key_groups),
         )
+        saved = restore_key_clocks(checkpoint, state.timers)
         state.windows = {s: g for s, g in saved.items() if not state.is_closed(s)}
-        for clock_id, states in clocks.items():
-            state.timers.raise_clock_of(clock_id, states[-1])
         for start, groups in state.windows.items():
             for key, states in groups.items():
                 state.timers.push(key, assigner.closes_at(start), start)
@@ -115,24 +110,21 @@ class OpenKeyWindowState(OpenWindowState):
                         LateContribution.of(self.aggregates, bucket, seq, start, key, states)
                     )
             if open_groups:
-                self._merge_open(bucket, seq, start, open_groups)
+                self._merge_open(start, open_groups)
+                self._replay.merged(bucket, start, seq)
         for key, time in latest.items():
             self.timers.raise_clock(key, time)
         self.merged[bucket] = seq
         return late
 
-    def _merge_open(
-        self, bucket: int, seq: int, start: int, open_groups: dict[GroupKey, list[Any]]
-    ) -> None:
-        """Merge groups of window `start` still open; a timer for each new one."""
-        window = self.windows.setdefault(start, {})
-        for key in open_groups:
+    def _merge_open(self, start: int, groups: Groups) -> None:
+        """As `OpenWindowState._merge_open`, with a timer for each new group."""
+        window = self.windows.get(start, {})
+        closes_at = self.assigner.closes_at(start)
+        for key in groups:
             if key not in window:
-                self.timers.push(key, self.assigner.closes_at(start), start)
-        merge_groups(self.aggregates, window, open_groups)
-        self._replay.merged(bucket, start, seq)
-        if self.track_changes:
-            self._changed.setdefault(start, set()).update(open_groups)
+                self.timers.push(key, closes_at, start)
+        OpenWindowState._merge_open(self, start, groups)
 
     def close(self, watermark: int | None) -> list[ClosedWindow]:
         """Close the groups whose key clock passed them, then whole windows on the watermark
@@ -171,7 +163,5 @@ class OpenKeyWindowState(OpenWindowState):
         self._closed_by_key = False
 
     def checkpoint_windows(self) -> OpenWindows:
-        """The open windows and, at `KEY_CLOCKS_START`, the clocks by id (last state)."""
-        empty = [agg.initial() for agg in self.aggregates[:-1]]
-        clocks = {key: [*empty, clock] for key, clock in self.key_clocks.items()}
-        return {**self.windows, KEY_CLOCKS_START: clocks} if clocks else dict(self.windows)
+        """The open windows and the key clocks (`with_key_clocks`)."""
+        return with_key_clocks(self.windows, self.timers, self.aggregates)

@@ -149,25 +149,37 @@ class OpenWindowState:
                         for key, states in groups.items()
                     )
                 continue
-            merge_groups(self.aggregates, self.windows.setdefault(start, {}), groups)
+            self._merge_open(start, groups)
             self._replay.merged(bucket, start, seq)
-            if self.track_changes:
-                self._changed.setdefault(start, set()).update(groups)
         self.merged[bucket] = seq
         return late
+
+    def _merge_open(self, start: int, groups: Groups) -> None:
+        """Merge a data set's `groups` into open window `start` (a subclass's storage hook)."""
+        merge_groups(self.aggregates, self.windows.setdefault(start, {}), groups)
+        if self.track_changes:
+            self._changed.setdefault(start, set()).update(groups)
 
     def close(self, watermark: int | None) -> list[ClosedWindow]:
         """Advance `closed_watermark` to `watermark` (never back); pop the windows it closes."""
         self.advance(watermark)
         closed = [
-            ClosedWindow(start=start, groups=self.windows.pop(start))
-            for start in sorted(self.windows)
+            ClosedWindow(start=start, groups=self._pop_open(start))
+            for start in sorted(self._open_starts())
             if self.is_closed(start)
         ]
         for window in closed:
             self._changed.pop(window.start, None)
             self._replay.dropped(window.start)
         return closed
+
+    def _open_starts(self) -> Iterable[int]:
+        """The open windows' starts (storage hook, as `_merge_open`)."""
+        return self.windows.keys()
+
+    def _pop_open(self, start: int) -> Groups:
+        """Take open window `start`'s groups out (storage hook, as `_merge_open`)."""
+        return self.windows.pop(start)
 
     def advance(self, watermark: int | None) -> None:
         """`closed_watermark` := `watermark` if that moves it forward."""

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from mars.aggregates import state_aggregates, wire_name
 from mars.config import ReducerSettings
@@ -233,70 +233,52 @@ class UnitOwner:
 
     def _starting_state(self, progress: ProgressRecord) -> UnitState:
         """The unit's state as the committed `progress` left it, about to replay."""
-        window = self.spec.window
+        window, options = self.spec.window, self.spec.options
+        resumed: dict[str, Any] = {  # what every kind of state resumes from
+            "aggregates": self._aggregates,
+            "rseqs": progress.rseqs,
+            "replayed_through": progress.merged,
+            "closed_watermark": progress.closed_watermark,
+        }
         if uses_columnar_state(self.spec, self._aggregates, enabled=self._settings.columnar_state):
             return ColumnarWindowState.starting_columnar(
                 assigner=WindowAssigner.from_spec(window),
-                aggregates=self._aggregates,
-                rseqs=progress.rseqs,
-                replayed_through=progress.merged,
-                closed_watermark=progress.closed_watermark,
                 checkpoint=self._load_columnar_checkpoint(progress.checkpoint),
                 rewinds=progress.rewinds,
+                **resumed,
             )
-        checkpoint = self._load_checkpoint(progress.checkpoint)
-        if window.session and self.spec.options.watermark is WatermarkMode.KEY:
+        resumed["checkpoint"] = self._load_checkpoint(progress.checkpoint)
+        track_changes = self.spec.updates_topic is not None
+        by_key = options.watermark is WatermarkMode.KEY
+        if window.session and by_key:
             return OpenKeySessionState.starting_by_key(
                 sessions=SessionWindows.from_spec(window),
-                aggregates=self._aggregates,
-                rseqs=progress.rseqs,
-                lag_ms=self.spec.options.key_lag_ms,
-                key_groups=self.spec.options.key_groups,
-                replayed_through=progress.merged,
-                closed_watermark=progress.closed_watermark,
-                checkpoint=checkpoint,
-                track_changes=self.spec.updates_topic is not None,
+                lag_ms=options.key_lag_ms,
+                key_groups=options.key_groups,
+                track_changes=track_changes,
+                **resumed,
             )
         if window.session:
             return OpenSessionState.starting(
-                sessions=SessionWindows.from_spec(window),
-                aggregates=self._aggregates,
-                rseqs=progress.rseqs,
-                replayed_through=progress.merged,
-                closed_watermark=progress.closed_watermark,
-                checkpoint=checkpoint,
-                track_changes=self.spec.updates_topic is not None,
+                sessions=SessionWindows.from_spec(window), track_changes=track_changes, **resumed
             )
         if window.cumulate:
             return OpenCumulativeState.starting(
-                cumulate=CumulativeWindows.from_spec(window),
-                aggregates=self._aggregates,
-                rseqs=progress.rseqs,
-                replayed_through=progress.merged,
-                closed_watermark=progress.closed_watermark,
-                checkpoint=checkpoint,
+                cumulate=CumulativeWindows.from_spec(window), **resumed
             )
-        if self.spec.options.watermark is WatermarkMode.KEY:
+        if by_key:
             return OpenKeyWindowState.starting_by_key(
                 assigner=WindowAssigner.from_spec(window),
-                aggregates=self._aggregates,
-                rseqs=progress.rseqs,
-                lag_ms=self.spec.options.key_lag_ms,
-                key_groups=self.spec.options.key_groups,
-                replayed_through=progress.merged,
-                closed_watermark=progress.closed_watermark,
-                checkpoint=checkpoint,
-                track_changes=self.spec.updates_topic is not None,
+                lag_ms=options.key_lag_ms,
+                key_groups=options.key_groups,
+                track_changes=track_changes,
+                **resumed,
             )
         return OpenWindowState.starting(
             assigner=WindowAssigner.from_spec(window),
-            aggregates=self._aggregates,
-            rseqs=progress.rseqs,
-            replayed_through=progress.merged,
-            closed_watermark=progress.closed_watermark,
-            checkpoint=checkpoint,
-            track_changes=self.spec.updates_topic is not None,
+            track_changes=track_changes,
             rewinds=progress.rewinds,
+            **resumed,
         )
 
     def _load_columnar_checkpoint(

@@ -1,7 +1,8 @@
 """Property tests of the columnar open windows (`ColumnarWindowState`) against the reference,
 the Python state (`OpenWindowState`): random data sets of random aggregates and keys merged
-into both in the same order, with closes and checkpoint round trips between them, give the same
-open groups, closed windows, late contributions and rseqs. Values include what does not fit
+into both in the same order, with closes, rewinds and checkpoint round trips between them,
+give the same open groups, closed windows, late contributions and rseqs. Values include what
+does not fit
 columns (mixed types, ints beyond int64, NaN), which must turn a window back to Python."""
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def scenario(draw: st.DrawFn) -> tuple[tuple[Aggregate[Any], ...], list[Any]]:
     numbers = draw(st.sampled_from([small_ints, floats]))
     steps: list[Any] = []
     for _ in range(draw(st.integers(min_value=1, max_value=12))):
-        action = draw(st.sampled_from(["merge", "merge", "merge", "close", "checkpoint"]))
+        action = draw(st.sampled_from(["merge", "merge", "merge", "close", "checkpoint", "rewind"]))
         if action == "merge":
             bucket = draw(st.integers(min_value=0, max_value=1))
             keys = [draw(column_values(base, scalars)) for base in key_bases]
@@ -85,6 +86,8 @@ def scenario(draw: st.DrawFn) -> tuple[tuple[Aggregate[Any], ...], list[Any]]:
             steps.append(("merge", bucket, windows))
         elif action == "close":
             steps.append(("close", draw(st.sampled_from([None, *STARTS]))))
+        elif action == "rewind":
+            steps.append(("rewind", draw(st.sampled_from(STARTS))))
         else:
             steps.append(("checkpoint",))
     return aggregates, steps
@@ -149,6 +152,7 @@ def round_trip(state: ColumnarWindowState) -> ColumnarWindowState:
         rseqs={b: state.merged[b] + 1 for b in state.merged},
         closed_watermark=state.closed_watermark,
         checkpoint=decode_columnar(data),
+        rewinds=state.rewinds,  # the commit's progress record carries them
     )
     assert same_windows(restarted.open_groups(), state.open_groups())
     return restarted
@@ -170,6 +174,11 @@ def test_columnar_state_matches_the_python_state(case: Any) -> None:
         elif step[0] == "close":
             expected = closed_windows(reference.close(step[1]))
             assert same_windows(closed_windows(columnar.close(step[1])), expected)
+        elif step[0] == "rewind":
+            generation = reference.rewind_generation + 1
+            reference.rewind(generation, step[1])
+            columnar.rewind(generation, step[1])
+            assert columnar.rewinds == reference.rewinds
         else:
             data = columnar.checkpoint_data()
             # pull queries and a non-columnar owner read the same checkpoint as Python groups

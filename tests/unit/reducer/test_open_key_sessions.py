@@ -8,9 +8,8 @@ from __future__ import annotations
 from mars.aggregates import CountAll, Max
 from mars.engine.dataset import DataSet, decode_dataset, encode_dataset
 from mars.windows import SessionWindows
-from reducer.key_timers import KeyTimers
+from reducer.key_timers import KEY_CLOCKS_START, KeyTimers
 from reducer.open_key_sessions import OpenKeySessionState
-from reducer.open_key_windows import KEY_CLOCKS_START
 
 AGGS = (CountAll(), Max())  # COUNT(*), then the session's last time (= the key's latest)
 GAP, GRACE = 10, 5  # a session [f, l] closes at clock l + 16
