@@ -205,12 +205,13 @@ def replace_task_query(
     dependencies=[Authorized],
 )
 def rewind_task_from(task_id: str, body: TaskRewindRequest, services: Services) -> Any:
-    """Recompute the task's windows from `from` on and emit each again, once per window and
-    group, at `revision` = the rewind's generation (docs/rewind.md). 409 when the task is not
-    running or not of a kind that can be rewound, or Kafka no longer holds the records."""
+    """Recompute the task's windows from `from` (or from the event times at `offsets`) on and
+    emit each again, once per window and group, at `revision` = the rewind's generation
+    (docs/rewind.md). 409 when the task is not running or not of a kind that can be rewound,
+    or Kafka no longer holds the records."""
     record = _record(services, task_id)
     try:
-        rewind = rewind_task(services, record, from_text=body.from_)
+        rewind = rewind_task(services, record, from_text=body.from_, offsets=body.offsets)
     except TaskNotFoundError as exc:
         raise ApiError(404, str(exc)) from exc
     return TaskRewindAccepted(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from mars.tasks.bucket_layout import MAX_BUCKETS
 
@@ -228,11 +228,15 @@ class Health(BaseModel):
 
 
 class TaskRewindRequest(BaseModel):
-    """`POST /tasks/{id}/rewind`: recompute the task's windows from `from` (ISO-8601)."""
+    """`POST /tasks/{id}/rewind`: recompute the task's windows from `from` (ISO-8601), or from
+    the earliest event time of the records at `offsets` (partition -> offset); one of the two."""
 
     model_config = ConfigDict(extra="forbid")
 
-    from_: str = Field(..., alias="from", max_length=64, description="ISO-8601 time")
+    from_: str | None = Field(None, alias="from", max_length=64, description="ISO-8601 time")
+    offsets: dict[NonNegativeInt, NonNegativeInt] | None = Field(
+        None, description="partition -> offset: the re-read starts there at the latest"
+    )
 
 
 class TaskRewindAccepted(BaseModel):

@@ -40,11 +40,20 @@ def register_lifecycle(commands: Any) -> None:
 
     rewind = commands.add_parser(
         "rewind",
-        help="recompute a running task's windows from a time and emit them again "
-        "(their rows carry the rewind's revision)",
+        help="recompute a running task's windows from a time, or from the event times at "
+        "some offsets, and emit them again (their rows carry the rewind's revision)",
     )
     rewind.add_argument("task_id", metavar="ID")
-    rewind.add_argument("time", help="ISO-8601, e.g. 2026-11-26T08:00:00Z (no zone: UTC)")
+    origin = rewind.add_mutually_exclusive_group(required=True)
+    origin.add_argument(
+        "time", nargs="?", help="ISO-8601, e.g. 2026-11-26T08:00:00Z (no zone: UTC)"
+    )
+    origin.add_argument(
+        "--offsets",
+        type=_partition_offsets,
+        metavar="P=OFFSET,...",
+        help="from the earliest event time of the records at these offsets, e.g. 0=1200,3=977",
+    )
     rewind.set_defaults(handler=_rewind)
 
 
@@ -100,7 +109,7 @@ def _rewind(args: argparse.Namespace) -> int:
     from cli.task_commands import run_api_call
 
     def call(client: MarsApiClient) -> None:
-        rewind = client.rewind_task(args.task_id, args.time)
+        rewind = client.rewind_task(args.task_id, args.time, offsets=args.offsets)
         print(
             f"{args.task_id}: rewind {rewind['generation']} recomputes the windows from "
             f"{rewind['from_window_ms']} (rows at revision {rewind['generation']})"
@@ -108,3 +117,14 @@ def _rewind(args: argparse.Namespace) -> int:
 
     code: int = run_api_call(args, call)
     return code
+
+
+def _partition_offsets(text: str) -> dict[int, int]:
+    """`0=1200,3=977` -> {0: 1200, 3: 977}."""
+    try:
+        pairs = (item.split("=", 1) for item in text.split(",") if item.strip())
+        return {int(partition): int(offset) for partition, offset in pairs}
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected PARTITION=OFFSET pairs separated by commas, e.g. 0=1200,3=977"
+        ) from None

@@ -132,9 +132,16 @@ class MarsApiClient:
         result: dict[str, Any] = self._call("PUT", f"/tasks/{task_id}", json=body, params=params)
         return result
 
-    def rewind_task(self, task_id: str, from_time: str) -> dict[str, Any]:
-        """Recompute the task's windows from `from_time` (ISO-8601); the rewind begun."""
-        body = {"from": from_time}
+    def rewind_task(
+        self, task_id: str, from_time: str | None = None, *, offsets: dict[int, int] | None = None
+    ) -> dict[str, Any]:
+        """Recompute the task's windows from `from_time` (ISO-8601) or from the event times at
+        `offsets` (partition -> offset); the rewind begun."""
+        body: dict[str, Any] = (
+            {"from": from_time}
+            if offsets is None
+            else {"offsets": {str(p): o for p, o in offsets.items()}}
+        )
         result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/rewind", json=body)
         return result
 
