@@ -4,13 +4,12 @@ bounds: a rewind by offsets reads the event times there (docs/rewind.md)."""
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
-from mars.clients.kafka_config import client_config
+from mars.clients.time_offsets import lookup_consumer, partitions_of
 from mars.config import KafkaSettings
 
 
@@ -38,22 +37,11 @@ def records_from_offsets(
 ) -> dict[int, PartitionRecords]:
     """Per partition of `offsets` that `topic` has, its bounds and up to `limit` values from
     its offset (none when the offset is outside the bounds)."""
-    consumer = Consumer(
-        client_config(
-            kafka,
-            {
-                "group.id": f"mars-rewind-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-            },
-        )
-    )
+    consumer = lookup_consumer(kafka)
     try:
-        described = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
-        if described is None or described.error is not None or not described.partitions:
-            raise KafkaException(f"topic {topic} has no partitions")
+        partitions = partitions_of(consumer, topic, timeout_s=timeout_s)
         found: dict[int, PartitionRecords] = {}
-        for partition in sorted(set(offsets) & set(described.partitions)):
+        for partition in sorted(set(offsets) & set(partitions)):
             low, high = consumer.get_watermark_offsets(
                 TopicPartition(topic, partition), timeout=timeout_s, cached=False
             )

@@ -35,22 +35,9 @@ def offsets_from_time(
     kafka: KafkaSettings, topic: str, time_ms: int, *, timeout_s: float = 10.0
 ) -> list[PartitionFrom]:
     """Per partition of `topic`, in partition order, where records from `time_ms` start."""
-    consumer = Consumer(
-        client_config(
-            kafka,
-            {
-                "group.id": f"mars-rewind-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-            },
-        )
-    )
+    consumer = lookup_consumer(kafka)
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout_s)
-        described = metadata.topics.get(topic)
-        if described is None or described.error is not None or not described.partitions:
-            raise KafkaException(f"topic {topic} has no partitions")
-        partitions = sorted(described.partitions)
+        partitions = partitions_of(consumer, topic, timeout_s=timeout_s)
         found = consumer.offsets_for_times(
             [TopicPartition(topic, p, time_ms) for p in partitions], timeout=timeout_s
         )
@@ -64,3 +51,26 @@ def offsets_from_time(
         return out
     finally:
         consumer.close()
+
+
+def lookup_consumer(kafka: KafkaSettings) -> Consumer:
+    """A consumer that commits nothing, of a group of its own, reading committed records only:
+    for looking up offsets and reading a few records (a rewind's checks)."""
+    return Consumer(
+        client_config(
+            kafka,
+            {
+                "group.id": f"mars-rewind-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            },
+        )
+    )
+
+
+def partitions_of(consumer: Consumer, topic: str, *, timeout_s: float) -> list[int]:
+    """The partitions of `topic`, ascending; KafkaException when it has none."""
+    described = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    if described is None or described.error is not None or not described.partitions:
+        raise KafkaException(f"topic {topic} has no partitions")
+    return sorted(described.partitions)
