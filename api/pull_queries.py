@@ -10,7 +10,10 @@ the values are the windows' state as of `as_of_ms` (the oldest unit's `view_ms`)
 most about one checkpoint interval plus one merge behind the data sets written to Redis; the
 answer also gives the watermark and the data sets no reducer has merged yet. Windows closed
 since a checkpoint was written are left out: their final rows come from the latest results the
-reducers keep (`reducer.results_kept`), marked `"final": true`.
+reducers keep (`reducer.results_kept`), marked `"final": true`. With `watermark = 'key'` a group
+also counts as closed once its key clock, saved in the same checkpoint, passed its close (the
+step that closes a group by its key clock always writes a checkpoint, so a later checkpoint
+never holds it).
 
 A checkpoint never changes once written (a newer one gets a new field), so the API keeps the
 last decoded checkpoint of each unit (`DecodedCheckpoints`) and decodes a unit again only when
@@ -27,15 +30,19 @@ from typing import Any
 
 from mars.aggregates import Aggregate, state_aggregates
 from mars.engine.columnar_checkpoint import checkpoint_dataset
-from mars.engine.dataset import DataSet, OpenWindows
+from mars.engine.dataset import DataSet, GroupKey, OpenWindows
 from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec, window_rows
+from mars.engine.key_groups import KEY_CLOCKS_START, clock_id
 from mars.store import SeqStore
 from mars.store.reducer_stats import figure_int
 from mars.tasks.spec import TaskSpec, WatermarkMode
 from mars.windows import window_closes_at
 
 CHECKPOINT_READ_ATTEMPTS = 3  # a checkpoint may be dropped between reading its name and it
+
+
+_KeyClocks = dict[GroupKey, int]
 
 
 class PullQueryError(ValueError):
@@ -104,11 +111,6 @@ def current_windows(
             "pull queries do not apply to cumulative windows (WINDOWING CUMULATE): each step "
             "emits the window so far to the results topic; read the latest results instead"
         )
-    if spec.options.watermark is WatermarkMode.KEY:
-        raise PullQueryError(
-            "pull queries do not apply to watermark = 'key' tasks: their groups close one key "
-            "at a time, which the open-window view does not show; read the results instead"
-        )
     positions = {key.name: i for i, key in enumerate(spec.group_keys)}
     unknown = sorted(set(groups) - set(positions))
     if unknown:
@@ -126,13 +128,15 @@ def current_windows(
     for bucket, figures in units.items():
         windows, unit_watermark, view_ms = _unit_windows(store, checkpoints, spec, bucket, figures)
         views.append(view_ms)
+        clocks = _key_clocks(spec, windows)
         for start, window_groups in sorted(windows.items()):
-            if window_start not in (None, start):
+            if start == KEY_CLOCKS_START or window_start not in (None, start):
                 continue
             kept = {
                 key: states
                 for key, states in window_groups.items()
-                if _matches(key, wanted) and not _closed(spec, start, states, unit_watermark)
+                if _matches(key, wanted)
+                and not _closed(spec, start, states, unit_watermark, clocks.get(key))
             }
             rows.extend({**row, "final": False} for row in window_rows(output_spec, start, kept))
     for row in store.results.latest(spec.id, 1_000):
@@ -170,9 +174,26 @@ def _unit_windows(
     return {}, None, None  # the owner kept replacing it: the unit counts as unknown
 
 
-def _closed(spec: TaskSpec, start: int, states: list[Any], watermark: int | None) -> bool:
-    """Closed by the unit since its checkpoint: the final row follows from the results."""
-    return watermark is not None and watermark >= window_closes_at(spec.window, start, states)
+def _key_clocks(spec: TaskSpec, windows: OpenWindows) -> _KeyClocks:
+    """`watermark = 'key'`: each group key's clock as the checkpoint saved it (by clock id at
+    `KEY_CLOCKS_START`, the clock the last state), so that groups its key closed since count
+    as closed; empty for the other tasks."""
+    saved = windows.get(KEY_CLOCKS_START)
+    if spec.options.watermark is not WatermarkMode.KEY or not saved:
+        return {}
+    groups = spec.options.key_groups
+    keys = {key for start, window in windows.items() if start != KEY_CLOCKS_START for key in window}
+    found = {key: saved.get(clock_id(key, groups)) for key in keys}
+    return {key: int(states[-1]) for key, states in found.items() if states is not None}
+
+
+def _closed(
+    spec: TaskSpec, start: int, states: list[Any], watermark: int | None, key_clock: int | None
+) -> bool:
+    """Closed by the unit since its checkpoint, on its (key-lag shifted) watermark or on the
+    group's key clock: the final row follows from the results."""
+    closes_at = window_closes_at(spec.window, start, states)
+    return any(mark is not None and mark >= closes_at for mark in (watermark, key_clock))
 
 
 def _matches(key: tuple[Any, ...], wanted: Mapping[int, str]) -> bool:

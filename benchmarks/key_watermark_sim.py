@@ -42,13 +42,12 @@ from dataclasses import dataclass, field, replace
 
 from mars.aggregates import state_aggregates
 from mars.engine.dataset import decode_dataset, encode_dataset
-from mars.engine.key_groups import key_group
+from mars.engine.key_groups import KEY_CLOCKS_START, key_group
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
 from mars.sql import parse_task
 from mars.tasks.spec import TaskSpec
 from mars.windows import WindowAssigner
-from reducer.key_timers import KEY_CLOCKS_START
 from reducer.open_key_windows import OpenKeyWindowState
 from reducer.open_windows import OpenWindowState
 

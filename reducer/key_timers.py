@@ -23,11 +23,10 @@ from typing import Any
 
 from mars.aggregates import Aggregate
 from mars.engine.dataset import GroupKey, OpenWindows
-from mars.engine.key_groups import key_group
+from mars.engine.key_groups import KEY_CLOCKS_START, clock_id
 
 # (group key, start) -> when that group closes now; None: it is no longer open.
 CurrentDue = Callable[[GroupKey, int], int | None]
-KEY_CLOCKS_START = -(2**62)  # the key clocks' pseudo window, only ever in a checkpoint
 
 
 @dataclass(slots=True)
@@ -40,7 +39,7 @@ class KeyTimers:
 
     def clock_of(self, key: GroupKey) -> GroupKey:
         """The id of the clock `key` uses: itself, or `(its key group,)`."""
-        return key if self.groups is None else (key_group(key, self.groups),)
+        return clock_id(key, self.groups)
 
     def raise_clock(self, key: GroupKey, time: int | None) -> None:
         """The clock of `key` takes `time` when later (never back)."""
@@ -114,13 +113,13 @@ def with_key_clocks(
     """`windows` and, at `KEY_CLOCKS_START`, the clocks by id: a checkpoint's open groups.
     The last aggregate is the key clock's (its states before it are empty)."""
     empty = [agg.initial() for agg in aggregates[:-1]]
-    clocks = {clock_id: [*empty, clock] for clock_id, clock in timers.clocks.items()}
+    clocks = {saved_id: [*empty, clock] for saved_id, clock in timers.clocks.items()}
     return {**windows, KEY_CLOCKS_START: clocks} if clocks else dict(windows)
 
 
 def restore_key_clocks(checkpoint: OpenWindows | None, timers: KeyTimers) -> OpenWindows:
     """A `with_key_clocks` checkpoint's open groups; its clocks go back into `timers`."""
     saved = dict(checkpoint or {})
-    for clock_id, states in saved.pop(KEY_CLOCKS_START, {}).items():
-        timers.raise_clock_of(clock_id, states[-1])
+    for saved_id, states in saved.pop(KEY_CLOCKS_START, {}).items():
+        timers.raise_clock_of(saved_id, states[-1])
     return saved

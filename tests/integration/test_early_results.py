@@ -7,7 +7,8 @@ live traffic, with a mapper, a reducer and the API as real processes.
 - pull queries (`GET /tasks/{id}/windows`) answer while traffic flows, never above the final
   values and never older than they say; once the stream is merged they equal the oracle over
   every record accepted; filters by group and window work, a bad one is a 422; after the close
-  the same query returns the final rows.
+  the same query returns the final rows. Once per watermark mode: with `watermark = 'key'` a
+  group closed by its key clock leaves the current rows for its final one.
 """
 
 from __future__ import annotations
@@ -52,17 +53,22 @@ STALENESS_BOUND_MS = CHECKPOINT_INTERVAL_MS + 3_000  # + one owner publication a
     env={"MARS_REDUCER__CHECKPOINT_INTERVAL_MS": str(CHECKPOINT_INTERVAL_MS)},
 )
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize(
+    "watermark",
+    [{}, {"watermark": "key", "key_lag": "0 s"}],
+    ids=["partition-watermark", "key-watermark"],
+)
 def test_emit_changes_and_pull_queries_on_a_ten_minute_window(
     pipeline: WatchedPipeline,
     cluster: ClusterState,
     kafka_admin: AdminClient,
     unique_name: str,
+    watermark: dict[str, str],
 ) -> None:
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
     task = f"{unique_name}t"
-    body = pipeline.register(
-        SQL.format(topic=topic), task_id=task, options={"idle_timeout": "10 m", "buckets": 2}
-    )
+    options = {"idle_timeout": "10 m", "buckets": 2, **watermark}
+    body = pipeline.register(SQL.format(topic=topic), task_id=task, options=options)
     updates_topic = f"mars.updates.{task}"
     assert body["spec"]["options"]["emit_interval_ms"] == EMIT_EVERY_S * 1000
     start_s = int(time.time())

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from mars.aggregates import CountAll, Max
 from mars.engine.dataset import DataSet, decode_dataset, encode_dataset
+from mars.engine.key_groups import KEY_CLOCKS_START
 from mars.windows import SessionWindows
-from reducer.key_timers import KEY_CLOCKS_START, KeyTimers
+from reducer.key_timers import KeyTimers
 from reducer.open_key_sessions import OpenKeySessionState
 
 AGGS = (CountAll(), Max())  # COUNT(*), then the session's last time (= the key's latest)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from mars.aggregates import CountAll, Max
 from mars.engine.dataset import DataSet, decode_dataset, encode_dataset
+from mars.engine.key_groups import KEY_CLOCKS_START
 from mars.windows import WindowAssigner
-from reducer.key_timers import KEY_CLOCKS_START
 from reducer.open_key_windows import OpenKeyWindowState
 
 AGGS = (CountAll(), Max())  # COUNT(*), then the key's latest time
