@@ -1,14 +1,13 @@
 """`WITH (watermark = 'key' [, key_lag = '10 minutes'] [, key_groups = N])`: per-key (or per
 key group) clocks (docs/semantics.md, "Key watermarks"); tumbling, hopping and session windows,
-EMIT CHANGES. Checked here, each error at the `watermark` option: what the mode refuses, by
-decision rather than given a meaning nobody can check (the docs say why).
+EMIT CHANGES, pull queries, the mappers and both Spark paths. Checked here, each error at the
+`watermark` option: what the mode refuses, by decision rather than given a meaning nobody can
+check (the docs say why).
 
 - Cumulative windows: their reducer emits each step's window for all keys at once and a
   record's slice follows the stream time; per-key closing would be a state of its own.
 - Top-k (`ORDER BY ... LIMIT k`): a window's ranking needs every key of the window closed, so
   key clocks would buy nothing there; refused so nobody expects early results.
-- `preaggregation = 'spark'`: the live Spark stream's writer carries key clocks as the backfill
-  does, but no test runs a key-watermark task on it yet.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from collections.abc import Mapping
 
 from mars.sql.clauses import OptionValue
 from mars.sql.errors import TaskError
-from mars.tasks.spec import Preaggregation, TaskOptions, TopK, WatermarkMode, WindowSpec
+from mars.tasks.spec import TaskOptions, TopK, WatermarkMode, WindowSpec
 
 
 def check_key_watermark_task(
@@ -36,8 +35,6 @@ def check_key_watermark_task(
         refused = "cumulative windows (WINDOWING CUMULATE)"
     elif top_k is not None:
         refused = "ORDER BY ... LIMIT (top-k ranks a window's keys together)"
-    elif options.preaggregation is Preaggregation.SPARK:
-        refused = "preaggregation = 'spark'"
     if refused is not None:
         raise TaskError(
             f"option watermark: 'key' does not apply to {refused}; use watermark = 'partition'",

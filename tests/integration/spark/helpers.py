@@ -1,11 +1,15 @@
-"""Helpers of the Spark backfill tests: a live-like mapper, reading Redis back, topics, the
-oracle over history and live streams."""
+"""Helpers of the Spark tests: a live-like mapper, reading Redis back, topics, the oracle over
+history and live streams, `mars spark stream` started as a process."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -14,12 +18,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devtools.gen import GeneratorConfig
 from devtools.gen.tuples import iter_chunks
+from mars.config import Settings
 from mars.engine.dataset import OpenWindows, decode_dataset, merge_into
 from mars.engine.finalize import finalize_window
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
 from mars.store import SeqStore, SourceState, TaskKeys
 from mars.tasks.spec import TaskSpec
+from tests.integration.watched import WatchedPipeline
 from tests.oracle import SIP_TYPE_COUNT_SUM, ExpectedResults, expected_results
 
 HISTORY_START_S = 1_700_000_000
@@ -212,3 +218,19 @@ class StreamsOracle:
     def close(self) -> None:
         self._pool.terminate()
         self._pool.join()
+
+
+def start_stream(
+    master: str, task: str, pipeline: WatchedPipeline, settings: Settings, *, log: Path
+) -> subprocess.Popen[bytes]:
+    """`mars spark stream <task>` on `master` (1 s triggers), its output in `log`."""
+    env = {
+        **os.environ,
+        **pipeline.procs.env,
+        **pipeline.cluster.state.env(),  # type: ignore[union-attr]
+        "MARS_LOCAL__JARS_DIR": str(settings.local.jars_dir),
+    }
+    command = [sys.executable, "-m", "cli.main", "spark", "stream", task]
+    command += ["--master", master, "--trigger", "1", "--conf", "spark.executor.memory=512m"]
+    with log.open("wb") as out:
+        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -12,10 +12,8 @@ stream's together.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from devtools.gen import GeneratorConfig
 from devtools.local import ClusterState, LocalCluster
 from mars.config import Settings
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
+from tests.integration.spark.helpers import start_stream
 from tests.integration.watched import (
     WatchedPipeline,
     close_every_window,
@@ -89,7 +88,7 @@ def test_spark_stream_takes_over_from_a_mapper_and_is_exact_through_a_worker_kil
             timeout=30,
         )
         assert handed.status_code == 200, handed.text
-        stream = _start_stream(spark_master, task, pipeline, settings, log=tmp_path / "stream.log")
+        stream = start_stream(spark_master, task, pipeline, settings, log=tmp_path / "stream.log")
         time.sleep(PRODUCE_S * 2 / 5)
         assert stream.poll() is None, (tmp_path / "stream.log").read_text()[-3000:]
         local_cluster.restart("spark-worker", kill=True)  # SIGKILL mid-run, then back
@@ -127,18 +126,3 @@ def test_spark_stream_takes_over_from_a_mapper_and_is_exact_through_a_worker_kil
         if stream is not None:
             stream.send_signal(signal.SIGTERM)
             assert stream.wait(timeout=60) == 0, (tmp_path / "stream.log").read_text()[-3000:]
-
-
-def _start_stream(
-    master: str, task: str, pipeline: WatchedPipeline, settings: Settings, *, log: Path
-) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        **pipeline.procs.env,
-        **pipeline.cluster.state.env(),  # type: ignore[union-attr]
-        "MARS_LOCAL__JARS_DIR": str(settings.local.jars_dir),
-    }
-    command = [sys.executable, "-m", "cli.main", "spark", "stream", task]
-    command += ["--master", master, "--trigger", "1", "--conf", "spark.executor.memory=512m"]
-    with log.open("wb") as out:
-        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
