@@ -33,7 +33,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.differential.cases import AGGREGATES, Case, TaskShape, _key_partition
 from tests.differential.compare import problems
-from tests.differential.oracle import expected_of
+from tests.differential.oracle import Expected, expected_of
 from tests.differential.run import _stats
 from tests.integration.pipeline import TopicReader, produce_in_order
 from tests.integration.watched import WatchedPipeline, kill_an_owner, make_topic
@@ -142,12 +142,7 @@ def test_skewed_devices_are_exact_per_mode_through_a_reducer_kill(
     else:  # a device shares its group's clock with the faster devices of its group
         assert expected.late > 0
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
-    halves = [len(values) // 2 for values in case.partitions]
-    produce_in_order(
-        pipeline.bootstrap,
-        topic,
-        ((p, v) for p, values in enumerate(case.partitions) for v in values[: halves[p]]),
-    )
+    produce_half(pipeline, topic, case, second=False)
     task = f"{unique_name}t"
     body = pipeline.register(
         case.task_sql(topic), task_id=task, options={"idle_timeout": "10 m", "buckets": 2}
@@ -162,21 +157,39 @@ def test_skewed_devices_are_exact_per_mode_through_a_reducer_kill(
             assert time.monotonic() < deadline, "no result before the kill\n" + pipeline.logs()
             reader.poll_for(0.5)
         kill_an_owner(pipeline, task)
-        produce_in_order(
-            pipeline.bootstrap,
-            topic,
-            ((p, v) for p, values in enumerate(case.partitions) for v in values[halves[p] :]),
-        )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            reader.poll_for(0.5)
-            stats = _stats(pipeline, task)
-            if stats.get("records_in", 0) >= case.records and len(reader.values(output)) >= len(
-                expected.rows
-            ):
-                break
-        reader.poll_for(3.0)  # anything beyond the expected rows shows now
-        found = problems(case, expected, reader.values(output), _stats(pipeline, task))
+        produce_half(pipeline, topic, case, second=True)
+        found = problems_when_done(pipeline, reader, task, case, expected)
     finally:
         reader.close()
     assert found == [], "\n".join(found[:20]) + "\n" + pipeline.logs()
+
+
+def produce_half(pipeline: WatchedPipeline, topic: str, case: Case, *, second: bool) -> None:
+    """The first (or second) half of each partition's records, in order."""
+    produce_in_order(
+        pipeline.bootstrap,
+        topic,
+        (
+            (p, v)
+            for p, values in enumerate(case.partitions)
+            for v in (values[len(values) // 2 :] if second else values[: len(values) // 2])
+        ),
+    )
+
+
+def problems_when_done(
+    pipeline: WatchedPipeline, reader: TopicReader, task: str, case: Case, expected: Expected
+) -> list[str]:
+    """Once every record is in and the expected rows are out (or 180 s passed), what differs
+    from the oracle (`tests.differential.compare.problems`)."""
+    output = reader.topics[0]
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        reader.poll_for(0.5)
+        stats = _stats(pipeline, task)
+        if stats.get("records_in", 0) >= case.records and len(reader.values(output)) >= len(
+            expected.rows
+        ):
+            break
+    reader.poll_for(3.0)  # anything beyond the expected rows shows now
+    return problems(case, expected, reader.values(output), _stats(pipeline, task))

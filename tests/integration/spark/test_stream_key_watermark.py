@@ -17,12 +17,15 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from mars.config import Settings
-from tests.differential.compare import problems
 from tests.differential.oracle import expected_of
-from tests.differential.run import _stats
-from tests.integration.pipeline import TopicReader, produce_in_order
+from tests.integration.pipeline import TopicReader
 from tests.integration.spark.helpers import start_stream
-from tests.integration.test_key_watermarks import KEY_LAG_MS, case_of
+from tests.integration.test_key_watermarks import (
+    KEY_LAG_MS,
+    case_of,
+    problems_when_done,
+    produce_half,
+)
 from tests.integration.watched import WatchedPipeline, kill_an_owner, make_topic
 
 pytestmark = pytest.mark.integration
@@ -42,12 +45,7 @@ def test_the_spark_stream_keeps_key_clocks_exact(
     expected = expected_of(case)
     assert expected.late == 0  # every device is in order
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=len(case.partitions))
-    halves = [len(values) // 2 for values in case.partitions]
-    produce_in_order(
-        pipeline.bootstrap,
-        topic,
-        ((p, v) for p, values in enumerate(case.partitions) for v in values[: halves[p]]),
-    )
+    produce_half(pipeline, topic, case, second=False)
     task = f"{unique_name}t"
     options = {"idle_timeout": "10 m", "buckets": 2, "preaggregation": "spark"}
     body = pipeline.register(case.task_sql(topic), task_id=task, options=options)
@@ -64,20 +62,8 @@ def test_the_spark_stream_keeps_key_clocks_exact(
             assert stream.poll() is None, log.read_text()[-3000:]
             reader.poll_for(0.5)
         kill_an_owner(pipeline, task)
-        produce_in_order(
-            pipeline.bootstrap,
-            topic,
-            ((p, v) for p, values in enumerate(case.partitions) for v in values[halves[p] :]),
-        )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            reader.poll_for(0.5)
-            if _stats(pipeline, task).get("records_in", 0) >= case.records and len(
-                reader.values(output)
-            ) >= len(expected.rows):
-                break
-        reader.poll_for(3.0)  # anything beyond the expected rows shows now
-        found = problems(case, expected, reader.values(output), _stats(pipeline, task))
+        produce_half(pipeline, topic, case, second=True)
+        found = problems_when_done(pipeline, reader, task, case, expected)
     finally:
         reader.close()
         if stream is not None:
