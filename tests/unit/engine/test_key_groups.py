@@ -5,20 +5,15 @@ record by record whatever the batches; the clocks stored are at most N a partiti
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Sequence
 
 import pytest
 from engine_helpers import make_spec
-from test_key_lateness import run, skewed_stream
+from test_key_lateness import reference, run, skewed_stream
 
-from mars.engine.dataset import OpenWindows
 from mars.engine.key_clocks import decode_clocks
 from mars.engine.key_groups import key_group
-from mars.engine.records import SourceRecord
 from mars.sql import parse_task
 from mars.tasks.spec import TaskSpec, WatermarkMode
-from mars.windows import WindowAssigner
 from reducer.key_timers import KeyTimers
 from tests.differential.cases import key_group as oracle_key_group
 
@@ -30,39 +25,6 @@ def grouped(spec: TaskSpec, groups: int, lag_ms: int = 600_000) -> TaskSpec:
     return dataclasses.replace(spec, options=options)
 
 
-def reference(
-    spec: TaskSpec, records: Sequence[SourceRecord], lag_ms: int, groups: int
-) -> tuple[OpenWindows, list[tuple[int, int]]]:
-    """Record by record: the key rule with a clock per (partition, key group)."""
-    assigner = WindowAssigner.from_spec(spec.window)
-    stream: dict[int, int] = {}
-    clock: dict[tuple[int, int], int] = {}
-    windows: OpenWindows = {}
-    late: list[tuple[int, int]] = []
-    for record in records:
-        row = json.loads(record.value)
-        p, key, t = record.partition, row["k"], row["ts"]
-        g = key_group((key,), groups)
-        st = stream.get(p)
-        known = [
-            c for c in (clock.get((p, g)), None if st is None else st - lag_ms) if c is not None
-        ]
-        effective = max(known) if known else None
-        starts = [
-            s
-            for s in assigner.window_starts(t)
-            if effective is None or assigner.closes_at(s) > effective
-        ]
-        if not starts:
-            late.append((p, record.offset))
-        for s in starts:
-            group = windows.setdefault(s, {}).setdefault((key,), [0])
-            group[0] += 1
-        stream[p] = t if st is None else max(st, t)
-        clock[(p, g)] = max(clock.get((p, g), t), t)
-    return windows, sorted(late)
-
-
 @pytest.mark.parametrize("groups", [1, 2, 5])
 @pytest.mark.parametrize("slide_ms", [None, 20])
 def test_matches_the_record_by_record_rule_whatever_the_batches(
@@ -71,7 +33,7 @@ def test_matches_the_record_by_record_rule_whatever_the_batches(
     base = make_spec(size_ms=40, slide_ms=slide_ms, grace_ms=10)
     records = skewed_stream(groups, n=150, keys=9)
     for lag_ms in (100, 600_000):
-        expected = reference(base, records, lag_ms, groups)
+        expected = reference(base, records, lag_ms, groups=groups)
         for batch in (1, 7, 500):
             windows, late, clocks = run(grouped(base, groups, lag_ms), records, batch)
             assert (windows, late) == expected, (lag_ms, batch)

@@ -14,6 +14,7 @@ from engine_helpers import json_records, make_spec
 
 from mars.engine.dataset import OpenWindows, decode_dataset, merge_groups
 from mars.engine.key_clocks import decode_clocks
+from mars.engine.key_groups import key_group
 from mars.engine.preaggregate import Preaggregator
 from mars.engine.records import SourceRecord
 from mars.tasks.spec import AggFunc, TaskSpec, WatermarkMode
@@ -53,22 +54,28 @@ def run(
 
 
 def reference(
-    spec: TaskSpec, records: Sequence[SourceRecord], lag_ms: int | None
+    spec: TaskSpec,
+    records: Sequence[SourceRecord],
+    lag_ms: int | None,
+    *,
+    groups: int | None = None,
 ) -> tuple[OpenWindows, list[tuple[int, int]]]:
-    """Record by record: the rule of docs/semantics.md (`lag_ms` None: partition mode)."""
+    """Record by record: the rule of docs/semantics.md (`lag_ms` None: partition mode), a
+    clock per (partition, key), or per (partition, key group) with `groups`."""
     assigner = WindowAssigner.from_spec(spec.window)
     stream: dict[int, int] = {}
-    clock: dict[tuple[int, str], int] = {}
+    clock: dict[tuple[int, object], int] = {}
     windows: OpenWindows = {}
     late: list[tuple[int, int]] = []
     for record in records:
         row = json.loads(record.value)
         p, key, t = record.partition, row["k"], row["ts"]
+        clock_id = key if groups is None else key_group((key,), groups)
         st = stream.get(p)
         if lag_ms is None:
             effective = st
         else:
-            terms = [c for c in (clock.get((p, key)), None if st is None else st - lag_ms)]
+            terms = [c for c in (clock.get((p, clock_id)), None if st is None else st - lag_ms)]
             known = [c for c in terms if c is not None]
             effective = max(known) if known else None
         starts = [
@@ -82,7 +89,7 @@ def reference(
             group = windows.setdefault(s, {}).setdefault((key,), [0])
             group[0] += 1
         stream[p] = t if st is None else max(st, t)
-        clock[(p, key)] = max(clock.get((p, key), t), t)
+        clock[(p, clock_id)] = max(clock.get((p, clock_id), t), t)
     return windows, sorted(late)
 
 
