@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mars.aggregates import Aggregate, state_aggregates
-from mars.engine.columnar_checkpoint import checkpoint_dataset
+from mars.engine.checkpoint_chain import chain_dataset
 from mars.engine.dataset import DataSet, GroupKey, OpenWindows
 from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec, window_rows
@@ -75,17 +75,18 @@ class DecodedCheckpoints:
         name: str,
         aggregates: tuple[Aggregate[Any], ...] = (),
     ) -> OpenWindows | None:
-        """The windows of checkpoint `name` of the unit; None if it is gone from Redis. With
-        `aggregates`, states of a checkpoint written before a replacement added some are
-        padded to them (mars.engine.dataset_revisions)."""
+        """The windows of the unit's checkpoint `name` (its fields, comma-separated: a full
+        checkpoint, then deltas); None if a part is gone from Redis. With `aggregates`, states
+        of a checkpoint written before a replacement added some are padded to them
+        (mars.engine.dataset_revisions)."""
         with self._lock:
             cached = self._by_unit.get((task, bucket))
         if cached is not None and cached[0] == name:
             return fitted(cached[1], aggregates).windows
-        data = store.read_checkpoint(task, bucket, name)
-        if data is None:
+        parts = store.read_checkpoints(task, bucket, name.split(","))
+        if any(data is None for data in parts):
             return None
-        dataset = checkpoint_dataset(data)  # a data set, or a columnar state's
+        dataset = chain_dataset([data for data in parts if data is not None])
         with self._lock:
             self._by_unit[(task, bucket)] = (name, dataset)
         return fitted(dataset, aggregates).windows

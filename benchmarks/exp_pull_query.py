@@ -128,9 +128,8 @@ def checkpoint_bytes(live: LiveTask) -> int:
     store, keys = live.bench.store, TaskKeys(live.task_id)
     total = 0
     for bucket, figures in store.reducer_stats.units(live.task_id).items():
-        if figures.get("checkpoint"):
-            key, field = keys.checkpoints(bucket), figures["checkpoint"]
-            total += int(live.bench.redis.hstrlen(key, field))
+        for name in filter(None, figures.get("checkpoint", "").split(",")):
+            total += int(live.bench.redis.hstrlen(keys.checkpoints(bucket), name))
     return total
 
 

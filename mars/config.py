@@ -174,6 +174,14 @@ class ReducerSettings(_Section):
         description="how often an owner checkpoints its open windows into Redis and releases "
         "the data sets it merged (docs/reducer.md; 0: every step that merged something)",
     )
+    checkpoint_deltas: int = Field(
+        default=16,
+        ge=0,
+        description="incremental checkpoints of tumbling and hopping windows: at most this "
+        "many deltas (the groups changed since the checkpoint before) on top of a full "
+        "checkpoint, while their groups and those of windows closed since number at most the "
+        'full one\'s (docs/reducer.md, "Incremental checkpoints"; 0: every checkpoint is full)',
+    )
     columnar_state: bool = Field(
         default=False,
         description="hold the open windows of tasks whose aggregates are all COUNT, SUM, MIN, "

@@ -41,6 +41,7 @@ class ColumnarWindowState(OpenWindowState):
         closed_watermark: int | None = None,
         checkpoint: OpenWindows | ColumnarCheckpoint | None = None,
         rewinds: tuple[tuple[int, int], ...] = (),
+        incremental: bool = False,
     ) -> ColumnarWindowState:
         """As `OpenWindowState.starting`, from a columnar checkpoint of the task's aggregates
         or from Python groups (an older checkpoint, or one a task revision fitted)."""
@@ -51,6 +52,7 @@ class ColumnarWindowState(OpenWindowState):
             replayed_through=dict(replayed_through or {}),
             closed_watermark=closed_watermark,
             rewinds=tuple(rewinds),
+            incremental=incremental,
         )
         windows: OpenWindows = {}
         if isinstance(checkpoint, ColumnarCheckpoint):
@@ -86,6 +88,10 @@ class ColumnarWindowState(OpenWindowState):
             self._replay.dropped(start)
         # (not `super()`: a slots dataclass is a new class, its methods' `super()` fails)
         OpenWindowState.rewind(self, generation, from_window_ms)
+
+    def checkpoint_delta(self) -> OpenWindows | None:
+        """Not tracked for columns: every checkpoint is a full one."""
+        return None
 
     def take_changes(self) -> list[WindowGroups]:
         raise NotImplementedError("EMIT CHANGES tasks keep the Python state")

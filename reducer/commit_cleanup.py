@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from mars.store import SeqStore, Snapshot
 from reducer.commit_records import CommitRecords
-from reducer.progress_record import CheckpointRef
+from reducer.progress_record import ProgressRecord
 
 
 class CommitCleanup:
@@ -31,7 +31,7 @@ class CommitCleanup:
         commit: CommitRecords,
         *,
         snapshots: Mapping[int, Snapshot],
-        previous_checkpoint: CheckpointRef | None,
+        previous: ProgressRecord,
     ) -> None:
         """After `commit` is in Kafka: `snapshots` are this step's (their rseq is Redis's, so
         a bucket whose rseq did not move is not released again)."""
@@ -40,9 +40,10 @@ class CommitCleanup:
         for bucket, rseq in progress.rseqs.items():
             if rseq > snapshots[bucket].rseq:
                 store.release(task, bucket, rseq)
-        checkpoint = progress.checkpoint
-        if checkpoint is not None and checkpoint != previous_checkpoint:
-            store.drop_checkpoints_before(task, self._unit_bucket, checkpoint.number)
+        chain = progress.checkpoint_chain
+        if chain and chain[0] != next(iter(previous.checkpoint_chain), None):
+            # a new full checkpoint: the old chain, and what crashed owners left, go
+            store.drop_checkpoints_before(task, self._unit_bucket, chain[0].number)
         if commit.results and self._results_kept > 0:
             values = [record.value for record in commit.results if record.value is not None]
             store.results.push_encoded(task, values, keep=self._results_kept)

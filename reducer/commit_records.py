@@ -62,7 +62,7 @@ def commit_records(
     closed_watermark: int | None,
     rseqs: Mapping[int, int],
     merged: Mapping[int, int],
-    checkpoint: CheckpointRef | None,
+    checkpoints: tuple[CheckpointRef, ...],
     now: int,
     rewinds: tuple[tuple[int, int], ...] = (),
     revision: Callable[[int], int] | None = None,
@@ -70,10 +70,11 @@ def commit_records(
     """The records of one commit and the progress they move to.
 
     `previous` is the last committed progress; `closed_watermark`, `rseqs` and `merged` are the
-    open windows' position after this step, `checkpoint` the one the new progress names (the
-    previous one unless this commit wrote a new one); `changes` is None for a task without an
-    updates topic. `rewinds` are the rewinds the open windows have applied, `revision` gives
-    a window start's revision: a row of a rewound window carries it as `revision`.
+    open windows' position after this step, `checkpoints` the chain the new progress names (a
+    full checkpoint, then deltas; the previous chain unless this commit wrote a checkpoint);
+    `changes` is None for a task without an updates topic. `rewinds` are the rewinds the open
+    windows have applied, `revision` gives a window start's revision: a row of a rewound
+    window carries it as `revision`.
     """
     spec, result_spec = target.spec, target.result_spec
     rows = rows_of(result_spec, closed)
@@ -92,7 +93,8 @@ def commit_records(
         rseqs=dict(rseqs),
         merged=dict(merged),
         counters=counters,
-        checkpoint=checkpoint,
+        checkpoint=checkpoints[-1] if checkpoints else None,
+        checkpoint_base=checkpoints[:-1],
         owner=target.owner,
         committed_ms=now,
         rewinds=rewinds,

@@ -11,6 +11,8 @@ needs (docs/reducer.md):
   or empty). It only moves forward;
 - with `track_changes` (EMIT CHANGES), the groups of open windows that merges changed since
   `take_changes` last ran;
+- with `incremental`, the groups merges changed since the last checkpoint, which a delta
+  checkpoint holds (`checkpoint_delta`; mars.engine.checkpoint_chain);
 - `rewinds`: the task's rewinds applied so far, `(generation, T')` (docs/rewind.md): `rewind`
   drops the open windows from `T'` on and opens the closed ones again; rows of a window from
   `T'` on carry `revision` g.
@@ -97,6 +99,8 @@ class OpenWindowState:
     _replay: ReplayMarks = field(default_factory=ReplayMarks)
     _changed: dict[int, set[GroupKey]] = field(default_factory=dict)
     _rewound: bool = False  # a rewind since the last checkpoint: the next commit carries one
+    incremental: bool = False  # track the groups changed since the last checkpoint (deltas)
+    _dirty: dict[int, set[GroupKey]] | None = None  # None: untracked, the next one is full
 
     @classmethod
     def starting(
@@ -110,6 +114,7 @@ class OpenWindowState:
         checkpoint: OpenWindows | None = None,
         track_changes: bool = False,
         rewinds: tuple[tuple[int, int], ...] = (),
+        incremental: bool = False,
     ) -> OpenWindowState:
         """State about to replay each bucket `b` from data set `rseqs[b]`, on top of the
         committed `checkpoint` (its windows closed since then are dropped: they were emitted)."""
@@ -121,6 +126,7 @@ class OpenWindowState:
             closed_watermark=closed_watermark,
             track_changes=track_changes,
             rewinds=tuple(rewinds),
+            incremental=incremental,
         )
         state.windows = {
             start: groups
@@ -159,6 +165,8 @@ class OpenWindowState:
         merge_groups(self.aggregates, self.windows.setdefault(start, {}), groups)
         if self.track_changes:
             self._changed.setdefault(start, set()).update(groups)
+        if self._dirty is not None:
+            self._dirty.setdefault(start, set()).update(groups)
 
     def close(self, watermark: int | None) -> list[ClosedWindow]:
         """Advance `closed_watermark` to `watermark` (never back); pop the windows it closes."""
@@ -170,6 +178,8 @@ class OpenWindowState:
         ]
         for window in closed:
             self._changed.pop(window.start, None)
+            if self._dirty is not None:
+                self._dirty.pop(window.start, None)
             self._replay.dropped(window.start)
         return closed
 
@@ -206,6 +216,7 @@ class OpenWindowState:
         )
         self.rewinds = (*self.rewinds, (generation, from_window_ms))
         self._rewound = True
+        self._dirty = None  # a delta cannot drop windows: the rewind's checkpoint is full
 
     def revision(self, window_start: int) -> int:
         """The `revision` of the rows of the window starting at `window_start`."""
@@ -251,6 +262,19 @@ class OpenWindowState:
         """The open windows as they are now are saved: nothing merged so far needs a replay."""
         self._replay.checkpointed()
         self._rewound = False
+        self._dirty = {} if self.incremental else None
+
+    def checkpoint_delta(self) -> OpenWindows | None:
+        """The current states of the groups merges changed since the last checkpoint, per
+        open window: what a delta checkpoint holds. None when they are not known (not
+        `incremental`, no checkpoint written by this state yet, or a rewind since): the next
+        checkpoint must be a full one."""
+        if self._dirty is None:
+            return None
+        return {
+            start: {key: self.windows[start][key] for key in keys}
+            for start, keys in self._dirty.items()
+        }
 
     def rseq(self, bucket: int) -> int:
         """The first data set of `bucket` an open window needs on top of the last checkpoint."""

@@ -7,13 +7,16 @@ One record per commit, key `<task>/<bucket>` (the unit), value UTF-8 JSON:
      "merged": {"0": 57},                      # per covered bucket: last data set merged
      "counters": {"windows_emitted": 3, ...},  # cumulative, exactly once with the output
      "checkpoint": "7:9f2c41d0a3b8",           # the open-window checkpoint in Redis, or null
+     "checkpoint_base": ["5:1c0e", "6:77a1"],  # a delta's full checkpoint and earlier deltas
      "rewinds": [[1, 1700000000000]],          # rewinds applied: generation, first window
      "owner": "reducer-a", "committed_ms": 1700000061234}
 
 It is written in the same Kafka transaction as the results it accounts for, so it is the source
 of truth for a new owner; Redis's rseq only drives garbage collection. `rseq` and `merged` are
 maps because a top-k task's unit covers all buckets of the task. A checkpoint counts only once a
-committed progress record names it (docs/reducer.md, "Checkpoints").
+committed progress record names it (docs/reducer.md, "Checkpoints"). A checkpoint may be a
+delta (the groups changed since the one before it): then `checkpoint_base` lists, oldest first,
+the full checkpoint and the deltas it applies on top of (absent for a full checkpoint).
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class ProgressRecord:
     merged: Mapping[int, int]
     counters: Mapping[str, int] = field(default_factory=dict)
     checkpoint: CheckpointRef | None = None
+    checkpoint_base: tuple[CheckpointRef, ...] = ()  # `checkpoint` is a delta on top of these
     owner: str = ""
     committed_ms: int = 0
     rewinds: tuple[tuple[int, int], ...] = ()  # (generation, T') applied, oldest first
@@ -80,6 +84,11 @@ class ProgressRecord:
             rseqs={b: 1 for b in buckets},
             merged={b: 0 for b in buckets},
         )
+
+    @property
+    def checkpoint_chain(self) -> tuple[CheckpointRef, ...]:
+        """The checkpoints that make up the committed one, the full one first (empty: none)."""
+        return () if self.checkpoint is None else (*self.checkpoint_base, self.checkpoint)
 
     def counter(self, name: str) -> int:
         return int(self.counters.get(name, 0))
@@ -94,6 +103,8 @@ class ProgressRecord:
             "owner": self.owner,
             "committed_ms": self.committed_ms,
         }
+        if self.checkpoint_base:
+            doc["checkpoint_base"] = [ref.field for ref in self.checkpoint_base]
         if self.rewinds:
             doc["rewinds"] = [list(r) for r in self.rewinds]
         return json.dumps(doc, separators=(",", ":")).encode()
@@ -110,6 +121,9 @@ class ProgressRecord:
                 merged={int(b): int(n) for b, n in doc["merged"].items()},
                 counters={str(k): int(v) for k, v in (doc.get("counters") or {}).items()},
                 checkpoint=None if checkpoint is None else CheckpointRef.parse(str(checkpoint)),
+                checkpoint_base=tuple(
+                    CheckpointRef.parse(str(f)) for f in doc.get("checkpoint_base") or ()
+                ),
                 owner=str(doc.get("owner", "")),
                 committed_ms=int(doc.get("committed_ms", 0)),
                 rewinds=tuple((int(g), int(t)) for g, t in doc.get("rewinds") or ()),
@@ -125,6 +139,7 @@ class ProgressRecord:
             merged={b: self.merged.get(b, 0) for b in buckets},
             counters=self.counters,
             checkpoint=self.checkpoint,
+            checkpoint_base=self.checkpoint_base,
             owner=self.owner,
             committed_ms=self.committed_ms,
             rewinds=self.rewinds,

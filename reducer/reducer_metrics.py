@@ -7,8 +7,8 @@ Redis:
   `late_records`, `late_contributions`; exact, they travel in the Kafka transaction) and gauges
   (`watermark`, `watermark_lag_ms`, `merge_rate` (data sets/s), `commit_latency_ms`,
   `result_latency_ms` (of the last commit that closed windows), `checkpoint` (the committed
-  checkpoint's field) and `view_ms` (the open windows as merged at this time are in it), `owner`,
-  `updated_ms`);
+  checkpoint's fields, comma-separated: the full one, then its deltas) and `view_ms` (the open
+  windows as merged at this time are in it), `owner`, `updated_ms`);
 - the task's `mars:{<task>}:stats` field `late_reducer` = sum of the units' `late_records`,
   kept exact by a script that adds only the growth of each unit's absolute count;
 - per process, hash `mars:reducer:<member id>` with `owned_units` (JSON list), `merge_rate`,
@@ -24,6 +24,7 @@ counted as read and do), `mars_reducer_commit_duration_seconds{task}`,
 closed window: for live traffic, how long a closable window waited for its result),
 `mars_reducer_watermark_seconds`, `mars_reducer_watermark_lag_seconds` (wall clock minus
 watermark), `mars_reducer_checkpoint_bytes`, `mars_reducer_checkpoint_duration_seconds{task}`,
+`mars_reducer_checkpoint_deltas_total` (checkpoints written as deltas),
 `mars_reducer_owned_units`.
 """
 
@@ -52,7 +53,7 @@ class UnitGauges:
     backlog: int | None  # data sets not merged after the last read (the leader's pressure)
     commit_latency_ms: float | None
     result_latency_ms: int | None
-    checkpoint: str | None  # field of the committed checkpoint (pull queries read it)
+    checkpoint: str | None  # fields of the committed chain, comma-separated (pull queries)
     view_ms: int | None  # the checkpoint holds the open windows as merged at this time
     owner: str
     updated_ms: int
@@ -93,6 +94,9 @@ class _Instruments:
         self.watermark = gauge("watermark_seconds", "The unit's closed watermark (epoch s).")
         self.watermark_lag = gauge("watermark_lag_seconds", "Wall clock minus the watermark.")
         self.checkpoint_bytes = gauge("checkpoint_bytes", "Size of the last checkpoint.")
+        self.checkpoint_deltas = counter(
+            "checkpoint_deltas", "Checkpoints written as deltas (the groups changed only)."
+        )
         self.commit_seconds = histogram(
             "commit_duration_seconds", "One Kafka transaction commit.", SECONDS_BUCKETS
         )
@@ -134,8 +138,12 @@ class ReducerMetrics:
         for latency in figures.result_latencies_s:
             prom.result_latency.labels(task_id).observe(latency)
 
-    def checkpointed(self, task_id: str, bucket: int, *, size: int, seconds: float) -> None:
+    def checkpointed(
+        self, task_id: str, bucket: int, *, size: int, seconds: float, delta: bool
+    ) -> None:
         self._prom.checkpoint_bytes.labels(task_id, str(bucket)).set(size)
+        if delta:
+            self._prom.checkpoint_deltas.labels(task_id, str(bucket)).inc()
         self._prom.checkpoint_seconds.labels(task_id).observe(seconds)
 
     def unit_stopped(self, task_id: str, bucket: int) -> None:

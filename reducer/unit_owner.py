@@ -11,7 +11,8 @@ One `step` (`_read`, `_watermark`, then `_commit` if anything is to be committed
 4. close windows with `end + grace <= watermark` (sessions: `last + gap + grace < watermark`);
 5. every `checkpoint_interval_ms`, if open windows hold contributions merged since the last
    checkpoint (and at once when a session task's step has late partials): write the open
-   windows to a new checkpoint in Redis (rseq := merged + 1);
+   windows to a new checkpoint in Redis (rseq := merged + 1): a full one, or for tumbling and
+   hopping windows a delta of the groups changed since the last one (`DeltaBudget`);
 6. if something closed, arrived late, was checkpointed, rseq can move, or (EMIT CHANGES) groups
    changed and the last updates are `emit_interval` old: ONE Kafka transaction with the result
    records, the update records (current values of changed groups, final values of closed
@@ -22,7 +23,7 @@ One `step` (`_read`, `_watermark`, then `_commit` if anything is to be committed
 
 `recover` (on start and after any failure) opens an `OwnerSession`: init_transactions (fences
 a zombie, aborts its open transaction), read the unit's committed progress, load the checkpoint
-it names, replay from its rseq. See docs/reducer.md.
+it names (a full one and the deltas on top of it), replay from its rseq. See docs/reducer.md.
 
 The owner keeps the lifecycle and the step; a commit's records are built by `commit_records`
 (pure), the Redis work after it is `CommitCleanup`'s, the figures are `UnitOwnerMetrics`'.
@@ -42,12 +43,8 @@ from typing import Any, Protocol
 
 from mars.aggregates import state_aggregates, wire_name
 from mars.config import ReducerSettings
-from mars.engine.columnar_checkpoint import (
-    ColumnarCheckpoint,
-    checkpoint_dataset,
-    decode_columnar,
-    is_columnar,
-)
+from mars.engine.checkpoint_chain import chain_columnar, chain_dataset, encode_delta
+from mars.engine.columnar_checkpoint import ColumnarCheckpoint
 from mars.engine.dataset import OpenWindows, decode_dataset, encode_dataset
 from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec
@@ -60,6 +57,7 @@ from reducer.columnar_choice import uses_columnar_state
 from reducer.columnar_windows import ColumnarWindowState
 from reducer.commit_cleanup import CommitCleanup
 from reducer.commit_records import CommitTarget, UnitChanges, commit_records
+from reducer.delta_budget import DeltaBudget
 from reducer.gc_pause import gc_paused
 from reducer.open_cumulative import OpenCumulativeState
 from reducer.open_key_sessions import OpenKeySessionState
@@ -125,6 +123,7 @@ class OwnerSession:
     state: UnitState
     committed: ProgressRecord
     last_checkpoint_ms: int
+    deltas: DeltaBudget  # whether the next checkpoint may be a delta
     last_updates_ms: int = 0
     checkpoint_written_ms: int | None = None  # by this session (None: of unknown age)
 
@@ -218,6 +217,7 @@ class UnitOwner:
             state=state,
             committed=progress,
             last_checkpoint_ms=now,
+            deltas=DeltaBudget(max_deltas=self._settings.checkpoint_deltas),
             # A first owner's (empty) state holds everything merged so far; a later owner's
             # checkpoint is of unknown age until it writes its own.
             checkpoint_written_ms=now if stored is None else None,
@@ -227,13 +227,14 @@ class UnitOwner:
             self._key,
             progress.closed_watermark,
             dict(progress.rseqs),
-            None if progress.checkpoint is None else progress.checkpoint.field,
+            ",".join(ref.field for ref in progress.checkpoint_chain) or None,
         )
         return self._session
 
     def _starting_state(self, progress: ProgressRecord) -> UnitState:
         """The unit's state as the committed `progress` left it, about to replay."""
         window, options = self.spec.window, self.spec.options
+        incremental = self._settings.checkpoint_deltas > 0
         resumed: dict[str, Any] = {  # what every kind of state resumes from
             "aggregates": self._aggregates,
             "rseqs": progress.rseqs,
@@ -243,11 +244,12 @@ class UnitOwner:
         if uses_columnar_state(self.spec, self._aggregates, enabled=self._settings.columnar_state):
             return ColumnarWindowState.starting_columnar(
                 assigner=WindowAssigner.from_spec(window),
-                checkpoint=self._load_columnar_checkpoint(progress.checkpoint),
+                checkpoint=self._load_columnar_checkpoint(progress.checkpoint_chain),
                 rewinds=progress.rewinds,
+                incremental=incremental,
                 **resumed,
             )
-        resumed["checkpoint"] = self._load_checkpoint(progress.checkpoint)
+        resumed["checkpoint"] = self._load_checkpoint(progress.checkpoint_chain)
         track_changes = self.spec.updates_topic is not None
         by_key = options.watermark is WatermarkMode.KEY
         if window.session and by_key:
@@ -278,41 +280,40 @@ class UnitOwner:
             assigner=WindowAssigner.from_spec(window),
             track_changes=track_changes,
             rewinds=progress.rewinds,
+            incremental=incremental,
             **resumed,
         )
 
     def _load_columnar_checkpoint(
-        self, ref: CheckpointRef | None
+        self, chain: tuple[CheckpointRef, ...]
     ) -> ColumnarCheckpoint | OpenWindows:
         """The committed checkpoint as written by a columnar state of the same aggregates,
         else as Python groups (an older checkpoint, or a revised task's)."""
-        data = self._read_checkpoint(ref)
-        if data is not None and is_columnar(data):
-            found = decode_columnar(data)
-            if found.aggregate_names == tuple(wire_name(agg) for agg in self._aggregates):
-                return found
-        return self._load_checkpoint(ref, data=data)
+        parts = self._read_checkpoint(chain)
+        found = chain_columnar(parts, self._aggregates) if parts else None
+        if found is not None:
+            return found
+        return self._load_checkpoint(chain, parts=parts)
 
-    def _read_checkpoint(self, ref: CheckpointRef | None) -> bytes | None:
-        if ref is None:
-            return None
-        data = self._wiring.store.read_checkpoint(self.spec.id, self.unit_bucket, ref.field)
-        if data is None:
-            raise RedisDataLostError(f"the committed checkpoint {ref.field} is not in Redis")
-        return data
+    def _read_checkpoint(self, chain: tuple[CheckpointRef, ...]) -> list[bytes]:
+        """The parts of the committed checkpoint, the full one first (none: no checkpoint)."""
+        fields = [ref.field for ref in chain]
+        parts = self._wiring.store.read_checkpoints(self.spec.id, self.unit_bucket, fields)
+        missing = [name for name, data in zip(fields, parts, strict=True) if data is None]
+        if missing:
+            raise RedisDataLostError(f"the committed checkpoint {missing[0]} is not in Redis")
+        return [data for data in parts if data is not None]
 
     def _load_checkpoint(
-        self, ref: CheckpointRef | None, *, data: bytes | None = None
+        self, chain: tuple[CheckpointRef, ...], *, parts: list[bytes] | None = None
     ) -> OpenWindows:
-        if ref is None:
+        if not chain:
             return {}
-        data = data or self._read_checkpoint(ref)
-        assert data is not None
         # a revision may add aggregates; a columnar checkpoint reads as Python groups
-        dataset = fitted(checkpoint_dataset(data), self._aggregates)
+        dataset = chain_dataset(parts or self._read_checkpoint(chain), self._aggregates)
         if dataset.aggregate_names != tuple(wire_name(agg) for agg in self._aggregates):
             raise RedisDataLostError(
-                f"checkpoint {ref.field} has aggregates {dataset.aggregate_names}"
+                f"checkpoint {chain[-1].field} has aggregates {dataset.aggregate_names}"
             )
         return dataset.windows
 
@@ -461,25 +462,45 @@ class UnitOwner:
             return False
         return now - session.last_checkpoint_ms >= self._settings.checkpoint_interval_ms
 
-    def _write_checkpoint(self, state: UnitState, previous: CheckpointRef | None) -> CheckpointRef:
-        """Save the open windows under a new, not yet committed checkpoint (rseq := merged + 1)."""
+    def _write_checkpoint(
+        self, session: OwnerSession, previous: ProgressRecord
+    ) -> tuple[CheckpointRef, ...]:
+        """Save the open windows under a new, not yet committed checkpoint (rseq := merged + 1):
+        a delta on top of the committed chain when the state knows its changed groups and the
+        budget allows, else a full one. Returns the chain the progress is to name."""
+        state, chain = session.state, previous.checkpoint_chain
         ref = CheckpointRef(
-            number=1 if previous is None else previous.number + 1, token=uuid.uuid4().hex[:12]
+            number=chain[-1].number + 1 if chain else 1, token=uuid.uuid4().hex[:12]
         )
         started = time.monotonic()
-        if isinstance(state, ColumnarWindowState):
-            data = state.checkpoint_data()
+        delta = state.checkpoint_delta() if isinstance(state, OpenWindowState) else None
+        changed = None if delta is None else sum(len(groups) for groups in delta.values())
+        if chain and delta is not None and changed is not None and session.deltas.allows(changed):
+            data = encode_delta(encode_dataset(self._aggregates, delta, canonical=False))
+            session.deltas.wrote_delta(changed)
+            written = (*chain, ref)
         else:
-            windows = (
-                state.checkpoint_windows()
-                if isinstance(state, OpenKeyWindowState | OpenKeySessionState)
-                else state.windows
-            )
-            data = encode_dataset(self._aggregates, windows, canonical=False)
+            data, groups = self._full_checkpoint(state)
+            session.deltas.wrote_full(groups)
+            written = (ref,)
         self._wiring.store.write_checkpoint(self.spec.id, self.unit_bucket, ref.field, data)
         state.checkpointed()
-        self._metrics.checkpointed(size=len(data), seconds=time.monotonic() - started)
-        return ref
+        self._metrics.checkpointed(
+            size=len(data), seconds=time.monotonic() - started, delta=len(written) > 1
+        )
+        return written
+
+    def _full_checkpoint(self, state: UnitState) -> tuple[bytes, int]:
+        """Every open window of `state`, encoded; and how many groups that is."""
+        if isinstance(state, ColumnarWindowState):
+            return state.checkpoint_data(), state.columnar_groups()
+        windows = (
+            state.checkpoint_windows()
+            if isinstance(state, OpenKeyWindowState | OpenKeySessionState)
+            else state.windows
+        )
+        data = encode_dataset(self._aggregates, windows, canonical=False)
+        return data, sum(len(groups) for groups in windows.values())
 
     def _commit(
         self,
@@ -495,9 +516,10 @@ class UnitOwner:
         naming the checkpoint, so all count or none. Only once it committed do the session's
         progress and Redis move (release below rseq, older checkpoints, REST rows)."""
         state, previous = session.state, session.committed
-        checkpoint_ref = previous.checkpoint
+        chain = previous.checkpoint_chain
+        session.deltas.closed(sum(len(window.groups) for window in outcome.closed))
         if checkpoint:
-            checkpoint_ref = self._write_checkpoint(state, previous.checkpoint)
+            chain = self._write_checkpoint(session, previous)
             session.last_checkpoint_ms = now
         commit = commit_records(
             self._target,
@@ -508,7 +530,7 @@ class UnitOwner:
             closed_watermark=state.closed_watermark,
             rseqs=state.rseqs(),
             merged=state.merged,
-            checkpoint=checkpoint_ref,
+            checkpoints=chain,
             now=now,
             rewinds=state.rewinds if isinstance(state, OpenWindowState) else previous.rewinds,
             revision=state.revision if isinstance(state, OpenWindowState) else None,
@@ -528,7 +550,7 @@ class UnitOwner:
             seconds=seconds,
             now=self._wiring.clock(),
         )
-        self._cleanup.after(commit, snapshots=snapshots, previous_checkpoint=previous.checkpoint)
+        self._cleanup.after(commit, snapshots=snapshots, previous=previous)
 
     def _take_changes(self, state: UnitState, *, updates: bool) -> UnitChanges | None:
         """EMIT CHANGES: the changed groups if the updates are due (a top-k task's whole

@@ -63,9 +63,11 @@ class UnitOwnerMetrics:
             )
             self._rate_mark = (time.monotonic(), self._merged_total, self._groups_total)
 
-    def checkpointed(self, *, size: int, seconds: float) -> None:
+    def checkpointed(self, *, size: int, seconds: float, delta: bool) -> None:
         if self._metrics is not None:
-            self._metrics.checkpointed(self._task_id, self._bucket, size=size, seconds=seconds)
+            self._metrics.checkpointed(
+                self._task_id, self._bucket, size=size, seconds=seconds, delta=delta
+            )
 
     def committed(
         self,
@@ -115,7 +117,7 @@ class UnitOwnerMetrics:
         if not force and time.monotonic() - self._last_publish < 1.0:
             return
         self._last_publish = time.monotonic()
-        checkpoint = committed.checkpoint
+        chain = committed.checkpoint_chain
         metrics.publish_unit(
             self._task_id,
             self._bucket,
@@ -128,7 +130,7 @@ class UnitOwnerMetrics:
                 backlog=self._backlog,
                 commit_latency_ms=self._commit_latency_ms,
                 result_latency_ms=self._result_latency_ms,
-                checkpoint=None if checkpoint is None else checkpoint.field,
+                checkpoint=",".join(ref.field for ref in chain) or None,
                 view_ms=view_ms,
                 owner=self._member_id,
                 updated_ms=now,

@@ -335,9 +335,12 @@ class SeqStore:
         record names the one that counts."""
         self._redis.hset(TaskKeys(task).checkpoints(unit), field, data)
 
-    def read_checkpoint(self, task: str, unit: int, field: str) -> bytes | None:
-        value = self._redis.hget(TaskKeys(task).checkpoints(unit), field)
-        return None if value is None else _binary(value)
+    def read_checkpoints(self, task: str, unit: int, fields: list[str]) -> list[bytes | None]:
+        """The unit's checkpoints under `fields` (a chain: full, then deltas), in one read."""
+        if not fields:
+            return []
+        values = self._redis.hmget(TaskKeys(task).checkpoints(unit), fields)
+        return [None if value is None else _binary(value) for value in values]
 
     def drop_checkpoints_before(self, task: str, unit: int, number: int) -> int:
         """Delete the unit's checkpoints numbered below `number`; returns how many."""

@@ -2,9 +2,11 @@
 
 Two `mars reducer` processes, one 1-hour window fed for a while by a scripted mapper (real
 Redis script). Once every unit has committed several checkpoints and released the data sets
-they cover, the owner of unit 0 is killed with SIGKILL. Those data sets are gone from Redis, so
-the next owner can only get their contributions from the committed checkpoint: the final
-results, read with read_committed, are exact and each (window, key) appears once.
+they cover, and unit 0's committed checkpoint is a chain (a full checkpoint and deltas of the
+groups changed since: docs/reducer.md, "Incremental checkpoints"), the owner of unit 0 is
+killed with SIGKILL. Those data sets are gone from Redis, so the next owner can only get their
+contributions from the committed chain: the final results, read with read_committed, are exact
+and each (window, key) appears once.
 """
 
 from __future__ import annotations
@@ -99,6 +101,16 @@ class Feeder:
             self._stop.wait(0.05)
 
 
+def committed_chain(store: SeqStore, spec: TaskSpec, unit: int) -> list[str]:
+    """The fields of the unit's committed checkpoint chain, as its owner last published them
+    (after each commit): the full checkpoint, then its deltas."""
+    return [
+        f
+        for f in store.reducer_stats.units(spec.id).get(unit, {}).get("checkpoint", "").split(",")
+        if f
+    ]
+
+
 def committed_checkpoints(client: redis.Redis, spec: TaskSpec, unit: int) -> int:
     """The newest checkpoint number written for `unit` less one: a checkpoint is numbered
     only after the previous one was committed with the unit's progress."""
@@ -127,12 +139,15 @@ def test_owner_killed_mid_window_after_checkpoints_resumes_from_them(
         wait_owned(redis_client, ["ra", "rb"], units)
         with Heartbeats(mapper, lock), Feeder(mapper, lock) as feeder:
             deadline = time.monotonic() + 90
-            while any(
-                committed_checkpoints(redis_client, spec, u) < CHECKPOINTS_BEFORE_KILL
-                for u in range(BUCKETS)
+            while (
+                any(
+                    committed_checkpoints(redis_client, spec, u) < CHECKPOINTS_BEFORE_KILL
+                    for u in range(BUCKETS)
+                )
+                or len(chain := committed_chain(store, spec, 0)) < 2
             ):
                 assert time.monotonic() < deadline, "the owners did not checkpoint in time"
-                time.sleep(0.2)
+                time.sleep(0.05)
             victim = owners_of(redis_client, ["ra", "rb"])[f"{spec.id}/0"]
             released = store.snapshot(spec.id, 0).rseq - 1
             assert released > 0, "no data set of the open window was released before the kill"
@@ -149,7 +164,10 @@ def test_owner_killed_mid_window_after_checkpoints_resumes_from_them(
         assert all(n == 1 for n in seen.values()), f"emitted twice: {seen.most_common(3)}"
         got = {(row["window_start"], row["k"]): row["c"] for row in reader.records}
         assert got == {key: n for key, n in feeder.expected.items() if key[0] == 0}
-        print(f"\ncheckpoint failover: {released} data sets of unit 0 released before the kill")
+        print(
+            f"\ncheckpoint failover: {released} data sets of unit 0 released before the kill, "
+            f"its committed checkpoint a chain of {len(chain)}: {chain}"
+        )
     finally:
         reader.close()
         store.delete_task(spec.id)

@@ -91,9 +91,11 @@ def test_checkpoints_release_the_data_sets_of_open_windows(
     # minutes of data sets (3 batches x 2 buckets each), not two hours of them.
     assert peak <= 2 * 3 * spec.options.buckets
     assert stored_datasets(redis_client, task_id) <= 3 * spec.options.buckets
-    assert len(checkpoint_fields(redis_client, task_id, 0)) == 1
     progress = output.progress()
     assert progress is not None and progress.checkpoint is not None
+    # Redis holds the committed chain (a full checkpoint and its deltas), nothing else
+    chain = [ref.field.encode() for ref in progress.checkpoint_chain]
+    assert checkpoint_fields(redis_client, task_id, 0) == sorted(chain)
     assert all(progress.rseqs[b] == progress.merged[b] + 1 for b in progress.merged)
 
     clock.advance(HOUR_MS)  # input stopped: idle close moves the watermark past the last window
@@ -101,7 +103,8 @@ def test_checkpoints_release_the_data_sets_of_open_windows(
     owner.step()
     assert emitted(output, spec) == expected
     assert stored_datasets(redis_client, task_id) == 0
-    # The next checkpoint no longer holds the closed windows: Redis is back to (almost) nothing.
+    # The next checkpoint, a full one (the chain's windows all closed), no longer holds the
+    # closed windows: Redis is back to (almost) nothing.
     clock.advance(INTERVAL_MS)
     owner.step()
     (checkpoint,) = redis_client.hvals(TaskKeys(task_id).checkpoints(0))

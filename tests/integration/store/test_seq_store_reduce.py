@@ -120,9 +120,8 @@ def test_checkpoints_are_dropped_below_a_number(store: SeqStore, task: str) -> N
         store.write_checkpoint(task, 0, field, field.encode())
     store.write_checkpoint(task, 1, "1:other-unit", b"x")
     assert store.drop_checkpoints_before(task, 0, 3) == 3
-    assert store.read_checkpoint(task, 0, "3:d") == b"3:d"
-    assert store.read_checkpoint(task, 0, "2:b") is None
-    assert store.read_checkpoint(task, 1, "1:other-unit") == b"x"
+    assert store.read_checkpoints(task, 0, ["3:d", "2:b"]) == [b"3:d", None]
+    assert store.read_checkpoints(task, 1, ["1:other-unit"]) == [b"x"]
 
 
 def test_memory_used_grows_with_datasets(store: SeqStore, task: str) -> None:

@@ -28,8 +28,8 @@ class _Store:
         self.reducer_stats = _Figures({0: figures})
         self.results = _NoResults()
 
-    def read_checkpoint(self, task: str, bucket: int, name: str) -> bytes:
-        return self.checkpoint
+    def read_checkpoints(self, task: str, bucket: int, fields: list[str]) -> list[bytes]:
+        return [self.checkpoint]
 
 
 class _Figures:

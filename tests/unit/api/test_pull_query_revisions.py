@@ -22,9 +22,9 @@ class _Checkpoints:
         self.data = data
         self.reads = 0
 
-    def read_checkpoint(self, task: str, bucket: int, name: str) -> bytes:
+    def read_checkpoints(self, task: str, bucket: int, fields: list[str]) -> list[bytes]:
         self.reads += 1
-        return self.data
+        return [self.data]
 
 
 def test_a_checkpoint_from_before_the_change_reads_under_the_new_query() -> None:

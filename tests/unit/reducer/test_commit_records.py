@@ -48,7 +48,7 @@ def build(spec: TaskSpec, **overrides: Any) -> CommitRecords:
         "closed_watermark": 12,
         "rseqs": {0: 6},
         "merged": {0: 5},
-        "checkpoint": previous.checkpoint,
+        "checkpoints": previous.checkpoint_chain,
         "now": 1_000,
     }
     return commit_records(target(spec), **{**args, **overrides})
@@ -65,7 +65,7 @@ def test_results_and_late_records_come_with_a_progress_that_counts_exactly_them(
         ClosedWindow(start=12, groups={("a",): [5]}),
     ]
     lates = [late(spec, start=2, key="a", count=3), late(spec, start=4, key="b", count=2)]
-    commit = build(spec, closed=closed, late=lates, checkpoint=CheckpointRef(3, "def"))
+    commit = build(spec, closed=closed, late=lates, checkpoints=(CheckpointRef(3, "def"),))
 
     assert [r.topic for r in commit.records] == [
         *[spec.output_topic] * 3,

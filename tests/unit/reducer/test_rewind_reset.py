@@ -66,7 +66,7 @@ def test_rows_of_rewound_windows_carry_their_revision_and_the_progress_the_rewin
         closed_watermark=30,
         rseqs={0: 6},
         merged={0: 5},
-        checkpoint=CheckpointRef(1, "x"),
+        checkpoints=(CheckpointRef(1, "x"),),
         now=1,
         rewinds=((4, 10),),
         revision=lambda start: revision_of(((4, 10),), start),

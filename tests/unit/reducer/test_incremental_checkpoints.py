@@ -1,0 +1,224 @@
+"""Incremental checkpoints (docs/reducer.md, "Incremental checkpoints"): random merges, closes,
+rewinds and checkpoints of an `OpenWindowState`, each checkpoint a delta when the budget allows
+(as `UnitOwner._write_checkpoint` decides); after every checkpoint an owner recovering from the
+chain, the progress of that moment and the data sets from its rseq holds exactly the live
+state's open windows. Then the chain format itself: its order, a reader that knows no deltas,
+and columnar chains."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mars.aggregates import CountAll, Max, Sum
+from mars.engine.checkpoint_chain import (
+    chain_columnar,
+    chain_dataset,
+    encode_delta,
+    is_delta,
+)
+from mars.engine.columnar_checkpoint import encode_columnar
+from mars.engine.dataset import DataSet, OpenWindows, decode_dataset, encode_dataset
+from mars.engine.errors import DataSetFormatError
+from mars.windows import WindowAssigner
+from reducer.delta_budget import DeltaBudget
+from reducer.open_windows import OpenWindowState
+
+AGGREGATES = (CountAll(), Sum(), Max())
+ASSIGNER = WindowAssigner(size_ms=20, slide_ms=10, grace_ms=0)  # hopping: 2 windows a record
+STARTS = (0, 10, 20, 30, 40, 50)
+BUCKETS = (0, 1)
+
+keys = st.tuples(st.integers(min_value=0, max_value=5))
+states = st.tuples(
+    st.integers(min_value=1, max_value=9), st.integers(-50, 50), st.integers(-50, 50)
+).map(list)
+merges = st.tuples(
+    st.sampled_from(BUCKETS),
+    st.dictionaries(
+        st.sampled_from(STARTS),
+        st.dictionaries(keys, states, min_size=1, max_size=4),
+        min_size=1,
+        max_size=2,
+    ),
+)
+merge_steps = st.tuples(st.just("merge"), merges)
+steps = st.lists(
+    st.one_of(
+        merge_steps,
+        merge_steps,
+        merge_steps,
+        st.tuples(st.just("close"), st.sampled_from(STARTS)),
+        st.tuples(st.just("checkpoint"), st.none()),
+        st.tuples(st.just("rewind"), st.sampled_from(STARTS)),
+    ),
+    max_size=60,
+)
+
+
+class Owner:
+    """The owner's side of checkpoints, as `UnitOwner` does it: the committed chain and
+    progress, a budget for deltas, and the data sets Redis keeps for a replay."""
+
+    def __init__(self, max_deltas: int) -> None:
+        self.state = OpenWindowState.starting(
+            assigner=ASSIGNER,
+            aggregates=AGGREGATES,
+            rseqs={b: 1 for b in BUCKETS},
+            incremental=True,
+        )
+        self.budget = DeltaBudget(max_deltas=max_deltas)
+        self.chain: list[bytes] = []
+        self.datasets: dict[int, list[DataSet]] = {b: [] for b in BUCKETS}
+        self.progress: dict[str, Any] = {}
+        self.deltas_written = 0
+
+    def merge(self, bucket: int, windows: OpenWindows) -> None:
+        dataset = DataSet(aggregates=AGGREGATES, windows=windows)
+        self.datasets[bucket].append(dataset)
+        self.state.merge(bucket, len(self.datasets[bucket]), dataset)
+
+    def checkpoint(self) -> None:
+        delta = self.state.checkpoint_delta()
+        changed = None if delta is None else sum(len(groups) for groups in delta.values())
+        if self.chain and delta is not None and changed is not None and self.budget.allows(changed):
+            self.chain.append(encode_delta(encode_dataset(AGGREGATES, delta, canonical=False)))
+            self.budget.wrote_delta(changed)
+            self.deltas_written += 1
+        else:
+            windows = self.state.windows
+            self.chain = [encode_dataset(AGGREGATES, windows, canonical=False)]
+            self.budget.wrote_full(sum(len(groups) for groups in windows.values()))
+        self.state.checkpointed()
+        self.progress = {
+            "rseqs": self.state.rseqs(),
+            "replayed_through": dict(self.state.merged),
+            "closed_watermark": self.state.closed_watermark,
+            "rewinds": self.state.rewinds,
+        }
+
+    def recovered(self) -> OpenWindowState:
+        """A new owner: the committed chain and progress, then the data sets from rseq."""
+        state = OpenWindowState.starting(
+            assigner=ASSIGNER,
+            aggregates=AGGREGATES,
+            checkpoint=chain_dataset(self.chain, AGGREGATES).windows,
+            **self.progress,
+        )
+        for bucket in BUCKETS:
+            for seq in range(state.merged[bucket] + 1, len(self.datasets[bucket]) + 1):
+                state.merge(bucket, seq, self.datasets[bucket][seq - 1])
+        return state
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=steps, max_deltas=st.integers(min_value=1, max_value=4))
+def test_a_recovery_from_the_chain_holds_the_live_open_windows(
+    steps: list[tuple[str, Any]], max_deltas: int
+) -> None:
+    owner = Owner(max_deltas)
+    generation = 0
+    for action, arg in steps:
+        if action == "merge":
+            owner.merge(*arg)
+        elif action == "close":
+            closed = owner.state.close(arg + 20)
+            owner.budget.closed(sum(len(window.groups) for window in closed))
+        elif action == "rewind":
+            generation += 1
+            owner.state.rewind(generation, arg)
+            owner.checkpoint()  # a rewind's commit always carries a checkpoint
+        else:
+            owner.checkpoint()
+            assert len(owner.chain) <= max_deltas + 1
+            recovered = owner.recovered()
+            recovered.close(owner.state.closed_watermark)
+            assert recovered.windows == owner.state.windows
+    if owner.chain:
+        recovered = owner.recovered()
+        recovered.close(owner.state.closed_watermark)
+        assert recovered.windows == owner.state.windows
+
+
+def test_deltas_carry_only_the_changed_groups_and_a_rewind_makes_the_next_one_full() -> None:
+    owner = Owner(max_deltas=8)
+    owner.merge(0, {0: {(k,): [1, k, k] for k in range(6)}})
+    owner.checkpoint()
+    owner.merge(0, {0: {(2,): [1, 5, 5]}})
+    assert owner.state.checkpoint_delta() == {0: {(2,): [2, 7, 5]}}
+    owner.checkpoint()
+    assert len(owner.chain) == 2 and is_delta(owner.chain[1])
+    owner.state.rewind(1, 0)
+    assert owner.state.checkpoint_delta() is None
+
+
+def test_a_state_that_is_not_incremental_never_offers_a_delta() -> None:
+    state = OpenWindowState.starting(assigner=ASSIGNER, aggregates=AGGREGATES, rseqs={0: 1})
+    state.merge(0, 1, DataSet(aggregates=AGGREGATES, windows={0: {(1,): [1, 1, 1]}}))
+    state.checkpointed()
+    assert state.checkpoint_delta() is None
+
+
+def test_the_budget_bounds_the_chain_by_length_and_by_groups() -> None:
+    budget = DeltaBudget(max_deltas=2)
+    assert not budget.allows(0)  # no full checkpoint of its own yet (a recovered owner)
+    budget.wrote_full(10)
+    assert budget.allows(10) and not budget.allows(11)
+    budget.wrote_delta(6)
+    assert budget.allows(4) and not budget.allows(5)
+    budget.wrote_delta(1)
+    assert not budget.allows(0)  # two deltas already
+    budget.wrote_full(10)
+    budget.closed(8)  # a window of 8 groups closed: its state in the chain is stale
+    assert budget.allows(2) and not budget.allows(3)
+
+
+def full(windows: OpenWindows) -> bytes:
+    return encode_dataset(AGGREGATES, windows)
+
+
+def test_later_parts_replace_groups_window_by_window() -> None:
+    chain = [
+        full({0: {(1,): [1, 1, 1], (2,): [1, 2, 2]}, 10: {(1,): [1, 1, 1]}}),
+        encode_delta(full({0: {(2,): [3, 9, 5]}})),
+        encode_delta(full({0: {(3,): [1, 3, 3]}, 20: {(1,): [1, 1, 1]}})),
+    ]
+    assert chain_dataset(chain).windows == {
+        0: {(1,): [1, 1, 1], (2,): [3, 9, 5], (3,): [1, 3, 3]},
+        10: {(1,): [1, 1, 1]},
+        20: {(1,): [1, 1, 1]},
+    }
+
+
+def test_a_chain_out_of_order_and_a_reader_without_deltas_fail_loudly() -> None:
+    base, delta = full({0: {(1,): [1, 1, 1]}}), encode_delta(full({0: {(1,): [2, 2, 2]}}))
+    for broken in ([delta], [base, base], [delta, base], []):
+        with pytest.raises(DataSetFormatError):
+            chain_dataset(broken)
+    with pytest.raises(DataSetFormatError):  # a reader before deltas: an error, not 1 group
+        decode_dataset(delta)
+
+
+def test_a_columnar_chain_keeps_each_groups_last_row() -> None:
+    aggregates = (CountAll(), Sum())
+
+    def frame(rows: list[tuple[int, int, int]]) -> pl.DataFrame:
+        return pl.DataFrame(rows, schema=["k0", "a0", "a1"], orient="row")
+
+    chain = [
+        encode_columnar(aggregates, {0: frame([(1, 1, 5), (2, 1, 6)])}, {}),
+        encode_delta(
+            encode_columnar(aggregates, {0: frame([(2, 4, 20)]), 10: frame([(1, 1, 1)])}, {})
+        ),
+    ]
+    found = chain_columnar(chain, aggregates)
+    assert found is not None
+    assert sorted(found.frames[0].rows()) == [(1, 1, 5), (2, 4, 20)]
+    assert found.frames[10].rows() == [(1, 1, 1)]
+    assert chain_dataset(chain).windows == {0: {(1,): [1, 5], (2,): [4, 20]}, 10: {(1,): [1, 1]}}
+    mixed = [chain[0], encode_delta(encode_dataset(aggregates, {0: {(2,): [4, 20]}}))]
+    assert chain_columnar(mixed, aggregates) is None  # read as Python groups instead
