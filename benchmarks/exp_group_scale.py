@@ -73,6 +73,8 @@ class GroupScaleRun:
     redis_peak_mb: float = math.nan
     checkpoint_s: float = math.nan
     checkpoint_bytes: int = 0
+    delta_s: float = math.nan  # a delta checkpoint after one more data set (Python state)
+    delta_bytes: int = 0
     merge_groups_per_s: float = math.nan  # the state alone
     state_bytes_per_group: float = math.nan  # the state alone
 
@@ -159,6 +161,8 @@ def state_figures(found: GroupScaleRun) -> None:
     figures = json.loads(out.strip().splitlines()[-1])
     found.checkpoint_s = figures["checkpoint_s"]
     found.checkpoint_bytes = figures["checkpoint_bytes"]
+    found.delta_s = figures["delta_s"]
+    found.delta_bytes = figures["delta_bytes"]
     found.merge_groups_per_s = figures["groups_merged_per_s"]
     found.state_bytes_per_group = figures["bytes_per_group"]
 
@@ -188,7 +192,8 @@ def group_scale_section(result: GroupScaleResult) -> str:
         f"| {fmt(run.reducer_peak_rss_mb)} ({fmt(run.reducer_idle_rss_mb)} idle) "
         f"| {fmt(run.bytes_per_group)} | {fmt(run.redis_peak_mb, '.1f')} "
         f"| {fmt(run.merge_groups_per_s)} | {fmt(run.state_bytes_per_group)} "
-        f"| {fmt(run.checkpoint_s, '.3f')} | {fmt(run.checkpoint_bytes)} |"
+        f"| {fmt(run.checkpoint_s, '.3f')} | {fmt(run.checkpoint_bytes)} "
+        f"| {fmt(run.delta_s, '.3f')} | {fmt(run.delta_bytes)} |"
         for run in result.runs
     ]
     ratios = []
@@ -208,8 +213,8 @@ def group_scale_section(result: GroupScaleResult) -> str:
             "",
             "| state | groups | records/s | reducers' peak RSS MiB | B per open group "
             "| Redis peak MiB | state alone: groups merged/s | state alone: B per group "
-            "| checkpoint s | checkpoint B |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| checkpoint s | checkpoint B | delta checkpoint s | delta checkpoint B |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
             *rows,
             "",
             "Throughput ratio (most groups over fewest): " + "; ".join(ratios) + ".",

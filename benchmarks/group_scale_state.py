@@ -4,10 +4,12 @@
 line. It encodes `datasets` data sets of one window the way mappers write them (key `(sip,)`,
 states COUNT(*) and SUM, each data set a random `groups / datasets * 4` of the window's groups,
 so every group is in about 4 data sets), then, timed: decodes and merges them into a fresh
-unit state (what a reducer's read does), encodes its checkpoint, loads it back, closes the
-window. Its memory is the process's RSS after merging minus before (the data sets' bytes are
-already resident, garbage collected first), over the groups held: the bytes per open group.
-A process of its own per measurement, so no allocator reuse of an earlier one hides growth.
+unit state (what a reducer's read does), encodes its checkpoint, loads it back, merges one
+more data set and encodes the delta checkpoint of the groups it changed (the Python state: the
+columnar one writes full checkpoints only), closes the window. Its memory is the process's RSS
+after merging minus before (the data sets' bytes are already resident, garbage collected
+first), over the groups held: the bytes per open group. A process of its own per
+measurement, so no allocator reuse of an earlier one hides growth.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from benchmarks.procstat import rss_mb
 from mars.aggregates import CountAll, Sum
+from mars.engine.checkpoint_chain import encode_delta
 from mars.engine.columnar_checkpoint import decode_columnar
 from mars.engine.dataset import decode_dataset, encode_dataset
 from mars.windows import WindowAssigner
@@ -47,7 +50,7 @@ def datasets(groups: int, count: int, *, seed: int = 7) -> list[bytes]:
 
 
 def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
-    data = datasets(groups, count)
+    data = datasets(groups, count + 1)  # the last one for the delta checkpoint
     warm_up()
     gc.collect()
     before = rss_mb_now()
@@ -57,12 +60,14 @@ def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
             assigner=assigner, aggregates=AGGREGATES, rseqs={0: 1}
         )
         if columnar
-        else OpenWindowState.starting(assigner=assigner, aggregates=AGGREGATES, rseqs={0: 1})
+        else OpenWindowState.starting(
+            assigner=assigner, aggregates=AGGREGATES, rseqs={0: 1}, incremental=True
+        )
     )
     started = time.perf_counter()
     merged = 0
     with gc_paused() if columnar else nullcontext():  # as `UnitOwner._read` does
-        for seq, encoded in enumerate(data, start=1):
+        for seq, encoded in enumerate(data[:count], start=1):
             dataset = decode_dataset(encoded)
             state.merge(0, seq, dataset)
             merged += len(dataset.windows[0])
@@ -82,6 +87,15 @@ def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
     else:
         decode_dataset(checkpoint)
     load_s = time.perf_counter() - started
+    delta_groups, delta_bytes, delta_s = 0, 0, float("nan")
+    if not isinstance(state, ColumnarWindowState):  # what a delta checkpoint then writes
+        state.checkpointed()
+        state.merge(0, count + 1, decode_dataset(data[count]))
+        started = time.perf_counter()
+        delta = state.checkpoint_delta() or {}
+        delta_bytes = len(encode_delta(encode_dataset(AGGREGATES, delta, canonical=False)))
+        delta_s = time.perf_counter() - started
+        delta_groups = sum(len(window) for window in delta.values())
     started = time.perf_counter()
     closed = state.close(WINDOW_MS)
     rows = sum(len(window.groups) for window in closed)
@@ -97,6 +111,9 @@ def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
         "checkpoint_bytes": len(checkpoint),
         "checkpoint_s": checkpoint_s,
         "checkpoint_load_s": load_s,
+        "delta_groups": delta_groups,
+        "delta_bytes": delta_bytes,
+        "delta_s": delta_s,
         "close_s": close_s,
         "rows_closed": rows,
     }
