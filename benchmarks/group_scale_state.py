@@ -5,11 +5,10 @@ line. It encodes `datasets` data sets of one window the way mappers write them (
 states COUNT(*) and SUM, each data set a random `groups / datasets * 4` of the window's groups,
 so every group is in about 4 data sets), then, timed: decodes and merges them into a fresh
 unit state (what a reducer's read does), encodes its checkpoint, loads it back, merges one
-more data set and encodes the delta checkpoint of the groups it changed (the Python state: the
-columnar one writes full checkpoints only), closes the window. Its memory is the process's RSS
-after merging minus before (the data sets' bytes are already resident, garbage collected
-first), over the groups held: the bytes per open group. A process of its own per
-measurement, so no allocator reuse of an earlier one hides growth.
+more data set and encodes the delta checkpoint of the groups it changed, closes the window.
+Its memory is the process's RSS after merging minus before (the data sets' bytes are already
+resident, garbage collected first), over the groups held: the bytes per open group. A
+process of its own per measurement, so no allocator reuse of an earlier one hides growth.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
     assigner = WindowAssigner(size_ms=WINDOW_MS, slide_ms=WINDOW_MS, grace_ms=0)
     state = (
         ColumnarWindowState.starting_columnar(
-            assigner=assigner, aggregates=AGGREGATES, rseqs={0: 1}
+            assigner=assigner, aggregates=AGGREGATES, rseqs={0: 1}, incremental=True
         )
         if columnar
         else OpenWindowState.starting(
@@ -87,15 +86,16 @@ def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
     else:
         decode_dataset(checkpoint)
     load_s = time.perf_counter() - started
-    delta_groups, delta_bytes, delta_s = 0, 0, float("nan")
-    if not isinstance(state, ColumnarWindowState):  # what a delta checkpoint then writes
-        state.checkpointed()
-        state.merge(0, count + 1, decode_dataset(data[count]))
-        started = time.perf_counter()
-        delta = state.checkpoint_delta() or {}
-        delta_bytes = len(encode_delta(encode_dataset(AGGREGATES, delta, canonical=False)))
-        delta_s = time.perf_counter() - started
-        delta_groups = sum(len(window) for window in delta.values())
+    state.checkpointed()  # then what a delta checkpoint writes after one more data set
+    state.merge(0, count + 1, decode_dataset(data[count]))
+    if isinstance(state, ColumnarWindowState):  # the merge's compaction, not the checkpoint's
+        for window in state.columns.values():
+            window.frame()
+    started = time.perf_counter()
+    delta = state.delta_data()
+    assert delta is not None
+    delta_bytes, delta_groups = len(encode_delta(delta[0])), delta[1]
+    delta_s = time.perf_counter() - started
     started = time.perf_counter()
     closed = state.close(WINDOW_MS)
     rows = sum(len(window.groups) for window in closed)

@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
-from mars.engine.columnar_layout import frame_groups, key_columns, state_columns
+from mars.engine.columnar_layout import frame_groups, key_columns, key_width, state_columns
 from mars.engine.dataset import GroupKey, Groups, merge_groups
 
 INT_LIMIT = float(1 << 62)  # sums of absolute values below this cannot leave int64
@@ -54,22 +54,34 @@ def columnar_aggregates(aggregates: Sequence[Aggregate[Any]]) -> bool:
 class ColumnarGroups:
     """One window's groups; `merge` a data set's groups, `groups()` them as the Python state."""
 
-    __slots__ = ("_aggregates", "_dtypes", "_fallback", "_frame", "_pending", "_pending_rows")
+    __slots__ = (
+        "_aggregates",
+        "_changed",
+        "_dtypes",
+        "_fallback",
+        "_frame",
+        "_pending",
+        "_pending_rows",
+    )
 
-    def __init__(self, aggregates: tuple[Aggregate[Any], ...]) -> None:
+    def __init__(
+        self, aggregates: tuple[Aggregate[Any], ...], *, track_changes: bool = False
+    ) -> None:
         self._aggregates = aggregates
         self._frame: pl.DataFrame | None = None
         self._pending: list[pl.DataFrame] = []
         self._pending_rows = 0
         self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
         self._fallback: Groups | None = None
+        # the key columns of the groups merged since `saved` (None: not tracked)
+        self._changed: list[pl.DataFrame] | None = [] if track_changes else None
 
     @classmethod
     def of_frame(
-        cls, aggregates: tuple[Aggregate[Any], ...], frame: pl.DataFrame
+        cls, aggregates: tuple[Aggregate[Any], ...], frame: pl.DataFrame, *, track_changes: bool
     ) -> ColumnarGroups:
         """The groups of a frame in this layout (a checkpoint's), merged already."""
-        found = cls(aggregates)
+        found = cls(aggregates, track_changes=track_changes)
         found._frame = frame
         found._dtypes = list(frame.dtypes)
         return found
@@ -92,6 +104,8 @@ class ColumnarGroups:
             else:
                 self._pending.append(frame)
                 self._pending_rows += frame.height
+                if self._changed is not None:
+                    self._changed.append(frame.select(frame.columns[: len(next(iter(groups)))]))
                 merged_rows = 0 if self._frame is None else self._frame.height
                 if self._pending_rows >= max(merged_rows, COMPACT_ROWS):
                     try:
@@ -113,6 +127,31 @@ class ColumnarGroups:
                 self._fall_back()
                 return None
         return self._frame
+
+    def saved(self) -> None:
+        """A checkpoint holds the groups as they are now: changes count from here."""
+        if self._changed is not None:
+            self._changed = []
+
+    def changed(self) -> pl.DataFrame | Groups:
+        """The groups merged since `saved` (or since the start), with their current states:
+        rows of the merged frame, or Python groups once the window fell back (then all of
+        them: a delta may hold unchanged groups too, it only must not miss a changed one)."""
+        assert self._changed is not None, "changes are not tracked"
+        frame = self.frame()
+        if self._fallback is not None:
+            return self._fallback
+        if frame is None:
+            return {}
+        keys = key_columns(key_width(self._aggregates, frame))
+        if not keys:
+            return frame if self._changed else frame.head(0)
+        if not self._changed:
+            return frame.head(0)
+        changed = pl.concat(
+            [part.cast(dict(zip(keys, frame.dtypes, strict=False))) for part in self._changed]
+        ).unique()
+        return frame.join(changed, on=keys, how="semi", nulls_equal=True)
 
     def python_groups(self) -> Groups | None:
         """The window's groups if it fell back to the Python state, else None."""

@@ -5,7 +5,9 @@ For tumbling and hopping windows whose aggregates all have a fixed-width columna
 windows): the bookkeeping (SEQ order, rseq, closed watermark, late contributions) is
 `OpenWindowState`'s, through its storage hooks (`_merge_open`, `_open_starts`, `_pop_open`);
 the groups are `ColumnarGroups` (a window turned into Python objects keeps exact results, see
-there), the checkpoint is Arrow IPC (`mars.engine.columnar_checkpoint`).
+there), the checkpoint is Arrow IPC (`mars.engine.columnar_checkpoint`), and with `incremental`
+a delta checkpoint holds each touched window's rows merged since the last checkpoint (the
+groups keep the key columns of what they merged since; `delta_data`).
 `windows` stays empty: the groups are in `columns`.
 """
 
@@ -15,8 +17,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
+
 from mars.aggregates import Aggregate, wire_name
 from mars.engine.columnar_checkpoint import ColumnarCheckpoint, encode_columnar
+from mars.engine.columnar_layout import frame_groups
 from mars.engine.dataset import Groups, OpenWindows
 from mars.windows import WindowAssigner
 from reducer.columnar_groups import ColumnarGroups
@@ -60,20 +65,27 @@ class ColumnarWindowState(OpenWindowState):
             assert checkpoint.aggregate_names == names, "fit a revised task's checkpoint first"
             for start, frame in checkpoint.frames.items():
                 if not state.is_closed(start):
-                    state.columns[start] = ColumnarGroups.of_frame(aggregates, frame)
+                    state.columns[start] = ColumnarGroups.of_frame(
+                        aggregates, frame, track_changes=incremental
+                    )
             windows = checkpoint.python.windows
         elif checkpoint is not None:
             windows = checkpoint
         for start, groups in windows.items():
             if not state.is_closed(start):
-                state.columns.setdefault(start, ColumnarGroups(aggregates)).merge(groups)
+                state.columns.setdefault(start, state._new_window()).merge(groups)
         return state
+
+    def _new_window(self) -> ColumnarGroups:
+        return ColumnarGroups(self.aggregates, track_changes=self.incremental)
 
     def _merge_open(self, start: int, groups: Groups) -> None:
         window = self.columns.get(start)
         if window is None:
-            window = self.columns[start] = ColumnarGroups(self.aggregates)
+            window = self.columns[start] = self._new_window()
         window.merge(groups)
+        if self._dirty is not None:
+            self._dirty.setdefault(start, set())  # the window: its groups keep their keys
 
     def _open_starts(self) -> Iterable[int]:
         return self.columns.keys()
@@ -89,9 +101,36 @@ class ColumnarWindowState(OpenWindowState):
         # (not `super()`: a slots dataclass is a new class, its methods' `super()` fails)
         OpenWindowState.rewind(self, generation, from_window_ms)
 
+    def checkpointed(self) -> None:
+        OpenWindowState.checkpointed(self)
+        for window in self.columns.values():
+            window.saved()
+
+    def _changed_windows(self) -> dict[int, pl.DataFrame | Groups] | None:
+        if self._dirty is None:
+            return None
+        return {start: self.columns[start].changed() for start in self._dirty}
+
     def checkpoint_delta(self) -> OpenWindows | None:
-        """Not tracked for columns: every checkpoint is a full one."""
-        return None
+        """As `OpenWindowState.checkpoint_delta`, from the columns (tests: the reference)."""
+        changed = self._changed_windows()
+        if changed is None:
+            return None
+        return {
+            start: part if isinstance(part, dict) else frame_groups(self.aggregates, part)
+            for start, part in changed.items()
+        }
+
+    def delta_data(self) -> tuple[bytes, int] | None:
+        """The groups changed since the last checkpoint as a columnar checkpoint of their own
+        (what a delta wraps), and how many; None: not known, the next one must be full."""
+        changed = self._changed_windows()
+        if changed is None:
+            return None
+        frames = {s: part for s, part in changed.items() if isinstance(part, pl.DataFrame)}
+        python = {s: part for s, part in changed.items() if isinstance(part, dict)}
+        groups = sum(f.height for f in frames.values()) + sum(map(len, python.values()))
+        return encode_columnar(self.aggregates, frames, python), groups
 
     def take_changes(self) -> list[WindowGroups]:
         raise NotImplementedError("EMIT CHANGES tasks keep the Python state")

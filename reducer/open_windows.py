@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mars.aggregates import Aggregate, CountAll, wire_name
-from mars.engine.dataset import DataSet, GroupKey, Groups, OpenWindows, merge_groups
+from mars.engine.dataset import (
+    DataSet,
+    GroupKey,
+    Groups,
+    OpenWindows,
+    encode_dataset,
+    merge_groups,
+)
 from mars.tasks.rewind import lowered_closed_watermark, revision_of
 from mars.windows import WindowAssigner
 from reducer.replay_marks import ReplayMarks
@@ -263,6 +270,14 @@ class OpenWindowState:
         self._replay.checkpointed()
         self._rewound = False
         self._dirty = {} if self.incremental else None
+
+    def delta_data(self) -> tuple[bytes, int] | None:
+        """`checkpoint_delta` encoded (what a delta checkpoint wraps), and its groups."""
+        delta = self.checkpoint_delta()
+        if delta is None:
+            return None
+        groups = sum(len(window) for window in delta.values())
+        return encode_dataset(self.aggregates, delta, canonical=False), groups
 
     def checkpoint_delta(self) -> OpenWindows | None:
         """The current states of the groups merges changed since the last checkpoint, per

@@ -473,11 +473,10 @@ class UnitOwner:
             number=chain[-1].number + 1 if chain else 1, token=uuid.uuid4().hex[:12]
         )
         started = time.monotonic()
-        delta = state.checkpoint_delta() if isinstance(state, OpenWindowState) else None
-        changed = None if delta is None else sum(len(groups) for groups in delta.values())
-        if chain and delta is not None and changed is not None and session.deltas.allows(changed):
-            data = encode_delta(encode_dataset(self._aggregates, delta, canonical=False))
-            session.deltas.wrote_delta(changed)
+        delta = state.delta_data() if isinstance(state, OpenWindowState) else None
+        if chain and delta is not None and session.deltas.allows(delta[1]):
+            data = encode_delta(delta[0])
+            session.deltas.wrote_delta(delta[1])
             written = (*chain, ref)
         else:
             data, groups = self._full_checkpoint(state)

@@ -6,7 +6,8 @@ they cover, and unit 0's committed checkpoint is a chain (a full checkpoint and 
 groups changed since: docs/reducer.md, "Incremental checkpoints"), the owner of unit 0 is
 killed with SIGKILL. Those data sets are gone from Redis, so the next owner can only get their
 contributions from the committed chain: the final results, read with read_committed, are exact
-and each (window, key) appears once.
+and each (window, key) appears once. Once with the open windows as Python objects, once in
+columns (`reducer.columnar_state`: the deltas are Arrow frames of the changed rows).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import redis
 from kazoo.client import KazooClient
 
 from devtools.local import ClusterState
+from mars.engine.columnar_checkpoint import is_columnar
 from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.store import SeqStore, TaskKeys
@@ -43,13 +45,18 @@ CHECKPOINTS_BEFORE_KILL = 4  # committed checkpoints per unit before the owner d
 Expected = Counter[tuple[int, str]]  # (window start, key) -> count
 
 
-@pytest.fixture
-def reducers(cluster: ClusterState, zk_root: str, tmp_path: Path) -> Iterator[ReducerProcs]:
+@pytest.fixture(params=["python", "columnar"])
+def reducers(
+    request: pytest.FixtureRequest, cluster: ClusterState, zk_root: str, tmp_path: Path
+) -> Iterator[ReducerProcs]:
     procs = ReducerProcs(
         cluster=cluster,
         zk_root=zk_root,
         log_dir=tmp_path,
-        extra_env={"MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "500"},
+        extra_env={
+            "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "500",
+            "MARS_REDUCER__COLUMNAR_STATE": str(request.param == "columnar").lower(),
+        },
     )
     yield procs
     procs.stop_all()
@@ -101,14 +108,16 @@ class Feeder:
             self._stop.wait(0.05)
 
 
-def committed_chain(store: SeqStore, spec: TaskSpec, unit: int) -> list[str]:
+def committed_chain(store: SeqStore, spec: TaskSpec, unit: int, *, columnar: bool) -> list[str]:
     """The fields of the unit's committed checkpoint chain, as its owner last published them
-    (after each commit): the full checkpoint, then its deltas."""
-    return [
-        f
-        for f in store.reducer_stats.units(spec.id).get(unit, {}).get("checkpoint", "").split(",")
-        if f
-    ]
+    (after each commit): the full checkpoint, then its deltas; empty until it is a chain with
+    a delta, in the state's layout (Arrow frames for the columnar state), still in Redis."""
+    figures = store.reducer_stats.units(spec.id).get(unit, {})
+    chain = [name for name in figures.get("checkpoint", "").split(",") if name]
+    parts = store.read_checkpoints(spec.id, unit, chain)
+    if len(chain) < 2 or None in parts or is_columnar(parts[0] or b"") != columnar:
+        return []
+    return chain
 
 
 def committed_checkpoints(client: redis.Redis, spec: TaskSpec, unit: int) -> int:
@@ -127,6 +136,7 @@ def test_owner_killed_mid_window_after_checkpoints_resumes_from_them(
     redis_client: redis.Redis,
     unique_name: str,
 ) -> None:
+    columnar = reducers.extra_env["MARS_REDUCER__COLUMNAR_STATE"] == "true"
     store = SeqStore(redis_client)
     spec = hour_task(zk_client, zk_root, unique_name)
     lock = threading.Lock()
@@ -139,13 +149,10 @@ def test_owner_killed_mid_window_after_checkpoints_resumes_from_them(
         wait_owned(redis_client, ["ra", "rb"], units)
         with Heartbeats(mapper, lock), Feeder(mapper, lock) as feeder:
             deadline = time.monotonic() + 90
-            while (
-                any(
-                    committed_checkpoints(redis_client, spec, u) < CHECKPOINTS_BEFORE_KILL
-                    for u in range(BUCKETS)
-                )
-                or len(chain := committed_chain(store, spec, 0)) < 2
-            ):
+            while any(
+                committed_checkpoints(redis_client, spec, u) < CHECKPOINTS_BEFORE_KILL
+                for u in range(BUCKETS)
+            ) or not (chain := committed_chain(store, spec, 0, columnar=columnar)):
                 assert time.monotonic() < deadline, "the owners did not checkpoint in time"
                 time.sleep(0.05)
             victim = owners_of(redis_client, ["ra", "rb"])[f"{spec.id}/0"]
