@@ -1,7 +1,7 @@
 # The two commands for a fresh machine are `make run` and `make test`; both set up first.
 PY := .venv/bin/python
 
-.PHONY: setup run test lint unit bench down clean test-compose
+.PHONY: setup run test lint unit bench down clean test-compose test-long
 
 setup:
 	@bash scripts/setup.sh
@@ -26,6 +26,14 @@ test-compose: setup
 	@bash scripts/setup_compose.sh
 	@bash scripts/compose_images.sh
 	MARS_COMPOSE_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider -s --durations=5 tests/compose
+
+# The long modes, outside `make test`: the differential test's 240 random cases, and a million
+# groups in one window through a reducer killed after incremental checkpoints.
+test-long: setup
+	MARS_DIFFERENTIAL_CASES=240 MARS_DIFFERENTIAL_BUDGET_S=1200 MARS_DIFFERENTIAL_SEED=2611 \
+		$(PY) -m pytest -q -p no:cacheprovider -s tests/integration/test_differential.py
+	MARS_MANY_GROUPS=1000000 $(PY) -m pytest -q -p no:cacheprovider -s \
+		tests/integration/test_many_groups.py
 
 unit: setup
 	$(PY) -m pytest -q tests/unit
