@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -19,10 +19,11 @@ def spawn_module(
     *,
     log: Path | None = None,
     python: Path | str = sys.executable,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[str]:
     """Start `python -m <module> <args>` in its own process group, stdout piped (text);
-    `python`: another interpreter (a peer's virtualenv)."""
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    `python`: another interpreter (a peer's virtualenv); `env`: variables on top of ours."""
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(PROJECT_ROOT)}
     stderr = log.open("a") if log is not None else subprocess.DEVNULL
     return subprocess.Popen(
         [str(python), "-m", module, *args],

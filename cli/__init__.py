@@ -1,1 +1,12 @@
-"""The `mars` command."""
+"""The `mars` command.
+
+Before any sub-command module imports Polars: a reducer's Polars allocator returns freed pages
+at once (`mars.heap.return_polars_pages`: its RSS is then about its open windows' size).
+"""
+
+import sys
+
+from mars.heap import return_polars_pages
+
+if sys.argv[1:2] == ["reducer"]:
+    return_polars_pages()

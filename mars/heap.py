@@ -13,6 +13,16 @@ freed memory:
 
 Memory stays bounded: what a process keeps is what its own largest batch needed, plus at most
 the trim threshold per heap. Where the C library is not glibc this does nothing.
+
+A reducer wants the opposite from Polars's own allocator (jemalloc, `_RJEM_MALLOC_CONF`): its
+columnar open windows are merged by `concat` + `group_by`, whose buffers change size as the
+windows grow, and Polars sets jemalloc to keep freed pages for 0.5-1.5 s, so a reducer that
+merges all the time kept the garbage of its last compactions: its RSS was about three times
+what its frames hold (`python -m benchmarks.group_scale_state --groups 300000 --state
+columnar`, 2026-11-26: 420-443 bytes per open group against 27 in the frame; 153-207 with
+freed pages returned at once, and no slower).
+`return_polars_pages` asks for that, and must run before Polars is imported: jemalloc reads
+its options once.
 """
 
 from __future__ import annotations
@@ -20,6 +30,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import os
+import sys
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +43,7 @@ _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD_BYTES = 32 * 1024**2
 TRIM_THRESHOLD_BYTES = 128 * 1024**2
 TOP_PAD_BYTES = 16 * 1024**2
+POLARS_ALLOCATOR_OPTIONS = "dirty_decay_ms:0,muzzy_decay_ms:0"  # return freed pages at once
 
 
 def keep_freed_heap() -> bool:
@@ -52,3 +65,13 @@ def keep_freed_heap() -> bool:
     if not applied:
         log.warning("mallopt refused a heap setting; freed memory goes back to the kernel")
     return applied
+
+
+def return_polars_pages() -> bool:
+    """Have Polars's jemalloc return freed pages at once (unless `_RJEM_MALLOC_CONF` is set
+    already); False when Polars is imported already, too late for it."""
+    if "polars" in sys.modules:
+        log.warning("Polars is imported already: its allocator keeps its freed pages")
+        return False
+    os.environ.setdefault("_RJEM_MALLOC_CONF", POLARS_ALLOCATOR_OPTIONS)
+    return True
