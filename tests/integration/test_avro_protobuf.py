@@ -310,15 +310,24 @@ def _expected(sent: list[dict[str, Any]]) -> dict[tuple[int, str, str], tuple[in
 
 
 def _reasons(bootstrap: str, topic: str) -> dict[bytes, str]:
-    """The dead-letter topic's records: original bytes -> reason header."""
+    """The dead-letter topic's records up to its end now: original bytes -> reason header."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"dlq-{topic}", "enable.auto.commit": False}
     )
     metadata = consumer.list_topics(topic, timeout=30).topics[topic]
+    ends = {
+        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+        for p in metadata.partitions
+    }
     consumer.assign([TopicPartition(topic, p, 0) for p in metadata.partitions])
     found: dict[bytes, str] = {}
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def read_to_the_end() -> bool:
+        positions = consumer.position([TopicPartition(topic, p) for p in ends])
+        return all(ends[tp.partition] == 0 or tp.offset >= ends[tp.partition] for tp in positions)
+
+    deadline = time.monotonic() + 10  # what a read that never reaches the end gets (_check tells)
+    while not read_to_the_end() and time.monotonic() < deadline:
         for message in consumer.consume(100, timeout=0.5):
             if message.error() is None:
                 headers = dict(message.headers() or [])

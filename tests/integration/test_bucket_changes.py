@@ -34,7 +34,7 @@ from tests.integration.watched import (
 pytestmark = pytest.mark.integration
 
 RATE = 1_500
-PRODUCE_S = 60
+PRODUCE_S = 50
 PARTITIONS = 2
 SEED = 17
 ZIPF = 1.2

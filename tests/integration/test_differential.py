@@ -7,7 +7,9 @@ of `GROUP` tasks at once, each over a topic of its own. One case in six is regis
 its whole stream applied by a Spark backfill (local[2]), then resumed.
 
 `make test` runs the fixed seed for `MARS_DIFFERENTIAL_BUDGET_S` seconds (default 240) or
-`MARS_DIFFERENTIAL_CASES` cases (default 40), whichever ends first. The long mode sets both:
+`MARS_DIFFERENTIAL_CASES` cases (default 24: three groups, with every window kind, key
+watermarks, EMIT CHANGES, Avro, Protobuf and backfill cases among them), whichever ends first.
+The long mode sets both:
 
     MARS_DIFFERENTIAL_CASES=500 MARS_DIFFERENTIAL_BUDGET_S=7200 MARS_DIFFERENTIAL_SEED=1 \
         .venv/bin/python -m pytest tests/integration/test_differential.py -s
@@ -41,7 +43,7 @@ from tests.integration.watched import WatchedPipeline
 pytestmark = pytest.mark.integration
 
 SEED = int(os.environ.get("MARS_DIFFERENTIAL_SEED", "20261125"))
-CASES = int(os.environ.get("MARS_DIFFERENTIAL_CASES", "40"))
+CASES = int(os.environ.get("MARS_DIFFERENTIAL_CASES", "24"))
 BUDGET_S = float(os.environ.get("MARS_DIFFERENTIAL_BUDGET_S", "240"))
 # Only cases of this window kind (tumbling, hopping, session, cumulate): the seeds from SEED on
 # whose case draws it, CASES of them.

@@ -36,7 +36,7 @@ from tests.integration.watched import (
 pytestmark = pytest.mark.integration
 
 RATE = 1_500
-PRODUCE_S = 80
+PRODUCE_S = 55
 PARTITIONS = 2
 SEED = 11
 ZIPF = 1.2
@@ -98,6 +98,7 @@ def test_load_moves_balance_skewed_tasks_and_reducers_come_and_go_exactly(
         _check_balanced(pipeline, tasks)
         _check_reducer_joins(pipeline)
         _check_reducer_leaves(pipeline)
+        assert not producer.done(), "the stream ended before the reducer left: raise PRODUCE_S"
         producer.join(timeout_s=PRODUCE_S * 2)
         close_every_window(
             cluster.kafka_bootstrap, topic, after_s=start_s + PRODUCE_S, partitions=PARTITIONS

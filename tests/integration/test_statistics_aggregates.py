@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 2
 WINDOW_MS = 10_000
-PRODUCE_S = 40
+PRODUCE_S = 30
 DEVICES = 12
 SQL = """
 SELECT dev.id AS device, count(*) AS n,

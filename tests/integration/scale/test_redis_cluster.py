@@ -6,8 +6,8 @@ and a ZooKeeper; every Mars process gets `redis.url = redis+cluster://...` namin
 Each task's keys share the hash tag `{task}`, so each Lua script runs on the one master that
 serves the task's slot.
 
-The reference query (docs/references.md), with 10 s windows, runs over 500,000 live records (two
-partitions, two mappers, two reducers). A third of the way in, the master serving the task's slot is
+The reference query (docs/references.md), with 10 s windows, runs over 350,000 live records (two
+partitions, two mappers, two reducers). 15 s of traffic in, the master serving the task's slot is
 killed with SIGKILL and started again a few seconds later from its AOF: while it is down every
 script of the task fails, mappers and reducers retry (the stream slows to a fifth of its rate until
 the master answers again, so traffic still flows when it is back). Every (window, sip, type) must
@@ -37,7 +37,7 @@ from tests.integration.watched import (
 
 MASTERS = 3
 RATE = 10_000
-PRODUCE_S = 50  # 500,000 records
+PRODUCE_S = 35  # 350,000 records
 KILL_AFTER_S = 15  # of produced traffic
 DOWN_S = 3
 PARTITIONS = 2
@@ -87,7 +87,7 @@ def test_a_master_killed_mid_stream_loses_and_doubles_nothing(
             assert not stream.producer.done(), "the stream ended while the master was down"
             expected = stream.finish()
         counted = sum(row["count_star"] for row in expected.values())
-        assert counted >= 500_000, counted  # the windows hold every valid record produced
+        assert counted >= RATE * PRODUCE_S, counted  # the windows hold every valid record produced
         expectation = ExpectedTopic(output, expected, PAPER_GROUPS, tuple(PAPER_AGGREGATES))
         wait_exact(state.kafka_bootstrap, [expectation], logs=pipeline.logs, timeout_s=180)
         mapper_logs = [

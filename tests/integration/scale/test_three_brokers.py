@@ -7,7 +7,7 @@ reducers run on it, and the topics Mars creates (results, late, dead letters, pr
 replicas and `min.insync.replicas` 2 from the cluster's settings.
 
 The reference query (docs/references.md), with 10 s windows, runs over live traffic (1,500 records/s
-for 45 s, two partitions). A third of the way in, while the producer still sends, the node that is
+for 35 s, two partitions). 15 s of traffic in, while the producer still sends, the node that is
 the active KRaft controller is killed with SIGKILL, and started again a few seconds later; the
 stream slows to a fifth of its rate until the node answers again, so that traffic is still flowing
 when it rejoins however long its restart takes. Its partition leaderships, its share of the
@@ -37,7 +37,7 @@ from tests.integration.watched import (
 
 BROKERS = 3
 RATE = 1_500
-PRODUCE_S = 45
+PRODUCE_S = 35
 KILL_AFTER_S = 15  # of produced traffic
 DOWN_S = 4
 PARTITIONS = 2

@@ -6,7 +6,7 @@ api`, one `mars mapper` and two `mars reducer` processes reach ZooKeeper only th
 connect string of the three nodes (`MARS_ZOOKEEPER__HOSTS`).
 
 The reference query (docs/references.md), with 10 s windows, runs over live traffic: 1,500
-records/s for 45 s on two partitions. A third of the way in, while the producer is still
+records/s for 35 s on two partitions. 15 s of traffic in, while the producer is still
 sending, the node that is the quorum leader is killed with SIGKILL. The node killed is always
 the quorum leader, whichever node the reducer leader's session is connected to (kazoo picks a
 random host of the connect string); the test prints whether the two were the same. Killing the
@@ -51,7 +51,7 @@ pytestmark = pytest.mark.integration
 
 NODES = 3
 RATE = 1_500
-PRODUCE_S = 45
+PRODUCE_S = 35
 KILL_AFTER_S = 15  # of produced traffic
 DOWN_S = 3  # how long the killed node stays down
 PARTITIONS = 2
