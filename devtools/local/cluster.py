@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -191,6 +192,7 @@ class LocalCluster:
         self._redis_cluster_masters = redis_cluster_masters
         self.run_dir = (run_dir or settings.local.run_dir).resolve()
         self.state: ClusterState | None = ClusterState.load(self.run_dir)
+        self._processes_lock = threading.Lock()  # processes may be started from threads
 
     def up(self, *, fresh: bool = True) -> ClusterState:
         """Start all three servers in parallel; return once each one answers."""
@@ -351,14 +353,16 @@ class LocalCluster:
     def add_process(self, record: ProcessRecord) -> None:
         """Remember a Mars process (mapper, reducer, api) so `down` stops it too."""
         assert self.state is not None, "cluster is not up"
-        self.state.processes.append(record)
-        self.state.save()
+        with self._processes_lock:
+            self.state.processes.append(record)
+            self.state.save()
 
     def remove_process(self, name: str) -> None:
         """Forget a Mars process (after stopping it)."""
         assert self.state is not None, "cluster is not up"
-        self.state.processes = [p for p in self.state.processes if p.name != name]
-        self.state.save()
+        with self._processes_lock:
+            self.state.processes = [p for p in self.state.processes if p.name != name]
+            self.state.save()
 
     def restart(
         self, role: str, *, name: str | None = None, kill: bool = True, down_s: float = 0.0

@@ -76,12 +76,34 @@ class PipelineProcesses:
     paused: set[str] = field(default_factory=set)
 
     def start(self, role: str, *, group: str | None = None) -> str:
-        index = sum(1 for name in self.handles if name.startswith(f"{self.name}-{role}-"))
-        name = f"{self.name}-{role}-{index}"
-        self.handles[name] = start_role(
-            self.cluster, role, name=name, extra_env=dict(self.env), group=group
-        )
-        return name
+        return self.start_many([role], group=group)[0]
+
+    def start_many(self, roles: list[str], *, group: str | None = None) -> list[str]:
+        """Start processes of `roles` side by side (each one's start is mostly its imports),
+        named `<pipeline>-<role>-<n>` in the order given; return once all of them serve."""
+        names: list[str] = []
+        for role in roles:
+            taken = [*self.handles, *names]
+            index = sum(1 for name in taken if name.startswith(f"{self.name}-{role}-"))
+            names.append(f"{self.name}-{role}-{index}")
+        if not roles:
+            return []
+        with ThreadPoolExecutor(max_workers=len(roles)) as pool:
+            started = [
+                pool.submit(
+                    start_role, self.cluster, role, name=name, extra_env=dict(self.env), group=group
+                )
+                for role, name in zip(roles, names, strict=True)
+            ]
+            failed: BaseException | None = None
+            for name, future in zip(names, started, strict=True):
+                try:  # keep every one that started, so that `stop_all` stops it
+                    self.handles[name] = future.result()
+                except BaseException as exc:
+                    failed = failed or exc
+        if failed is not None:
+            raise failed
+        return names
 
     def alive(self, role: str) -> list[str]:
         return [

@@ -94,8 +94,7 @@ class WatchedPipeline:
         """The API (and `mappers`, `reducers`) started; every process stopped afterwards."""
         watched = cls.start(cluster, name=name, token=token, env=env)
         try:
-            for role in ["mapper"] * mappers + ["reducer"] * reducers:
-                watched.procs.start(role)
+            watched.procs.start_many(["mapper"] * mappers + ["reducer"] * reducers)
             yield watched
         finally:
             watched.stop()
