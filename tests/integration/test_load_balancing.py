@@ -13,6 +13,7 @@ leaves the reducers unevenly loaded. With three reducers:
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -133,8 +134,11 @@ def _assignment(pipeline: WatchedPipeline) -> tuple[dict[Unit, str], dict[Unit, 
 
 
 def _ratio(placement: dict[Unit, str], loads: dict[Unit, float], members: set[str]) -> float:
+    """Max over min of the members' loads; infinite while a member has none measured yet (loads
+    of 0 everywhere, before the first merges, are no balance)."""
     totals = member_loads(placement, loads, members)
-    return max(totals.values()) / max(min(totals.values()), 1e-9)
+    least = min(totals.values())
+    return max(totals.values()) / least if least > 0 else math.inf
 
 
 def _check_balanced(pipeline: WatchedPipeline, tasks: list[str]) -> None:
