@@ -35,7 +35,7 @@ from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec, window_rows
 from mars.engine.key_groups import KEY_CLOCKS_START, clock_id
 from mars.store import SeqStore
-from mars.store.reducer_stats import figure_int
+from mars.store.reducer_stats import chain_fields, figure_int
 from mars.tasks.spec import TaskSpec, WatermarkMode
 from mars.windows import window_closes_at
 
@@ -83,7 +83,7 @@ class DecodedCheckpoints:
             cached = self._by_unit.get((task, bucket))
         if cached is not None and cached[0] == name:
             return fitted(cached[1], aggregates).windows
-        parts = store.read_checkpoints(task, bucket, name.split(","))
+        parts = store.read_checkpoints(task, bucket, chain_fields(name))
         if any(data is None for data in parts):
             return None
         dataset = chain_dataset([data for data in parts if data is not None])

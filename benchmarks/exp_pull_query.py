@@ -50,6 +50,7 @@ from benchmarks.pull_figures import (
 from benchmarks.report_pull import PULL_HEADING, pull_section
 from devtools.gen.fields import TYPES
 from mars.store.keys import TaskKeys
+from mars.store.reducer_stats import chain_fields
 
 PULL_WINDOW_S = 3600
 Params = dict[str, str | int]
@@ -128,7 +129,7 @@ def checkpoint_bytes(live: LiveTask) -> int:
     store, keys = live.bench.store, TaskKeys(live.task_id)
     total = 0
     for bucket, figures in store.reducer_stats.units(live.task_id).items():
-        for name in filter(None, figures.get("checkpoint", "").split(",")):
+        for name in chain_fields(figures.get("checkpoint")):
             total += int(live.bench.redis.hstrlen(keys.checkpoints(bucket), name))
     return total
 

@@ -49,6 +49,7 @@ from mars.engine.dataset import OpenWindows, decode_dataset, encode_dataset
 from mars.engine.dataset_revisions import fitted
 from mars.engine.finalize import result_spec
 from mars.store import MissingDataSetError, SeqStore, Snapshot, UnitSnapshot, watermark_of
+from mars.store.reducer_stats import chain_figure
 from mars.store.watermark import watermark_held_by_backfills
 from mars.tasks.rewind import TaskRewind
 from mars.tasks.spec import TaskSpec, WatermarkMode
@@ -227,7 +228,7 @@ class UnitOwner:
             self._key,
             progress.closed_watermark,
             dict(progress.rseqs),
-            ",".join(ref.field for ref in progress.checkpoint_chain) or None,
+            chain_figure(ref.field for ref in progress.checkpoint_chain),
         )
         return self._session
 

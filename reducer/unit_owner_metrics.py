@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from mars.store.reducer_stats import chain_figure
 from reducer.open_windows import LateContribution
 from reducer.progress_record import COUNTER_NAMES, ProgressRecord
 from reducer.reducer_metrics import CommitFigures, ReducerMetrics, UnitGauges
@@ -130,7 +131,7 @@ class UnitOwnerMetrics:
                 backlog=self._backlog,
                 commit_latency_ms=self._commit_latency_ms,
                 result_latency_ms=self._result_latency_ms,
-                checkpoint=",".join(ref.field for ref in chain) or None,
+                checkpoint=chain_figure(ref.field for ref in chain),
                 view_ms=view_ms,
                 owner=self._member_id,
                 updated_ms=now,

@@ -35,6 +35,17 @@ def figure_float(figures: Mapping[str, str], name: str) -> float | None:
     return float(text) if text else None
 
 
+def chain_figure(fields: Iterable[str]) -> str | None:
+    """A unit's `checkpoint` figure: the fields of its committed checkpoint chain (the full
+    checkpoint, then its deltas), comma-separated; None when it has no checkpoint."""
+    return ",".join(fields) or None
+
+
+def chain_fields(figure: str | None) -> list[str]:
+    """The checkpoint fields a `checkpoint` figure names, the full checkpoint first."""
+    return [name for name in (figure or "").split(",") if name]
+
+
 class ReducerStats:
     """Writes and reads the reducers' figures on the store's connection."""
 

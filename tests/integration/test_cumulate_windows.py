@@ -32,7 +32,12 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
 from tests.integration.pipeline import TopicReader, wait_for
-from tests.integration.watched import WatchedPipeline, kill_an_owner, make_topic, unit_owners
+from tests.integration.watched import (
+    WatchedPipeline,
+    kill_an_owner,
+    make_topic,
+    wait_taken_over,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -82,13 +87,7 @@ def test_cumulate_windows_are_exact_step_by_step_through_a_reducer_killed(
         reader.poll_for(wall_s / 2)
         victim = kill_an_owner(pipeline, task)  # SIGKILL, mid-hour
         rows_at_half = len(reader.values(output))
-        wait_for(
-            lambda: victim not in unit_owners(pipeline, task),
-            timeout_s=60,
-            what="the killed reducer's units taken over",
-            logs=pipeline.logs,
-            every=lambda: reader.poll_for(0.5),
-        )
+        wait_taken_over(pipeline, task, victim, every=lambda: reader.poll_for(0.5))
         producing.join(timeout=wall_s * 3)
         assert not producing.is_alive()
         _close_both_hours(cluster.kafka_bootstrap, topic)

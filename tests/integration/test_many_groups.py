@@ -35,8 +35,16 @@ from confluent_kafka.admin import AdminClient
 from benchmarks.procstat import peak_rss_mb
 from devtools.local import ClusterState
 from mars.store import SeqStore
+from mars.store.reducer_stats import chain_fields
 from tests.integration.pipeline import TopicReader, wait_for
-from tests.integration.watched import WatchedPipeline, make_topic, scrape, total, unit_owners
+from tests.integration.watched import (
+    WatchedPipeline,
+    kill_member,
+    make_topic,
+    scrape,
+    total,
+    wait_taken_over,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -89,7 +97,7 @@ def test_many_groups_are_exact_through_a_reducer_killed_after_incremental_checkp
         def some_chain_has_deltas() -> bool:
             chains.clear()
             for bucket, figures in store.reducer_stats.units(task).items():
-                chains[bucket] = [f for f in figures.get("checkpoint", "").split(",") if f]
+                chains[bucket] = chain_fields(figures.get("checkpoint"))
             return any(len(chain) > DELTAS_BEFORE_KILL for chain in chains.values())
 
         wait_for(
@@ -101,15 +109,9 @@ def test_many_groups_are_exact_through_a_reducer_killed_after_incremental_checkp
         assert producing.is_alive(), "the stream ended before the kill"
         bucket, chain = max(chains.items(), key=lambda item: len(item[1]))
         victim = store.reducer_stats.units(task)[bucket]["owner"]
-        pid = pipeline.get("/cluster")["members"][victim]["pid"]
-        pipeline.procs.kill(pipeline.procs.by_pid(pid))
+        kill_member(pipeline, victim)
         sent_at_kill = len(sent)
-        wait_for(
-            lambda: victim not in unit_owners(pipeline, task),
-            timeout_s=60,
-            what="the killed reducer's units taken over",
-            logs=pipeline.logs,
-        )
+        wait_taken_over(pipeline, task, victim)
         producing.join(timeout=PRODUCE_S * 4)
         assert not producing.is_alive()
         _close_the_window(cluster.kafka_bootstrap, topic)

@@ -25,7 +25,12 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
 from tests.integration.pipeline import TopicReader, wait_for
-from tests.integration.watched import WatchedPipeline, kill_an_owner, make_topic, unit_owners
+from tests.integration.watched import (
+    WatchedPipeline,
+    kill_an_owner,
+    make_topic,
+    wait_taken_over,
+)
 from tests.session_oracle import Session, expected_sessions
 
 pytestmark = pytest.mark.integration
@@ -72,12 +77,7 @@ def test_session_windows_are_exact_through_a_reducer_killed_mid_session(
     producing.start()
     time.sleep(PRODUCE_S / 2)
     victim = kill_an_owner(pipeline, task)  # SIGKILL, while sessions are open
-    wait_for(
-        lambda: victim not in unit_owners(pipeline, task),
-        timeout_s=60,
-        what="the killed reducer's units taken over",
-        logs=pipeline.logs,
-    )
+    wait_taken_over(pipeline, task, victim)
     producing.join(timeout=PRODUCE_S * 3)
     assert not producing.is_alive()
 

@@ -33,7 +33,12 @@ from devtools.local import ClusterState
 from mars.aggregates.quantiles import RANK_ERROR
 from mars.aggregates.quantiles import K as KLL_EXACT_UP_TO
 from tests.integration.pipeline import TopicReader, wait_for
-from tests.integration.watched import WatchedPipeline, kill_an_owner, make_topic, unit_owners
+from tests.integration.watched import (
+    WatchedPipeline,
+    kill_an_owner,
+    make_topic,
+    wait_taken_over,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -110,12 +115,7 @@ def test_every_statistic_over_nested_json_is_exact_through_a_reducer_killed_mid_
     producing.start()
     time.sleep(PRODUCE_S / 2)
     victim = kill_an_owner(pipeline, task)
-    wait_for(
-        lambda: victim not in unit_owners(pipeline, task),
-        timeout_s=60,
-        what="the killed reducer's units taken over",
-        logs=pipeline.logs,
-    )
+    wait_taken_over(pipeline, task, victim)
     producing.join(timeout=PRODUCE_S * 3)
     assert not producing.is_alive()
 

@@ -36,7 +36,7 @@ from tests.integration.watched import (
     close_every_window,
     kill_an_owner,
     make_topic,
-    unit_owners,
+    wait_taken_over,
     windowed_sql,
 )
 from tests.oracle import ExpectedResults
@@ -147,12 +147,7 @@ def test_a_task_rewound_under_live_traffic_re_emits_each_window_from_t_once_exac
         first_ms: int = rewind["from_window_ms"]
         assert generation == 1 and first_ms == from_s * 1000 - from_s * 1000 % WINDOW_MS
         assert any(end > start for start, end in rewind["reread"].values()), rewind
-        wait_for(
-            lambda: victim not in unit_owners(pipeline, task),
-            timeout_s=60,
-            what="the killed reducer's units taken over",
-            logs=pipeline.logs,
-        )
+        wait_taken_over(pipeline, task, victim)
         producer.join(timeout=SPAN_S / SPEED * 3)
         assert not producer.is_alive() and producer.error is None, producer.error
         close_every_window(

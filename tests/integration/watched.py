@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -164,9 +164,27 @@ def kill_an_owner(pipeline: WatchedPipeline, task: str) -> str:
     owners = unit_owners(pipeline, task)
     assert owners, "no unit of the task has an owner"
     victim = sorted(owners)[0]
-    pid = pipeline.get("/cluster")["members"][victim]["pid"]
-    pipeline.procs.kill(pipeline.procs.by_pid(pid))
+    kill_member(pipeline, victim)
     return victim
+
+
+def kill_member(pipeline: WatchedPipeline, member_id: str) -> None:
+    """SIGKILL the reducer that joined the cluster as `member_id`."""
+    pid = pipeline.get("/cluster")["members"][member_id]["pid"]
+    pipeline.procs.kill(pipeline.procs.by_pid(pid))
+
+
+def wait_taken_over(
+    pipeline: WatchedPipeline, task: str, victim: str, *, every: Callable[[], None] | None = None
+) -> None:
+    """Until no unit of `task` is owned by the killed reducer `victim` (60 s at most)."""
+    wait_for(
+        lambda: victim not in unit_owners(pipeline, task),
+        timeout_s=60,
+        what="the killed reducer's units taken over",
+        logs=pipeline.logs,
+        every=every,
+    )
 
 
 def windowed_sql(

@@ -28,6 +28,7 @@ from mars.engine.columnar_checkpoint import is_columnar
 from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.store import SeqStore, TaskKeys
+from mars.store.reducer_stats import chain_fields
 from mars.tasks.spec import TaskSpec
 from tests.integration.reducer.cluster_harness import (
     CommittedReader,
@@ -113,7 +114,7 @@ def committed_chain(store: SeqStore, spec: TaskSpec, unit: int, *, columnar: boo
     (after each commit): the full checkpoint, then its deltas; empty until it is a chain with
     a delta, in the state's layout (Arrow frames for the columnar state), still in Redis."""
     figures = store.reducer_stats.units(spec.id).get(unit, {})
-    chain = [name for name in figures.get("checkpoint", "").split(",") if name]
+    chain = chain_fields(figures.get("checkpoint"))
     parts = store.read_checkpoints(spec.id, unit, chain)
     if len(chain) < 2 or None in parts or is_columnar(parts[0] or b"") != columnar:
         return []
