@@ -3,12 +3,13 @@
 For tumbling and hopping windows whose aggregates all have a fixed-width columnar merge
 (`columnar_aggregates`) and no EMIT CHANGES or top-k (those read single groups of open
 windows): the bookkeeping (SEQ order, rseq, closed watermark, late contributions) is
-`OpenWindowState`'s, through its storage hooks (`_merge_open`, `_open_starts`, `_pop_open`);
+`OpenWindowState`'s, through its storage hooks (`_merge_open`, `_open_starts`, `_pop_closed`);
 the groups are `ColumnarGroups` (a window turned into Python objects keeps exact results, see
-there), the checkpoint is Arrow IPC (`mars.engine.columnar_checkpoint`), and with `incremental`
-a delta checkpoint holds each touched window's rows merged since the last checkpoint (the
-groups keep the key columns of what they merged since; `delta_data`).
-`windows` stays empty: the groups are in `columns`.
+there); a closed window leaves as its frame, which its results are finalized from in columns
+(`mars.engine.finalize.finalize_frame`); the checkpoint is Arrow IPC
+(`mars.engine.columnar_checkpoint`), and with `incremental` a delta checkpoint holds each
+touched window's rows merged since the last checkpoint (the groups keep the key columns of
+what they merged since; `delta_data`). `windows` stays empty: the groups are in `columns`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mars.engine.dataset import Groups, OpenWindows
 from mars.windows import WindowAssigner
 from reducer.columnar_groups import ColumnarGroups
 from reducer.open_windows import (
+    ClosedWindow,
     OpenWindowState,
     WindowGroups,
 )
@@ -90,8 +92,12 @@ class ColumnarWindowState(OpenWindowState):
     def _open_starts(self) -> Iterable[int]:
         return self.columns.keys()
 
-    def _pop_open(self, start: int) -> Groups:
-        return self.columns.pop(start).groups()
+    def _pop_closed(self, start: int) -> ClosedWindow:
+        window = self.columns.pop(start)
+        frame = window.frame()
+        if frame is None:  # no group, or fallen back to Python groups
+            return ClosedWindow(start=start, groups=window.groups())
+        return ClosedWindow(start=start, groups={}, frame=frame)
 
     def rewind(self, generation: int, from_window_ms: int) -> None:
         """As `OpenWindowState.rewind`, the columnar windows from `from_window_ms` dropped."""

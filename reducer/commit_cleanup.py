@@ -44,6 +44,6 @@ class CommitCleanup:
         if chain and chain[0] != next(iter(previous.checkpoint_chain), None):
             # a new full checkpoint: the old chain, and what crashed owners left, go
             store.drop_checkpoints_before(task, self._unit_bucket, chain[0].number)
-        if commit.results and self._results_kept > 0:
-            values = [record.value for record in commit.results if record.value is not None]
+        if commit.rows and self._results_kept > 0:
+            values = commit.results.latest_values(self._results_kept)
             store.results.push_encoded(task, values, keep=self._results_kept)

@@ -1,6 +1,6 @@
 """`commit_records`: what one commit of a unit writes to Kafka, as a pure function.
 
-The owner sends `CommitRecords.records` in ONE transaction: the closed windows' result records,
+The owner sends `CommitRecords.records()` in ONE transaction: the closed windows' result records,
 the update records (EMIT CHANGES), the late records and, last, the unit's progress record. The
 progress record is built here from the previous one, so its cumulative counters grow by exactly
 what the same transaction carries (exactly once: results and progress commit together or not
@@ -9,16 +9,27 @@ at all). Nothing here touches Kafka or Redis, nor the open windows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mars.aggregates import state_aggregates
 from mars.engine.dataset import GroupKey
+from mars.engine.finalize import finalize_frame
 from mars.tasks.spec import TaskSpec
+from mars.windows import window_end
 from reducer.open_windows import ClosedWindow, LateContribution, WindowGroups
 from reducer.output import OutRecord
 from reducer.progress_record import COUNTER_NAMES, CheckpointRef, ProgressRecord, partition_for
-from reducer.results import late_record, result_records, rows_of, update_records, update_tombstone
+from reducer.results import (
+    FinalizedWindow,
+    ResultRecords,
+    late_record,
+    result_records,
+    rows_of,
+    update_records,
+    update_tombstone,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,12 +55,24 @@ class UnitChanges:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommitRecords:
-    """One commit: `records` in transaction order (progress last) and what they account for."""
+    """One commit: its records (`records()`, progress last) and what they account for."""
 
-    records: list[OutRecord]
-    results: list[OutRecord]  # the result records among them (the REST cache keeps them)
-    rows: int  # result rows of the closed windows
+    results: ResultRecords  # the closed windows' result records (the REST cache keeps some)
+    others: list[OutRecord]  # the update and late records, after the results
+    progress_record: OutRecord
     progress: ProgressRecord
+
+    @property
+    def rows(self) -> int:
+        """Result rows of the closed windows."""
+        return self.results.rows
+
+    def records(self) -> Iterator[OutRecord]:
+        """In transaction order; the results of windows finalized in columns are made while
+        this is iterated (once per transaction)."""
+        yield from self.results
+        yield from self.others
+        yield self.progress_record
 
 
 def commit_records(
@@ -77,15 +100,17 @@ def commit_records(
     window carries it as `revision`.
     """
     spec, result_spec = target.spec, target.result_spec
-    rows = rows_of(result_spec, closed)
+    in_rows, in_columns = _finalize_split(result_spec, closed, revision)
+    rows = rows_of(result_spec, in_rows)
     if revision is not None:
         for row in rows:
             number = revision(int(row["window_start"]))
             if number:
                 row["revision"] = number
+    results = ResultRecords(result_spec, result_records(result_spec, rows), in_columns)
     counters = {name: previous.counter(name) for name in COUNTER_NAMES}
     counters["windows_emitted"] += len(closed)
-    counters["results_emitted"] += len(rows)
+    counters["results_emitted"] += results.rows
     counters["late_records"] += sum(contribution.records for contribution in late)
     counters["late_contributions"] += len(late)
     progress = ProgressRecord(
@@ -99,7 +124,7 @@ def commit_records(
         committed_ms=now,
         rewinds=rewinds,
     )
-    results = result_records(result_spec, rows)
+    assert changes is None or not in_columns, "EMIT CHANGES tasks keep the Python state"
     updated = [] if changes is None else _update_records(result_spec, changes, rows)
     progress_record = OutRecord(
         topic=target.progress_topic,
@@ -109,11 +134,41 @@ def commit_records(
     )
     late_records = [late_record(spec, contribution) for contribution in late]
     return CommitRecords(
-        records=[*results, *updated, *late_records, progress_record],
         results=results,
-        rows=len(rows),
+        others=[*updated, *late_records],
+        progress_record=progress_record,
         progress=progress,
     )
+
+
+def _finalize_split(
+    result_spec: TaskSpec, closed: Sequence[ClosedWindow], revision: Callable[[int], int] | None
+) -> tuple[list[WindowGroups], list[FinalizedWindow]]:
+    """The closed windows whose rows are made as Python objects (finalized together, as one
+    frame), and those finalized in columns: a frame's (the columnar state's), unless the task
+    has top-k or the columns cannot give its results exactly (`finalize_frame`)."""
+    in_rows: list[WindowGroups] = []
+    in_columns: list[FinalizedWindow] = []
+    for window in closed:
+        if window.frame is None:
+            in_rows.append(window)
+            continue
+        outputs = (
+            None if result_spec.top_k else finalize_frame(result_spec, window.start, window.frame)
+        )
+        if outputs is None:
+            groups = window.all_groups(state_aggregates(result_spec))
+            in_rows.append(WindowGroups(start=window.start, groups=groups))
+        else:
+            in_columns.append(
+                FinalizedWindow(
+                    start=window.start,
+                    end=window_end(result_spec.window, window.start, ()),
+                    revision=0 if revision is None else revision(window.start),
+                    outputs=outputs,
+                )
+            )
+    return in_rows, in_columns
 
 
 def _update_records(

@@ -28,7 +28,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
+
 from mars.aggregates import Aggregate, CountAll, wire_name
+from mars.engine.columnar_layout import frame_groups
 from mars.engine.dataset import (
     DataSet,
     GroupKey,
@@ -88,7 +91,20 @@ class WindowGroups:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClosedWindow(WindowGroups):
-    """A window whose watermark passed `end + grace`, with all its merged groups."""
+    """A window whose watermark passed `end + grace`, with all its merged groups: in `groups`,
+    or (the columnar state's) as the rows of `frame` in `mars.engine.columnar_layout`, which
+    the results are finalized from without a Python object per group (`groups` is empty)."""
+
+    frame: pl.DataFrame | None = None
+
+    @property
+    def size(self) -> int:
+        """How many groups."""
+        return len(self.groups) if self.frame is None else self.frame.height
+
+    def all_groups(self, aggregates: tuple[Aggregate[Any], ...]) -> Groups:
+        """The groups as the Python state holds them (a frame's made into Python objects)."""
+        return self.groups if self.frame is None else frame_groups(aggregates, self.frame)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -179,7 +195,7 @@ class OpenWindowState:
         """Advance `closed_watermark` to `watermark` (never back); pop the windows it closes."""
         self.advance(watermark)
         closed = [
-            ClosedWindow(start=start, groups=self._pop_open(start))
+            self._pop_closed(start)
             for start in sorted(self._open_starts())
             if self.is_closed(start)
         ]
@@ -194,9 +210,9 @@ class OpenWindowState:
         """The open windows' starts (storage hook, as `_merge_open`)."""
         return self.windows.keys()
 
-    def _pop_open(self, start: int) -> Groups:
-        """Take open window `start`'s groups out (storage hook, as `_merge_open`)."""
-        return self.windows.pop(start)
+    def _pop_closed(self, start: int) -> ClosedWindow:
+        """Take window `start` out as closed (storage hook, as `_merge_open`)."""
+        return ClosedWindow(start=start, groups=self.windows.pop(start))
 
     def advance(self, watermark: int | None) -> None:
         """`closed_watermark` := `watermark` if that moves it forward."""

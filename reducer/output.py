@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -88,7 +88,7 @@ class TransactionalOutput:
         except KafkaException as exc:
             raise _classify(exc) from exc
 
-    def commit(self, records: Sequence[OutRecord]) -> None:
+    def commit(self, records: Iterable[OutRecord]) -> None:
         """Write `records` atomically; raises `FencedError` or `OutputError` on failure."""
         try:
             self._producer.begin_transaction()

@@ -16,10 +16,12 @@ result). A session merged into another gets a tombstone (null value) under its o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import polars as pl
 
 from mars.engine.finalize import iso_utc, windows_rows
 from mars.tasks.spec import TaskSpec
@@ -65,6 +67,70 @@ def result_records(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[OutRe
         OutRecord(topic=topic, key=key, value=_dumps(row))
         for key, row in zip(row_keys(spec, rows), rows, strict=True)
     ]
+
+
+ROWS_PER_SLICE = 20_000  # rows turned into Python objects at a time (memory, not speed)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinalizedWindow:
+    """A closed window's result rows in columns (`finalize_frame`): all share its start, end
+    and revision (0: none)."""
+
+    start: int
+    end: int
+    revision: int
+    outputs: pl.DataFrame
+
+
+class ResultRecords:
+    """The result records of one commit's closed windows, in order: rows already made
+    (`result_records`), then windows finalized in columns, whose records are made
+    `ROWS_PER_SLICE` rows at a time while the transaction is written. So a window of millions
+    of groups never exists as millions of Python rows and records at once (it did: about 1 KB
+    a group of reducer memory at its close). Iterate once per transaction."""
+
+    def __init__(
+        self, spec: TaskSpec, made: list[OutRecord], finalized: Sequence[FinalizedWindow]
+    ) -> None:
+        self._spec = spec
+        self._made = made
+        self._finalized = list(finalized)
+        self.rows = len(made) + sum(window.outputs.height for window in self._finalized)
+
+    def __iter__(self) -> Iterator[OutRecord]:
+        yield from self._made
+        for window in self._finalized:
+            for part in window.outputs.iter_slices(ROWS_PER_SLICE):
+                yield from self._records(window, part)
+
+    def latest_values(self, count: int) -> list[bytes]:
+        """The values of the last `count` records, in order (the REST cache keeps those)."""
+        values: list[bytes | None] = []
+        for window in reversed(self._finalized):
+            missing = count - len(values)
+            if missing <= 0:
+                break
+            values[:0] = [r.value for r in self._records(window, window.outputs.tail(missing))]
+        missing = count - len(values)
+        if missing > 0:
+            values[:0] = [record.value for record in self._made[-missing:]]
+        return [value for value in values if value is not None]
+
+    def _records(self, window: FinalizedWindow, part: pl.DataFrame) -> list[OutRecord]:
+        spec = self._spec
+        first: dict[str, Any] = {
+            "task": spec.id,
+            "window_start": window.start,
+            "window_end": window.end,
+            "window_start_iso": iso_utc(window.start),
+            "window_end_iso": iso_utc(window.end),
+        }
+        rows = [{**first, **row} for row in part.to_dicts()]
+        if window.revision:
+            for row in rows:
+                row["revision"] = window.revision
+        return result_records(spec, rows)
 
 
 def late_reason(spec: TaskSpec) -> str:

@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
@@ -82,7 +82,7 @@ class Output(Protocol):
     """What an owner needs from its transactional producer (`TransactionalOutput`)."""
 
     def start(self) -> None: ...
-    def commit(self, records: list[OutRecord]) -> None: ...
+    def commit(self, records: Iterable[OutRecord]) -> None: ...
     def abort(self) -> None: ...
     def close(self) -> None: ...
 
@@ -517,7 +517,7 @@ class UnitOwner:
         progress and Redis move (release below rseq, older checkpoints, REST rows)."""
         state, previous = session.state, session.committed
         chain = previous.checkpoint_chain
-        session.deltas.closed(sum(len(window.groups) for window in outcome.closed))
+        session.deltas.closed(sum(window.size for window in outcome.closed))
         if checkpoint:
             chain = self._write_checkpoint(session, previous)
             session.last_checkpoint_ms = now
@@ -536,7 +536,7 @@ class UnitOwner:
             revision=state.revision if isinstance(state, OpenWindowState) else None,
         )
         started = time.monotonic()
-        session.output.commit(commit.records)
+        session.output.commit(commit.records())
         seconds = time.monotonic() - started
         session.committed = commit.progress
         if updates:

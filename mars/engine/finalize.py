@@ -17,13 +17,15 @@ from typing import Any
 
 import polars as pl
 
-from mars.aggregates import aggregates_for
+from mars.aggregates import Average, aggregates_for
+from mars.engine.columnar_layout import key_columns
 from mars.sql.expressions import to_polars
 from mars.tasks.replacement import RETIRED_PREFIX, null_before
 from mars.tasks.spec import OutputColumn, TaskSpec, TopK
 from mars.windows import window_end
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EXACT_FLOAT_INT = 1 << 53  # ints up to this convert to float exactly (AVG of int sums)
 
 
 def iso_utc(epoch_ms: int) -> str:
@@ -93,6 +95,48 @@ def finalize_windows(
         }
         for start, end, row in zip(kept_starts, kept_ends, outputs.to_dicts(), strict=True)
     ]
+
+
+def finalize_frame(spec: TaskSpec, window_start: int, frame: pl.DataFrame) -> pl.DataFrame | None:
+    """`finalize_window` of a tumbling or hopping window whose groups are a frame in
+    `mars.engine.columnar_layout` (the columnar state's), in columns: the output columns of the
+    rows that pass HAVING, whose `window_start` / `window_end` are the window's. No Python
+    object per group: a window of millions of groups closes in a few frames. None: the frame
+    cannot give Python's results exactly (an AVG over ints whose sum exceeds 2**53, where
+    Python's int / int rounds once and a float column twice); take its Python groups then."""
+    assert not (spec.window.session or spec.window.cumulate), "one end per window only"
+    aggregates = aggregates_for(spec.aggregates)
+    added_from = null_before(spec)
+    columns: list[pl.Expr] = [
+        pl.lit(window_start, pl.Int64).alias("window_start"),
+        pl.lit(window_start + spec.window.size_ms, pl.Int64).alias("window_end"),
+    ]
+    columns += [
+        pl.col(name).alias(group_key.name)
+        for name, group_key in zip(key_columns(len(spec.group_keys)), spec.group_keys, strict=True)
+    ]
+    for i, (call, agg) in enumerate(zip(spec.aggregates, aggregates, strict=True)):
+        if i in added_from and window_start < added_from[i]:
+            columns.append(pl.lit(None).alias(call.alias))
+        elif isinstance(agg, Average):
+            total = frame.get_column(f"a{i}s")
+            if total.dtype.is_integer() and _largest(total) > _EXACT_FLOAT_INT:
+                return None
+            mean = pl.col(f"a{i}s").cast(pl.Float64) / pl.col(f"a{i}n")
+            columns.append(pl.when(pl.col(f"a{i}n") > 0).then(mean).alias(call.alias))
+        else:
+            columns.append(pl.col(f"a{i}").alias(call.alias))
+    finalized = frame.select(columns)
+    if spec.having:
+        finalized = finalized.filter(to_polars(spec.having).fill_null(False))
+    return finalized.select(
+        [to_polars(output.expression).alias(output.name) for output in spec.outputs]
+    )
+
+
+def _largest(column: pl.Series) -> int:
+    largest = column.abs().max()
+    return 0 if largest is None else int(largest)  # type: ignore[arg-type]
 
 
 def select_top_k(top_k: TopK | None, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

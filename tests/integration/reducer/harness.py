@@ -96,7 +96,7 @@ class MemoryOutput:
     def start(self) -> None:
         self.starts += 1
 
-    def commit(self, records: list[OutRecord]) -> None:
+    def commit(self, records: Iterable[OutRecord]) -> None:
         self.commits.append(list(records))
 
     def abort(self) -> None:

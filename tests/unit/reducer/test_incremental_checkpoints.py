@@ -133,7 +133,7 @@ def test_a_recovery_from_the_chain_holds_the_live_open_windows(
             owner.merge(*arg)
         elif action == "close":
             closed = owner.state.close(arg + 20)
-            owner.budget.closed(sum(len(window.groups) for window in closed))
+            owner.budget.closed(sum(window.size for window in closed))
         elif action == "rewind":
             generation += 1
             owner.state.rewind(generation, arg)
