@@ -134,20 +134,42 @@ class ColumnarGroups:
             self._changed = []
 
     def changed(self) -> pl.DataFrame | Groups:
-        """The groups merged since `saved` (or since the start), with their current states:
-        rows of the merged frame, or Python groups once the window fell back (then all of
-        them: a delta may hold unchanged groups too, it only must not miss a changed one)."""
+        """The groups merged since `saved` (or since the start), with their current states; or
+        Python groups once the window fell back (then all of them: a delta may hold unchanged
+        groups too, it only must not miss a changed one). The appended frames hold changed
+        groups only, so they are merged with the merged frame's rows of the changed keys, not
+        compacted into the whole frame: a delta costs about what changed, where a compaction of
+        millions of groups at every checkpoint took seconds."""
         assert self._changed is not None, "changes are not tracked"
-        frame = self.frame()
         if self._fallback is not None:
             return self._fallback
-        if frame is None:
-            return {}
+        if self._pending:
+            try:
+                return self._merged_changes()
+            except DoesNotFit:
+                self.frame()  # compacts, or falls back (then every group is a change)
+                return self.changed()
+        return {} if self._frame is None else self._changed_rows(self._frame)
+
+    def _merged_changes(self) -> pl.DataFrame:
+        assert self._dtypes is not None
+        dtypes = self._dtypes  # the appended frames' types may be wider than the merged one's
+        frames = [f.cast(dict(zip(f.columns, dtypes, strict=True))) for f in self._pending]
+        if self._frame is not None:
+            merged = self._frame.cast(dict(zip(self._frame.columns, dtypes, strict=True)))
+            frames.insert(0, self._changed_rows(merged))
+        combined = pl.concat(frames)
+        _check_int_range(combined, state_columns(self._aggregates))
+        return _merged(self._aggregates, combined)
+
+    def _changed_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The rows of `frame` whose keys were merged since `saved`."""
+        assert self._changed is not None
         keys = key_columns(key_width(self._aggregates, frame))
-        if not keys:
-            return frame if self._changed else frame.head(0)
         if not self._changed:
             return frame.head(0)
+        if not keys:  # a global aggregate: its one group
+            return frame
         changed = pl.concat(
             [part.cast(dict(zip(keys, frame.dtypes, strict=False))) for part in self._changed]
         ).unique()
