@@ -147,6 +147,11 @@ AGGREGATES: tuple[Aggregate, ...] = (
     Aggregate("mxid", "max(m.u.id)", "max(m.u.id)"),
     Aggregate("dtag", "count(DISTINCT m.tags[0])", "count(DISTINCT m.tags[0])"),
 )
+# Those a reducer may hold in columns (`reducer.columnar_state`): drawn alone for some cases, as
+# few random tasks would be tumbling or hopping windows of these only.
+COLUMNAR_AGGREGATES = tuple(
+    a for a in AGGREGATES if a.alias in {"n", "nv", "sv", "mnv", "mxv", "av", "sf", "mxf", "mns"}
+)
 
 # Paths into `m`, and the result name Mars gives each as an unaliased group key.
 NESTED_PATHS = {"m.u.id": "id", "m.tags[0]": "tags_0", "m.w": "w"}
@@ -330,7 +335,8 @@ def random_shape(rng: random.Random) -> TaskShape:
         grace = 0
     keys = tuple(k for k in ("k1", "k2") if rng.random() < 0.55)
     keys += tuple(k for k in PATH_KEYS if rng.random() < 0.2)
-    aggregates = tuple(rng.sample(AGGREGATES, rng.randint(1, 4)))
+    pool = COLUMNAR_AGGREGATES if rng.random() < 0.5 else AGGREGATES
+    aggregates = tuple(rng.sample(pool, rng.randint(1, 4)))
     if all(a.alias != "n" for a in aggregates) and rng.random() < 0.7:
         aggregates = (AGGREGATES[0], *aggregates)
     aliases = {a.alias for a in aggregates}

@@ -75,12 +75,17 @@ class PipelineProcesses:
     handles: dict[str, ProcessHandle] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
 
-    def start(self, role: str, *, group: str | None = None) -> str:
-        return self.start_many([role], group=group)[0]
+    def start(
+        self, role: str, *, group: str | None = None, env: Mapping[str, str] | None = None
+    ) -> str:
+        return self.start_many([role], group=group, env=env)[0]
 
-    def start_many(self, roles: list[str], *, group: str | None = None) -> list[str]:
+    def start_many(
+        self, roles: list[str], *, group: str | None = None, env: Mapping[str, str] | None = None
+    ) -> list[str]:
         """Start processes of `roles` side by side (each one's start is mostly its imports),
-        named `<pipeline>-<role>-<n>` in the order given; return once all of them serve."""
+        named `<pipeline>-<role>-<n>` in the order given; return once all of them serve.
+        `env` is added to the pipeline's for these processes only."""
         names: list[str] = []
         for role in roles:
             taken = [*self.handles, *names]
@@ -91,7 +96,12 @@ class PipelineProcesses:
         with ThreadPoolExecutor(max_workers=len(roles)) as pool:
             started = [
                 pool.submit(
-                    start_role, self.cluster, role, name=name, extra_env=dict(self.env), group=group
+                    start_role,
+                    self.cluster,
+                    role,
+                    name=name,
+                    extra_env={**self.env, **(env or {})},
+                    group=group,
                 )
                 for role, name in zip(roles, names, strict=True)
             ]

@@ -1,8 +1,10 @@
 """The differential test: random tasks x random streams through the real pipeline, every result
 row and counter compared with the DuckDB oracle of docs/semantics.md (tests/differential/).
 
-Two mappers and two reducers as real processes on the local cluster; mapper batches of 64
-records, so batches cut every stream (lateness must not depend on where). Cases run in groups
+Two mappers and two reducers as real processes on the local cluster, one reducer with the
+Python open-window state and one with the columnar state (`reducer.columnar_state`), so a
+tumbling or hopping case of COUNT, SUM, MIN, MAX and AVG has units in each; mapper batches of
+64 records, so batches cut every stream (lateness must not depend on where). Cases run in groups
 of `GROUP` tasks at once, each over a topic of its own. One case in six is registered paused,
 its whole stream applied by a Spark backfill (local[2]), then resumed.
 
@@ -32,11 +34,14 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
+from mars.aggregates import state_aggregates
 from mars.config import Settings
+from mars.sql.parser import parse_task
 from mars.tasks.spec import TaskSpec
+from reducer.columnar_choice import uses_columnar_state
 from spark.backfill_job import BackfillJob, run_backfill
 from spark.sources import KafkaSource
-from tests.differential.cases import random_case
+from tests.differential.cases import Case, random_case
 from tests.differential.run import Outcome, run_group, shrink
 from tests.integration.watched import WatchedPipeline
 
@@ -53,6 +58,12 @@ GROUP = 8
 MIN_CASES = min(CASES, 16)  # a budget that runs fewer is a broken test, not a pass
 
 
+def _columnar(case: Case) -> bool:
+    """Whether the case's units on the columnar reducer hold their windows in columns."""
+    spec = parse_task(case.task_sql("S"), task_id="t")
+    return uses_columnar_state(spec, state_aggregates(spec), enabled=True)
+
+
 def _wanted(seed: int) -> bool:
     shape = random_case(seed).shape
     return (not WINDOW or shape.window == WINDOW) and (
@@ -62,7 +73,7 @@ def _wanted(seed: int) -> bool:
 
 @pytest.mark.pipeline(
     mappers=2,
-    reducers=2,
+    reducers=1,
     env={"MARS_MAPPER__BATCH_SIZE": "64", "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "500"},
 )
 @pytest.mark.timeout(int(BUDGET_S) + 600)
@@ -79,6 +90,7 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
         summary = run_backfill(spark, settings=settings, job=job)
         assert summary.records_read == summary.records_in
 
+    pipeline.procs.start("reducer", env={"MARS_REDUCER__COLUMNAR_STATE": "true"})
     started = time.monotonic()
     outcomes: list[Outcome] = []
     seeds = [SEED + i for i in range(CASES)]
@@ -101,6 +113,7 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
         f"\ndifferential: seed {SEED}, {len(outcomes)} cases, "
         f"{sum(o.case.records for o in outcomes)} records, "
         f"{sum(o.rows for o in outcomes)} result rows compared, {len(failed)} failed, "
+        f"{sum(_columnar(o.case) for o in outcomes)} cases in columns on one reducer, "
         f"{time.monotonic() - started:.0f} s"
     )
     for outcome in failed:
@@ -110,8 +123,6 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
         attempt = iter(range(1_000))
 
         def still_fails(candidate: object) -> bool:
-            from tests.differential.cases import Case
-
             assert isinstance(candidate, Case)
             [outcome] = run_group(
                 pipeline,
@@ -131,3 +142,5 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
             pytrace=False,
         )
     assert len(outcomes) >= MIN_CASES, f"only {len(outcomes)} cases ran in {BUDGET_S} s"
+    if not (WINDOW or KEY_WATERMARK) and len(outcomes) >= MIN_CASES:
+        assert any(map(_columnar, (o.case for o in outcomes))), "no case held in columns"

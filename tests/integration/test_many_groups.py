@@ -32,7 +32,7 @@ import redis
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from benchmarks.procstat import peak_rss_mb
+from benchmarks.procstat import peak_rss_mb, rss_mb
 from devtools.local import ClusterState
 from mars.store import SeqStore
 from mars.store.reducer_stats import chain_fields
@@ -78,6 +78,7 @@ def test_many_groups_are_exact_through_a_reducer_killed_after_incremental_checkp
     kafka_admin: AdminClient,
     unique_name: str,
 ) -> None:
+    idle = {m: rss_mb(p["pid"]) for m, p in pipeline.get("/cluster")["members"].items()}
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
     task = f"{unique_name}g"
     options = {"event_time": "ts", "event_time_format": "epoch_ms", "idle_timeout": "10 m"}
@@ -124,7 +125,7 @@ def test_many_groups_are_exact_through_a_reducer_killed_after_incremental_checkp
         )
         reader.poll_for(3.0)  # a duplicate would show up now
         results, late = reader.values(output), reader.values(late_topic)
-        survivors = _survivors_figures(pipeline, task)
+        survivors = _survivors_figures(pipeline, task, idle)
     finally:
         reader.close()
 
@@ -170,17 +171,23 @@ def _produce(bootstrap: str, topic: str, sent: Sent) -> None:
     assert producer.flush(60) == 0
 
 
-def _survivors_figures(pipeline: WatchedPipeline, task: str) -> str:
-    """The running reducers' peak RSS and their checkpoints of `task` (from their metrics)."""
+def _survivors_figures(pipeline: WatchedPipeline, task: str, idle: dict[str, float | None]) -> str:
+    """The running reducers' peak RSS, their RSS before the task (`idle`) and the growth per
+    group, and their checkpoints of `task` (from their metrics)."""
     members = pipeline.get("/cluster")["members"]
-    peaks = [peak_rss_mb(member["pid"]) for member in members.values()]
+    peaks = {member: peak_rss_mb(found["pid"]) for member, found in members.items()}
     scrapes = [scrape(address) for address in pipeline.targets().get("reducer", [])]
     count = total(scrapes, "mars_reducer_checkpoint_duration_seconds_count", task=task)
     seconds = total(scrapes, "mars_reducer_checkpoint_duration_seconds_sum", task=task)
     deltas = total(scrapes, "mars_reducer_checkpoint_deltas_total", task=task)
     mean_ms = seconds / count * 1000 if count else float("nan")
+    memory = [
+        f"{peak:.0f} MiB ({before:.0f} idle: {(peak - before) * 2**20 / GROUPS:.0f} B per group)"
+        for member, peak in peaks.items()
+        if peak and (before := idle.get(member))
+    ]
     return (
-        f"peak RSS {', '.join(f'{peak:.0f}' for peak in peaks if peak)} MiB; "
+        f"peak RSS {', '.join(memory)}; "
         f"{count:.0f} checkpoints, {deltas:.0f} of them deltas, {mean_ms:.0f} ms on average"
     )
 
