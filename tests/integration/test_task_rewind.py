@@ -1,7 +1,7 @@
 """A running task rewound by 10 minutes of event time under live traffic (`POST /tasks/{id}/
 rewind`), a reducer SIGKILLed during the recomputation.
 
-One tumbling 60 s task over a stream of 15 minutes of event time, produced at 12x its event
+One tumbling 60 s task over a stream of 15 minutes of event time, produced at 20x its event
 time (each record's Kafka timestamp is its event time, as a live source's would be), under two
 mappers and two reducers. Once 13 minutes of it are in, the task is rewound to 10 minutes
 before, and a reducer owning its units is killed at once. Then:
@@ -47,7 +47,7 @@ PARTITIONS = 2
 SEED = 41
 SPAN_S = 900  # 15 minutes of event time
 EVENTS_PER_S = 30  # per second of event time
-SPEED = 12  # event seconds per wall second
+SPEED = 20  # event seconds per wall second (the last 2 minutes, after the rewind: 6 s)
 REWIND_AT_S = 780  # rewind once this much event time is produced...
 REWIND_BY_S = 600  # ...to this much before it
 WINDOW_MS = 60_000
