@@ -33,7 +33,9 @@ from tests.oracle import ExpectedResults
 pytestmark = pytest.mark.integration
 
 RATE = 800
-PRODUCE_S = 40
+# The change lands about 16 s in; its first window W starts at most a window later, and the
+# stream runs on past it (both asserted below).
+PRODUCE_S = 30
 PARTITIONS = 2
 SEED = 23
 WINDOW = "10 s"
