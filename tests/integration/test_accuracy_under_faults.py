@@ -127,8 +127,7 @@ def test_paper_accuracy_experiment_under_faults(
     )
     units = {f"{spec.id}/{bucket}" for bucket in range(spec.options.buckets)}
     try:
-        for role in ("reducer", "reducer", "mapper", "mapper"):
-            procs.start(role)
+        procs.start_many(["reducer", "reducer", "mapper", "mapper"])
         wait_for(
             lambda: ReducerCluster.read(zk_client, root=zk_root).settled(members=2, units=units),
             timeout_s=60,

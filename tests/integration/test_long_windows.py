@@ -112,8 +112,7 @@ def test_ten_minute_windows_under_backpressure_are_exact_and_never_stall(
         [tumbling.output_topic, hopping.output_topic, tumbling.late_topic, hopping.late_topic],
     )
     try:
-        for role in ("mapper", "mapper"):
-            procs.start(role)
+        procs.start_many(["mapper", "mapper"])
         producer = BackgroundProducer(
             bootstrap=cluster.kafka_bootstrap, topic=topic, config=CONFIG, rate=RECORDS / PRODUCE_S
         )
@@ -134,7 +133,7 @@ def test_ten_minute_windows_under_backpressure_are_exact_and_never_stall(
             logs=procs.logs,
         )
         time.sleep(2.0)
-        reducers = [procs.start("reducer") for _ in range(2)]
+        reducers = procs.start_many(["reducer", "reducer"])
         wait_for(
             lambda: producer.produced >= RECORDS // 2,
             timeout_s=120,

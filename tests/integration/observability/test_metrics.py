@@ -57,8 +57,7 @@ def test_metrics_agree_with_exact_counters_and_lag_moves(
         task_id=task,
         options={"idle_timeout": f"{IDLE_TIMEOUT_S} s", "buckets": BUCKETS},
     )
-    for _ in range(2):
-        pipeline.procs.start("mapper")
+    pipeline.procs.start_many(["mapper", "mapper"])
     start_s = int(time.time())
     producer = live_producer(
         cluster.kafka_bootstrap,
@@ -70,8 +69,7 @@ def test_metrics_agree_with_exact_counters_and_lag_moves(
         malformed_ratio=0.01,
     )
     _see_paused_partitions_lag(pipeline)
-    for _ in range(2):
-        pipeline.procs.start("reducer")
+    pipeline.procs.start_many(["reducer", "reducer"])
     lags_during = _watch_while_traffic_flows(pipeline, task, producer)
     produced = producer.join(timeout_s=30).produced
     lags_after = _watch_after_traffic_stops(pipeline, task)

@@ -105,8 +105,7 @@ def test_a_cut_off_leader_is_replaced_and_its_zombie_output_never_lands(
         what="the first reducer leading",
         logs=pipeline.logs,
     )
-    pipeline.procs.start("reducer")
-    pipeline.procs.start("reducer")
+    pipeline.procs.start_many(["reducer", "reducer"])
     wait_for(
         lambda: len(_owners(pipeline)) == 3,
         timeout_s=30,

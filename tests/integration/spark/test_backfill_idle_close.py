@@ -102,8 +102,7 @@ def test_a_backfilled_task_emits_every_window_by_idle_close_without_live_records
             history_stream,
             strategy=PartitionStrategy.ROUND_ROBIN,
         )
-        for role in ("reducer", "reducer", "mapper", "mapper"):
-            procs.start(role)
+        procs.start_many(["reducer", "reducer", "mapper", "mapper"])
         registry = TaskRegistry(zk_client, root=zk_root)
         registry.create(spec, status=TaskStatus.PAUSED)
         BackfillThread(spark, settings, spec).join()

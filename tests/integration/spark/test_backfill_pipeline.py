@@ -309,8 +309,7 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
 
 
 def _start_processes(procs: PipelineProcesses) -> None:
-    for role in ("reducer", "reducer", "mapper", "mapper"):
-        procs.start(role)
+    procs.start_many(["reducer", "reducer", "mapper", "mapper"])
 
 
 def _counted(reader: TopicReader, spec: TaskSpec) -> int:
