@@ -78,10 +78,17 @@ def topic_watermarks(kafka: KafkaSettings, topic: str) -> dict[int, tuple[int, i
     """Partition -> (low, high) offsets of `topic`."""
     consumer = Consumer(client_config(kafka, {"group.id": "mars-backfill-probe"}))
     try:
-        metadata = consumer.list_topics(topic, timeout=_METADATA_TIMEOUT_S)
-        described = metadata.topics.get(topic)
-        if described is None or described.error is not None or not described.partitions:
-            raise BackfillError(f"topic {topic!r} is not available")
+        # A topic created moments ago may be missing from a broker's metadata for a while
+        # (seconds on a loaded machine): ask again until the timeout, not once.
+        deadline = time.monotonic() + _METADATA_TIMEOUT_S
+        while True:
+            metadata = consumer.list_topics(topic, timeout=_METADATA_TIMEOUT_S)
+            described = metadata.topics.get(topic)
+            if described is not None and described.error is None and described.partitions:
+                break
+            if time.monotonic() > deadline:
+                raise BackfillError(f"topic {topic!r} is not available")
+            time.sleep(0.5)
         return {
             p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=_METADATA_TIMEOUT_S)
             for p in sorted(described.partitions)
