@@ -64,3 +64,14 @@ class AvroColumnsDecoder:
 def line_shape(data: bytes, delimiter: int) -> tuple[int, int, int, int, int]:
     """(lines, shortest, longest, fewest fields, most fields) of `data` cut at newlines
     (native/src/line_shape.rs)."""
+
+# A column as the native decoders hand it over: (kind, validity bitmap or None, values, string
+# offsets or None), native/src/typed_columns.rs.
+NativeColumn = tuple[int, bytes | None, bytes, bytes | None]
+
+def decode_dataset_columns(
+    data: bytes, names: list[str], kinds: list[int]
+) -> list[tuple[int, int, list[NativeColumn]]] | None:
+    """Per window of a data set, in order: (start, rows, key columns then state columns), or
+    None when declined (native/src/dataset_columns.rs). `kinds` per aggregate: 0 one column,
+    1 one column without NaN (MIN, MAX), 2 AVG's (sum, count)."""

@@ -1,9 +1,10 @@
-//! `mars_native`, the mapper's hot paths without a Python object per record or group:
+//! `mars_native`, the mapper's hot paths (and the reducer's data-set decode) without a Python object per record or group:
 //! `BatchConsumer` (this file), `line_shape` (line_shape.rs: the checks before a CSV batch is
 //! parsed whole), `JsonColumnsDecoder` (json_columns.rs: a JSON batch read straight into the
 //! columns a task reads), `AvroColumnsDecoder` (avro_columns.rs: the same for Avro payloads;
 //! both build typed_columns.rs's columns) and `GroupEntries` (group_entries.rs: a batch's
-//! groups encoded and cut into data-set cells).
+//! groups encoded and cut into data-set cells); `decode_dataset_columns` (dataset_columns.rs:
+//! a data set read into the reducer's columns).
 //!
 //! `BatchConsumer` is a Kafka consumer (librdkafka, through the `rdkafka` crate) whose
 //! `consume` hands Python one batch cut by partition, with no Python object per message.
@@ -24,6 +25,7 @@
 
 mod avro_columns;
 mod batch;
+mod dataset_columns;
 mod group_entries;
 mod json_columns;
 mod line_shape;
@@ -415,6 +417,10 @@ fn mars_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<json_columns::JsonColumnsDecoder>()?;
     m.add_class::<avro_columns::AvroColumnsDecoder>()?;
     m.add_function(wrap_pyfunction!(line_shape::line_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        dataset_columns::decode_dataset_columns,
+        m
+    )?)?;
     m.add("NativeKafkaError", m.py().get_type::<NativeKafkaError>())?;
     Ok(())
 }

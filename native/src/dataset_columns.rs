@@ -1,0 +1,369 @@
+//! `mars_native.decode_dataset_columns`: a data set's bytes (`mars.engine.dataset`'s msgpack
+//! layout) read straight into each window's key and state columns, for the reducer's columnar
+//! state (`mars.engine.dataset_frames`), with no Python object per group or value.
+//!
+//! It takes only the plain case and *declines* (None) anything else, for the Python path
+//! (`decode_dataset`, the reference) to decode or to reject with its message: malformed bytes,
+//! another version or other aggregates, a nested, binary or extension value (a big int) where a
+//! scalar belongs, an int beyond int64, a column mixing kinds (ints and floats only in an AVG's
+//! sum), a NaN where the columns may not hold one (keys, MIN and MAX).
+//!
+//! `decode_dataset` builds dicts, so a repeated window start or key keeps only its last
+//! groups: rows here would be merged instead. Mappers write windows ascending and keys
+//! ascending by their bytes, each value in msgspec's shortest form, so equal keys have equal
+//! bytes; the decoder requires exactly that (starts strictly ascending; keys strictly ascending
+//! by bytes, their values in the shortest form, no -0.0, which equals 0.0) and declines
+//! otherwise, so a row here is a group there.
+
+use pyo3::prelude::*;
+
+use crate::typed_columns::{column_out, Column, ColumnOut, FLOAT, INT, NULL, STRING};
+
+/// The data set is not the plain case: the Python path decodes it.
+struct Decline;
+
+type Read<T> = Result<T, Decline>;
+
+/// How an aggregate's wire state becomes columns (`kinds` of `decode_dataset_columns`).
+const STATE: u8 = 0; // one column, NaN allowed (COUNT, SUM)
+const ORDERED: u8 = 1; // one column, no NaN (MIN, MAX: Python's comparisons need an order)
+const AVERAGE: u8 = 2; // (sum, count): two columns, ints and floats in the sum make floats
+
+/// A window as handed to Python: (start, rows, key columns then state columns).
+type WindowOut<'py> = (i64, usize, Vec<ColumnOut<'py>>);
+
+/// Each window of `data` in order, or None: declined. `names` are the task's aggregates'
+/// wire names (the data set must carry exactly these), `kinds` how each one's state reads.
+#[pyfunction]
+pub fn decode_dataset_columns<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    names: Vec<String>,
+    kinds: Vec<u8>,
+) -> Option<Vec<WindowOut<'py>>> {
+    if names.len() != kinds.len()
+        || kinds
+            .iter()
+            .any(|k| !matches!(*k, STATE | ORDERED | AVERAGE))
+    {
+        return None;
+    }
+    let windows = py.detach(|| read_dataset(data, &names, &kinds)).ok()?;
+    windows
+        .into_iter()
+        .map(|window| {
+            let columns = window
+                .columns
+                .into_iter()
+                .map(|(column, relaxed)| strict_column_out(py, column, relaxed))
+                .collect::<Option<Vec<_>>>()?;
+            Some((window.start, window.rows, columns))
+        })
+        .collect()
+}
+
+/// `column_out` (which declines strings or booleans mixed with any other kind), declining
+/// ints mixed with floats too unless `relaxed`.
+fn strict_column_out(py: Python<'_>, column: Column, relaxed: bool) -> Option<ColumnOut<'_>> {
+    if !relaxed && column.seen[INT as usize] && column.seen[FLOAT as usize] {
+        return None;
+    }
+    column_out(py, column)
+}
+
+struct Window {
+    start: i64,
+    rows: usize,
+    columns: Vec<(Column, bool)>, // (column, ints and floats make floats)
+}
+
+fn read_dataset(data: &[u8], names: &[String], kinds: &[u8]) -> Read<Vec<Window>> {
+    let mut r = Reader { data, at: 0 };
+    if r.array()? != 3 || r.int()? != 1 {
+        return Err(Decline);
+    }
+    if r.array()? != names.len() {
+        return Err(Decline);
+    }
+    for name in names {
+        if r.string()? != name.as_bytes() {
+            return Err(Decline);
+        }
+    }
+    let count = r.array()?;
+    r.room_for(count)?;
+    let mut windows = Vec::with_capacity(count);
+    let mut last_start: Option<i64> = None;
+    for _ in 0..count {
+        if r.array()? != 2 {
+            return Err(Decline);
+        }
+        let start = r.int()?;
+        if last_start.is_some_and(|last| start <= last) {
+            return Err(Decline);
+        }
+        last_start = Some(start);
+        windows.push(read_window(&mut r, start, kinds)?);
+    }
+    if r.at != data.len() {
+        return Err(Decline); // trailing bytes: not one msgpack value
+    }
+    Ok(windows)
+}
+
+fn read_window(r: &mut Reader, start: i64, kinds: &[u8]) -> Read<Window> {
+    let rows = r.array()?;
+    r.room_for(rows)?;
+    let mut window = Window {
+        start,
+        rows,
+        columns: Vec::new(),
+    };
+    if rows == 0 {
+        return Ok(window);
+    }
+    let mut width = None;
+    let mut last_key: &[u8] = &[];
+    for row in 0..rows {
+        if r.array()? != 2 {
+            return Err(Decline);
+        }
+        let key_at = r.at;
+        let header = r.data.get(r.at).copied().ok_or(Decline)?;
+        let key_width = r.array()?;
+        if !canonical_array(header, key_width) {
+            return Err(Decline);
+        }
+        if width.is_none() {
+            width = Some(key_width);
+            window.columns = (0..key_width)
+                .map(|_| (Column::new(rows), false))
+                .chain(kinds.iter().flat_map(|&kind| {
+                    let columns: &[bool] = if kind == AVERAGE {
+                        &[true, false]
+                    } else {
+                        &[false]
+                    };
+                    columns.iter().map(|&relaxed| (Column::new(rows), relaxed))
+                }))
+                .collect();
+        }
+        if Some(key_width) != width {
+            return Err(Decline);
+        }
+        let (keys, states) = window.columns.split_at_mut(key_width);
+        for (column, _) in keys.iter_mut() {
+            let at = r.at;
+            let value = r.scalar()?;
+            if !canonical_scalar(&value, &r.data[at..r.at]) {
+                return Err(Decline);
+            }
+            if let Scalar::Float(f) = value {
+                if f.is_nan() || (f == 0.0 && f.is_sign_negative()) {
+                    return Err(Decline);
+                }
+            }
+            put(column, row, value);
+        }
+        let key = &r.data[key_at..r.at];
+        if row > 0 && key <= last_key {
+            return Err(Decline);
+        }
+        last_key = key;
+        if r.array()? != kinds.len() {
+            return Err(Decline);
+        }
+        let mut states = states.iter_mut();
+        for &kind in kinds {
+            if kind == AVERAGE {
+                if r.array()? != 2 {
+                    return Err(Decline);
+                }
+                let (sums, _) = states.next().ok_or(Decline)?;
+                put(sums, row, r.scalar()?);
+                let (counts, _) = states.next().ok_or(Decline)?;
+                let count = r.int()?; // `from_wire` takes int(count): only an int is itself
+                put(counts, row, Scalar::Int(count));
+            } else {
+                let (column, _) = states.next().ok_or(Decline)?;
+                let value = r.scalar()?;
+                if kind == ORDERED && matches!(value, Scalar::Float(f) if f.is_nan()) {
+                    return Err(Decline);
+                }
+                put(column, row, value);
+            }
+        }
+        for (column, _) in window.columns.iter_mut() {
+            column.offsets.push(column.text.len() as i64);
+        }
+    }
+    Ok(window)
+}
+
+fn put(column: &mut Column, row: usize, value: Scalar) {
+    match value {
+        Scalar::Nil => column.set(row, NULL),
+        Scalar::Bool(b) => column.boolean(row, b),
+        Scalar::Int(i) => column.int(row, i),
+        Scalar::Float(f) => column.float(row, f),
+        Scalar::Str(s) => {
+            column.text.extend_from_slice(s);
+            column.set(row, STRING);
+        }
+    }
+}
+
+/// Whether `header` is msgspec's (the shortest) header of an array of `len`.
+fn canonical_array(header: u8, len: usize) -> bool {
+    match header {
+        0x90..=0x9f => true,
+        0xdc => len > 15,
+        _ => len > 0xffff,
+    }
+}
+
+/// Whether `bytes` are msgspec's encoding of `value` (the shortest; floats as float64).
+fn canonical_scalar(value: &Scalar, bytes: &[u8]) -> bool {
+    let len = bytes.len();
+    match *value {
+        Scalar::Nil | Scalar::Bool(_) => true,
+        Scalar::Float(_) => bytes[0] == 0xcb,
+        Scalar::Str(s) => {
+            let header = match s.len() {
+                0..=31 => 1,
+                32..=0xff => 2,
+                0x100..=0xffff => 3,
+                _ => 5,
+            };
+            len == header + s.len()
+        }
+        Scalar::Int(i) => {
+            let expected = if i >= 0 {
+                match i {
+                    0..=0x7f => 1,
+                    0x80..=0xff => 2,
+                    0x100..=0xffff => 3,
+                    0x1_0000..=0xffff_ffff => 5,
+                    _ => 9,
+                }
+            } else {
+                match i {
+                    -32..=-1 => 1,
+                    -128..=-33 => 2,
+                    -32768..=-129 => 3,
+                    -2_147_483_648..=-32769 => 5,
+                    _ => 9,
+                }
+            };
+            // a non-negative int in a signed format has the same length as in the unsigned
+            // one only where both exist; msgspec uses the unsigned ones
+            len == expected && !(i >= 0 && (0xd0..=0xd3).contains(&bytes[0]))
+        }
+    }
+}
+
+enum Scalar<'a> {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(&'a [u8]), // valid UTF-8
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Read<&'a [u8]> {
+        let end = self.at.checked_add(n).ok_or(Decline)?;
+        let bytes = self.data.get(self.at..end).ok_or(Decline)?;
+        self.at = end;
+        Ok(bytes)
+    }
+
+    fn byte(&mut self) -> Read<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn be<const N: usize>(&mut self) -> Read<[u8; N]> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+
+    /// Declines a count of items that cannot fit in the bytes left (each takes one at least),
+    /// before anything is sized by it.
+    fn room_for(&self, items: usize) -> Read<()> {
+        if items > self.data.len() - self.at {
+            return Err(Decline);
+        }
+        Ok(())
+    }
+
+    fn array(&mut self) -> Read<usize> {
+        match self.byte()? {
+            b @ 0x90..=0x9f => Ok(usize::from(b & 0x0f)),
+            0xdc => Ok(usize::from(u16::from_be_bytes(self.be()?))),
+            0xdd => Ok(u32::from_be_bytes(self.be()?) as usize),
+            _ => Err(Decline),
+        }
+    }
+
+    fn int(&mut self) -> Read<i64> {
+        match self.scalar()? {
+            Scalar::Int(i) => Ok(i),
+            _ => Err(Decline),
+        }
+    }
+
+    fn string(&mut self) -> Read<&'a [u8]> {
+        match self.scalar()? {
+            Scalar::Str(s) => Ok(s),
+            _ => Err(Decline),
+        }
+    }
+
+    fn scalar(&mut self) -> Read<Scalar<'a>> {
+        let b = self.byte()?;
+        Ok(match b {
+            0x00..=0x7f => Scalar::Int(i64::from(b)),
+            0xe0..=0xff => Scalar::Int(i64::from(b as i8)),
+            0xc0 => Scalar::Nil,
+            0xc2 => Scalar::Bool(false),
+            0xc3 => Scalar::Bool(true),
+            0xcc => Scalar::Int(i64::from(self.byte()?)),
+            0xcd => Scalar::Int(i64::from(u16::from_be_bytes(self.be()?))),
+            0xce => Scalar::Int(i64::from(u32::from_be_bytes(self.be()?))),
+            // beyond int64 Python's int becomes no Int64 value: the Python path says so
+            0xcf => {
+                Scalar::Int(i64::try_from(u64::from_be_bytes(self.be()?)).map_err(|_| Decline)?)
+            }
+            0xd0 => Scalar::Int(i64::from(self.byte()? as i8)),
+            0xd1 => Scalar::Int(i64::from(i16::from_be_bytes(self.be()?))),
+            0xd2 => Scalar::Int(i64::from(i32::from_be_bytes(self.be()?))),
+            0xd3 => Scalar::Int(i64::from_be_bytes(self.be()?)),
+            0xca => Scalar::Float(f64::from(f32::from_be_bytes(self.be()?))),
+            0xcb => Scalar::Float(f64::from_be_bytes(self.be()?)),
+            0xa0..=0xbf => self.str_of(usize::from(b & 0x1f))?,
+            0xd9 => {
+                let n = usize::from(self.byte()?);
+                self.str_of(n)?
+            }
+            0xda => {
+                let n = usize::from(u16::from_be_bytes(self.be()?));
+                self.str_of(n)?
+            }
+            0xdb => {
+                let n = u32::from_be_bytes(self.be()?) as usize;
+                self.str_of(n)?
+            }
+            _ => return Err(Decline), // arrays, maps, binary, extensions (big ints)
+        })
+    }
+
+    fn str_of(&mut self, n: usize) -> Read<Scalar<'a>> {
+        let bytes = self.take(n)?;
+        std::str::from_utf8(bytes).map_err(|_| Decline)?;
+        Ok(Scalar::Str(bytes))
+    }
+}
