@@ -22,7 +22,7 @@ own order).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -98,23 +98,45 @@ class ColumnarGroups:
             return
         if self._fallback is None:
             try:
-                frame = self._frame_of(groups)
+                frame = groups_frame(self._aggregates, groups)
             except DoesNotFit:
                 self._fall_back()
             else:
-                self._pending.append(frame)
-                self._pending_rows += frame.height
-                if self._changed is not None:
-                    self._changed.append(frame.select(frame.columns[: len(next(iter(groups)))]))
-                merged_rows = 0 if self._frame is None else self._frame.height
-                if self._pending_rows >= max(merged_rows, COMPACT_ROWS):
-                    try:
-                        self._compact()
-                    except DoesNotFit:
-                        self._fall_back()  # with this data set's groups: merged already
-                return
+                if self._appended(frame):
+                    return
         assert self._fallback is not None
         merge_groups(self._aggregates, self._fallback, groups)
+
+    def merge_frame(self, frame: pl.DataFrame, groups: Callable[[], Groups]) -> None:
+        """Merge a data set's groups of this window given as the frame `groups_frame` makes
+        of them (`mars.engine.dataset_frames`); `groups()` gives them as Python groups, called
+        only if the window holds Python groups (it fell back, or does now)."""
+        if frame.height == 0:
+            return
+        if self._fallback is None and self._appended(frame):
+            return
+        assert self._fallback is not None
+        merge_groups(self._aggregates, self._fallback, groups())
+
+    def _appended(self, frame: pl.DataFrame) -> bool:
+        """Append a data set's frame (merged at the next compaction): True; or, when its column
+        types do not join the window's, turn the window into Python groups without it: False."""
+        try:
+            self._dtypes = _joined_dtypes(self._dtypes, frame)
+        except DoesNotFit:
+            self._fall_back()
+            return False
+        self._pending.append(frame)
+        self._pending_rows += frame.height
+        if self._changed is not None:
+            self._changed.append(frame.select(key_columns(key_width(self._aggregates, frame))))
+        merged_rows = 0 if self._frame is None else self._frame.height
+        if self._pending_rows >= max(merged_rows, COMPACT_ROWS):
+            try:
+                self._compact()
+            except DoesNotFit:
+                self._fall_back()  # with this data set's groups: merged already
+        return True
 
     def frame(self) -> pl.DataFrame | None:
         """The merged groups as one frame (None: no group yet, or the window fell back)."""
@@ -186,28 +208,6 @@ class ColumnarGroups:
             return self._fallback
         return {} if frame is None else frame_groups(self._aggregates, frame)
 
-    def _frame_of(self, groups: Mapping[GroupKey, list[Any]]) -> pl.DataFrame:
-        keys = list(groups)
-        width = len(keys[0])
-        if any(len(key) != width for key in keys):
-            raise DoesNotFit("keys of different widths")
-        columns: list[pl.Series] = [
-            _series(name, values, nan_ok=False, relaxed=False)
-            for name, values in zip(key_columns(width), zip(*keys, strict=True), strict=True)
-        ]
-        per_aggregate = zip(*groups.values(), strict=True)
-        for i, (agg, values) in enumerate(zip(self._aggregates, per_aggregate, strict=True)):
-            if isinstance(agg, Average):
-                sums, counts = zip(*values, strict=True)
-                columns.append(_series(f"a{i}s", sums, nan_ok=True, relaxed=True))
-                columns.append(_series(f"a{i}n", counts, nan_ok=True, relaxed=False))
-            else:
-                nan_ok = not isinstance(agg, Min | Max)
-                columns.append(_series(f"a{i}", values, nan_ok=nan_ok, relaxed=False))
-        frame = pl.DataFrame(columns)
-        self._dtypes = _joined_dtypes(self._dtypes, frame)
-        return frame
-
     def _compact(self) -> None:
         """Merge the appended frames into the merged one (DoesNotFit: they stay appended)."""
         frames = [f for f in [self._frame, *self._pending] if f is not None]
@@ -225,6 +225,31 @@ class ColumnarGroups:
             merge_groups(self._aggregates, groups, frame_groups(self._aggregates, frame))
         self._frame, self._pending, self._pending_rows = None, [], 0
         self._fallback = groups
+
+
+def groups_frame(
+    aggregates: Sequence[Aggregate[Any]], groups: Mapping[GroupKey, list[Any]]
+) -> pl.DataFrame:
+    """A data set's groups of one window (not empty) as a frame of this layout, or
+    DoesNotFit (the rules of the module's docstring that one data set decides)."""
+    keys = list(groups)
+    width = len(keys[0])
+    if any(len(key) != width for key in keys):
+        raise DoesNotFit("keys of different widths")
+    columns: list[pl.Series] = [
+        _series(name, values, nan_ok=False, relaxed=False)
+        for name, values in zip(key_columns(width), zip(*keys, strict=True), strict=True)
+    ]
+    per_aggregate = zip(*groups.values(), strict=True)
+    for i, (agg, values) in enumerate(zip(aggregates, per_aggregate, strict=True)):
+        if isinstance(agg, Average):
+            sums, counts = zip(*values, strict=True)
+            columns.append(_series(f"a{i}s", sums, nan_ok=True, relaxed=True))
+            columns.append(_series(f"a{i}n", counts, nan_ok=True, relaxed=False))
+        else:
+            nan_ok = not isinstance(agg, Min | Max)
+            columns.append(_series(f"a{i}", values, nan_ok=nan_ok, relaxed=False))
+    return pl.DataFrame(columns)
 
 
 def _merged(aggregates: Sequence[Aggregate[Any]], combined: pl.DataFrame) -> pl.DataFrame:
