@@ -23,13 +23,16 @@ import polars as pl
 from mars.aggregates import Aggregate, wire_name
 from mars.engine.columnar_checkpoint import ColumnarCheckpoint, encode_columnar
 from mars.engine.columnar_layout import frame_groups
-from mars.engine.dataset import Groups, OpenWindows
+from mars.engine.dataset import DataSet, Groups, OpenWindows, decode_dataset
+from mars.engine.dataset_frames import dataset_frames
 from mars.windows import WindowAssigner
 from reducer.columnar_groups import ColumnarGroups
 from reducer.open_windows import (
     ClosedWindow,
+    LateContribution,
     OpenWindowState,
     WindowGroups,
+    check_next_seq,
 )
 
 
@@ -82,12 +85,40 @@ class ColumnarWindowState(OpenWindowState):
         return ColumnarGroups(self.aggregates, track_changes=self.incremental)
 
     def _merge_open(self, start: int, groups: Groups) -> None:
+        self._open_window(start).merge(groups)
+
+    def merge_encoded(
+        self, bucket: int, seq: int, data: bytes
+    ) -> tuple[list[LateContribution], int] | None:
+        """`merge(bucket, seq, decode_dataset(data))` with each window's groups decoded
+        straight into a frame (`dataset_frames`), and how many groups the data set holds; None
+        when that declines (nothing merged: decode, fit and `merge` it). Python groups are
+        decoded only for windows that need them: closed (late contributions), or fallen back."""
+        frames = dataset_frames(data, self.aggregates)
+        if frames is None:
+            return None
+        check_next_seq(self.merged, bucket, seq)  # `dataset_frames` checked the aggregates
+        decoded: list[DataSet] = []
+
+        def groups_of(start: int) -> Groups:
+            if not decoded:
+                decoded.append(decode_dataset(data))
+            return decoded[0].windows[start]
+
+        def merge_open(start: int, frame: pl.DataFrame) -> None:
+            self._open_window(start).merge_frame(frame, lambda: groups_of(start))
+
+        late = self._merge_windows(bucket, seq, frames, merge_open, groups_of)
+        return late, sum(frame.height for frame in frames.values())
+
+    def _open_window(self, start: int) -> ColumnarGroups:
+        """Open window `start`'s groups (new if none), about to take a data set's."""
         window = self.columns.get(start)
         if window is None:
             window = self.columns[start] = self._new_window()
-        window.merge(groups)
         if self._dirty is not None:
             self._dirty.setdefault(start, set())  # the window: its groups keep their keys
+        return window
 
     def _open_starts(self) -> Iterable[int]:
         return self.columns.keys()

@@ -24,9 +24,9 @@ or late (an idle partition came back after an idle close): returned as `LateCont
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -43,6 +43,8 @@ from mars.engine.dataset import (
 from mars.tasks.rewind import lowered_closed_watermark, revision_of
 from mars.windows import WindowAssigner
 from reducer.replay_marks import ReplayMarks
+
+Part = TypeVar("Part")  # one window of a data set, in the form a merge takes
 
 
 class DataSetOrderError(RuntimeError):
@@ -168,17 +170,31 @@ class OpenWindowState:
     def merge(self, bucket: int, seq: int, dataset: DataSet) -> list[LateContribution]:
         """Merge data set `seq` of `bucket`; return its contributions to closed windows."""
         check_next_dataset(self.merged, self.aggregates, bucket, seq, dataset)
+        windows = dataset.windows
+        return self._merge_windows(bucket, seq, windows, self._merge_open, windows.__getitem__)
+
+    def _merge_windows(
+        self,
+        bucket: int,
+        seq: int,
+        windows: Mapping[int, Part],
+        merge_open: Callable[[int, Part], None],
+        groups_of: Callable[[int], Groups],
+    ) -> list[LateContribution]:
+        """`merge` of a data set's `windows` in whatever form `merge_open` takes (Python
+        groups, or a subclass's); `groups_of(start)`: a window's as Python groups (closed
+        windows' late contributions)."""
         late: list[LateContribution] = []
         accounted = seq <= self.replayed_through.get(bucket, 0)
-        for start, groups in dataset.windows.items():
+        for start, part in windows.items():
             if self.is_closed(start):
                 if not accounted:
                     late.extend(
                         LateContribution.of(self.aggregates, bucket, seq, start, key, states)
-                        for key, states in groups.items()
+                        for key, states in groups_of(start).items()
                     )
                 continue
-            self._merge_open(start, groups)
+            merge_open(start, part)
             self._replay.merged(bucket, start, seq)
         self.merged[bucket] = seq
         return late
@@ -324,13 +340,18 @@ def check_next_dataset(
 ) -> None:
     """Raise unless `seq` is the data set of `bucket` after `merged[bucket]` and carries the
     task's aggregates: merging out of order or another task's layout would corrupt state."""
-    if seq != merged[bucket] + 1:
-        raise DataSetOrderError(
-            f"bucket {bucket}: data set {seq} after {merged[bucket]} (expected next)"
-        )
+    check_next_seq(merged, bucket, seq)
     names = tuple(wire_name(agg) for agg in aggregates)
     if dataset.aggregate_names != names:
         raise DataSetOrderError(
             f"bucket {bucket}: data set {seq} has aggregates {dataset.aggregate_names}, "
             f"the task has {names}"
+        )
+
+
+def check_next_seq(merged: Mapping[int, int], bucket: int, seq: int) -> None:
+    """Raise unless `seq` is the data set of `bucket` after `merged[bucket]`."""
+    if seq != merged[bucket] + 1:
+        raise DataSetOrderError(
+            f"bucket {bucket}: data set {seq} after {merged[bucket]} (expected next)"
         )

@@ -423,12 +423,25 @@ class UnitOwner:
             with gc_paused() if isinstance(state, ColumnarWindowState) else nullcontext():
                 for seq, data in datasets:
                     rewound = _apply_rewinds(state, pending, bucket) or rewound
-                    dataset = fitted(decode_dataset(data), self._aggregates)
-                    outcome.late.extend(state.merge(bucket, seq, dataset))
+                    late, groups = self._merge(state, bucket, seq, data)
+                    outcome.late.extend(late)
                     outcome.merged += 1
-                    outcome.groups += sum(len(groups) for groups in dataset.windows.values())
+                    outcome.groups += groups
             rewound = _apply_rewinds(state, pending, bucket) or rewound
         return ReadResult(unit=unit, complete=complete, rewound=rewound)
+
+    def _merge(
+        self, state: UnitState, bucket: int, seq: int, data: bytes
+    ) -> tuple[list[LateContribution], int]:
+        """Merge encoded data set `seq` of `bucket`: its late contributions and groups. The
+        columnar state takes the data set's columns decoded natively when it can."""
+        if isinstance(state, ColumnarWindowState):
+            merged = state.merge_encoded(bucket, seq, data)
+            if merged is not None:
+                return merged
+        dataset = fitted(decode_dataset(data), self._aggregates)
+        late = state.merge(bucket, seq, dataset)
+        return late, sum(len(groups) for groups in dataset.windows.values())
 
     def _watermark(self, unit: UnitSnapshot, now: int) -> int | None:
         """The min over the buckets' snapshot watermarks (each snapshot vouches for its own

@@ -3,7 +3,9 @@ the Python state (`OpenWindowState`): random data sets of random aggregates and 
 into both in the same order, with closes, rewinds and checkpoint round trips between them,
 give the same open groups, closed windows, late contributions and rseqs. Values include what
 does not fit
-columns (mixed types, ints beyond int64, NaN), which must turn a window back to Python."""
+columns (mixed types, ints beyond int64, NaN), which must turn a window back to Python. The
+same scenarios merged as encoded data sets (`merge_encoded`: frames decoded natively where
+they fit) give what merging their decoded groups gives."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import math
 from typing import Any
 
 import polars as pl
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
@@ -20,7 +22,7 @@ from mars.engine.dataset import DataSet, OpenWindows, decode_dataset, encode_dat
 from mars.windows import WindowAssigner
 from reducer.columnar_groups import ColumnarGroups, columnar_aggregates
 from reducer.columnar_windows import ColumnarWindowState
-from reducer.open_windows import ClosedWindow, OpenWindowState
+from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState
 
 ASSIGNER = WindowAssigner(size_ms=20, slide_ms=10, grace_ms=0)  # hopping: 2 windows a record
 STARTS = (0, 10, 20, 30, 40)
@@ -193,6 +195,108 @@ def test_columnar_state_matches_the_python_state(case: Any) -> None:
         assert same_windows(columnar.open_groups(), reference.windows)
         assert columnar.rseqs() == reference.rseqs()
         assert columnar.closed_watermark == reference.closed_watermark
+
+
+def same_late(left: list[LateContribution], right: list[LateContribution]) -> bool:
+    """Equal late contributions, their states by `same` (NaN equal to NaN)."""
+    return len(left) == len(right) and all(
+        (a.bucket, a.seq, a.window_start, a.records) == (b.bucket, b.seq, b.window_start, b.records)
+        and same(a.key, b.key)
+        and same(a.states, b.states)
+        for a, b in zip(left, right, strict=True)
+    )
+
+
+def merged_encoded(
+    state: ColumnarWindowState, bucket: int, seq: int, data: bytes
+) -> tuple[list[LateContribution], int]:
+    """As `UnitOwner._merge`: the frames when they fit, else the decoded data set."""
+    merged = state.merge_encoded(bucket, seq, data)
+    event("frames" if merged is not None else "declined: groups")
+    if merged is not None:
+        return merged
+    dataset = decode_dataset(data)
+    return state.merge(bucket, seq, dataset), sum(map(len, dataset.windows.values()))
+
+
+def fallen_back(state: ColumnarWindowState) -> dict[int, bool]:
+    return {start: w.python_groups() is not None for start, w in state.columns.items()}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario())
+def test_merging_encoded_data_sets_matches_merging_their_groups(case: Any) -> None:
+    aggregates, steps = case
+    _, by_groups = fresh(aggregates)
+    _, by_frames = fresh(aggregates)
+    for step in steps:
+        if step[0] == "merge":
+            _, bucket, windows = step
+            seq = by_groups.merged[bucket] + 1
+            data = encode_dataset(aggregates, windows)
+            dataset = decode_dataset(data)
+            late = by_groups.merge(bucket, seq, dataset)
+            found, groups = merged_encoded(by_frames, bucket, seq, data)
+            assert same_late(found, late)
+            assert groups == sum(map(len, dataset.windows.values()))
+        elif step[0] == "close":
+            expected = closed_windows(by_groups.close(step[1]), aggregates)
+            assert same_windows(closed_windows(by_frames.close(step[1]), aggregates), expected)
+        elif step[0] == "rewind":
+            generation = by_groups.rewind_generation + 1
+            by_groups.rewind(generation, step[1])
+            by_frames.rewind(generation, step[1])
+        else:
+            expected = checkpoint_dataset(by_groups.checkpoint_data()).windows
+            assert same_windows(checkpoint_dataset(by_frames.checkpoint_data()).windows, expected)
+            by_groups, by_frames = round_trip(by_groups), round_trip(by_frames)
+        assert same_windows(by_frames.open_groups(), by_groups.open_groups())
+        assert fallen_back(by_frames) == fallen_back(by_groups)
+        assert by_frames.rseqs() == by_groups.rseqs()
+        assert by_frames.merged == by_groups.merged
+
+
+def test_frames_of_a_window_that_fell_back_merge_as_python_groups() -> None:
+    """A window turned into Python groups takes a data set's groups, decoded for it: exact
+    (an AVG sum of ints stays an int), and a type change makes it fall back at once."""
+    aggregates = (Sum(), Average())
+    _, state = fresh(aggregates)
+    encoded = [
+        encode_dataset(aggregates, {0: {("a",): [1, (1, 1)], ("b",): [2, (2**60, 1)]}}),
+        encode_dataset(aggregates, {0: {("a",): [0.5, (1, 1)]}}),  # SUM: floats after ints
+        encode_dataset(aggregates, {0: {("a",): [1.0, (1, 1)], ("b",): [1.0, (3, 2)]}}),
+    ]
+    for seq, data in enumerate(encoded, start=1):
+        assert state.merge_encoded(0, seq, data) is not None
+    assert state.columns[0].python_groups() == {
+        ("a",): [2.5, (3, 3)],
+        ("b",): [3.0, (2**60 + 3, 3)],
+    }
+
+
+def test_late_contributions_of_encoded_data_sets_are_their_groups() -> None:
+    aggregates = (CountAll(), Min())
+    _, state = fresh(aggregates)
+    state.close(20)  # window 0 closed
+    data = encode_dataset(aggregates, {0: {("a",): [3, 1.5]}, 10: {("b",): [1, "x"]}})
+    late, groups = state.merge_encoded(1, 1, data) or ([], 0)
+    assert groups == 2
+    assert late == [
+        LateContribution(bucket=1, seq=1, window_start=0, key=("a",), states=[3, 1.5], records=3)
+    ]
+    assert state.open_groups() == {10: {("b",): [1, "x"]}}
+
+
+def test_data_sets_the_columns_cannot_take_are_declined_untouched() -> None:
+    """Another revision's aggregates (a prefix: `fitted` pads them), or mixed kinds: None,
+    and nothing merged."""
+    aggregates = (CountAll(), Sum())
+    _, state = fresh(aggregates)
+    prefix = encode_dataset(aggregates[:1], {0: {("a",): [1]}})
+    mixed = encode_dataset(aggregates, {0: {("a",): [1, 2], (1,): [1, 2]}})
+    assert state.merge_encoded(0, 1, prefix) is None
+    assert state.merge_encoded(0, 1, mixed) is None
+    assert state.merged == {0: 0, 1: 0} and not state.columns
 
 
 def test_large_windows_merge_in_columns_and_stay_exact() -> None:

@@ -2,8 +2,10 @@
 rewinds and checkpoints of an `OpenWindowState` and of a `ColumnarWindowState`, each checkpoint
 a delta when the budget allows (as `UnitOwner._write_checkpoint` decides); after every
 checkpoint an owner recovering from the chain, the progress of that moment and the data sets
-from its rseq holds exactly the live state's open windows. Then the chain format itself: its
-order, a reader that knows no deltas, and columnar chains."""
+from its rseq holds exactly the live state's open windows. A columnar state merging encoded
+data sets (`merge_encoded`, frames decoded natively) writes the same checkpoints and deltas as
+one merging their decoded groups. Then the chain format itself: its order, a reader that knows
+no deltas, and columnar chains."""
 
 from __future__ import annotations
 
@@ -65,8 +67,9 @@ class Owner:
     """The owner's side of checkpoints, as `UnitOwner` does it: the committed chain and
     progress, a budget for deltas, and the data sets Redis keeps for a replay."""
 
-    def __init__(self, max_deltas: int, *, columnar: bool = False) -> None:
-        self.columnar = columnar
+    def __init__(self, max_deltas: int, *, columnar: bool = False, frames: bool = False) -> None:
+        self.columnar = columnar or frames
+        self.frames = frames  # merge encoded data sets (`merge_encoded`), as `UnitOwner._read`
         self.state = self._starting(rseqs={b: 1 for b in BUCKETS})
         self.budget = DeltaBudget(max_deltas=max_deltas)
         self.chain: list[bytes] = []
@@ -87,7 +90,15 @@ class Owner:
     def merge(self, bucket: int, windows: OpenWindows) -> None:
         dataset = DataSet(aggregates=AGGREGATES, windows=windows)
         self.datasets[bucket].append(dataset)
-        self.state.merge(bucket, len(self.datasets[bucket]), dataset)
+        self._merge(self.state, bucket, len(self.datasets[bucket]), dataset)
+
+    def _merge(self, state: OpenWindowState, bucket: int, seq: int, dataset: DataSet) -> None:
+        if self.frames:
+            assert isinstance(state, ColumnarWindowState)
+            data = encode_dataset(AGGREGATES, dataset.windows)
+            assert state.merge_encoded(bucket, seq, data) is not None  # ints: they fit
+        else:
+            state.merge(bucket, seq, dataset)
 
     def checkpoint(self) -> None:
         delta = self.state.delta_data()
@@ -117,29 +128,36 @@ class Owner:
         state = self._starting(checkpoint=checkpoint, **self.progress)
         for bucket in BUCKETS:
             for seq in range(state.merged[bucket] + 1, len(self.datasets[bucket]) + 1):
-                state.merge(bucket, seq, self.datasets[bucket][seq - 1])
+                self._merge(state, bucket, seq, self.datasets[bucket][seq - 1])
         return state
 
 
+def apply(owner: Owner, action: str, arg: Any) -> None:
+    if action == "merge":
+        owner.merge(*arg)
+    elif action == "close":
+        closed = owner.state.close(arg + 20)
+        owner.budget.closed(sum(window.size for window in closed))
+    elif action == "rewind":
+        owner.state.rewind(owner.state.rewind_generation + 1, arg)
+        owner.checkpoint()  # a rewind's commit always carries a checkpoint
+    else:
+        owner.checkpoint()
+
+
 @settings(max_examples=200, deadline=None)
-@given(steps=steps, max_deltas=st.integers(min_value=1, max_value=4), columnar=st.booleans())
+@given(
+    steps=steps,
+    max_deltas=st.integers(min_value=1, max_value=4),
+    mode=st.sampled_from(["python", "columnar", "frames"]),
+)
 def test_a_recovery_from_the_chain_holds_the_live_open_windows(
-    steps: list[tuple[str, Any]], max_deltas: int, columnar: bool
+    steps: list[tuple[str, Any]], max_deltas: int, mode: str
 ) -> None:
-    owner = Owner(max_deltas, columnar=columnar)
-    generation = 0
+    owner = Owner(max_deltas, columnar=mode == "columnar", frames=mode == "frames")
     for action, arg in steps:
-        if action == "merge":
-            owner.merge(*arg)
-        elif action == "close":
-            closed = owner.state.close(arg + 20)
-            owner.budget.closed(sum(window.size for window in closed))
-        elif action == "rewind":
-            generation += 1
-            owner.state.rewind(generation, arg)
-            owner.checkpoint()  # a rewind's commit always carries a checkpoint
-        else:
-            owner.checkpoint()
+        apply(owner, action, arg)
+        if action == "checkpoint":
             assert len(owner.chain) <= max_deltas + 1
             recovered = owner.recovered()
             recovered.close(owner.state.closed_watermark)
@@ -148,6 +166,26 @@ def test_a_recovery_from_the_chain_holds_the_live_open_windows(
         recovered = owner.recovered()
         recovered.close(owner.state.closed_watermark)
         assert owner.open_groups(recovered) == owner.open_groups()
+
+
+@settings(max_examples=100, deadline=None)
+@given(steps=steps, max_deltas=st.integers(min_value=1, max_value=4))
+def test_merging_encoded_data_sets_writes_the_checkpoints_merging_groups_writes(
+    steps: list[tuple[str, Any]], max_deltas: int
+) -> None:
+    by_groups = Owner(max_deltas, columnar=True)
+    by_frames = Owner(max_deltas, frames=True)
+    for action, arg in steps:
+        apply(by_groups, action, arg)
+        apply(by_frames, action, arg)
+        assert by_frames.open_groups() == by_groups.open_groups()
+        if action in ("checkpoint", "rewind"):
+            assert by_frames.deltas_written == by_groups.deltas_written
+            assert len(by_frames.chain) == len(by_groups.chain)
+            for end in range(1, len(by_groups.chain) + 1):  # the full one, then each delta
+                found = chain_dataset(by_frames.chain[:end], AGGREGATES).windows
+                assert found == chain_dataset(by_groups.chain[:end], AGGREGATES).windows
+            assert by_frames.progress == by_groups.progress
 
 
 def test_deltas_carry_only_the_changed_groups_and_a_rewind_makes_the_next_one_full() -> None:
