@@ -2,9 +2,10 @@
 
 A frame holds one row per group: the key values in `k0..` and each aggregate's state in
 fixed-width columns (`a<i>`; AVG as `a<i>s` and `a<i>n`). Data sets are appended as frames
-and merged a batch at a time (concat + group_by) once the appended rows reach the merged
-frame's size, so the work per group merged is a vectorised share of one group_by and the
-memory stays within about twice the frame's.
+(`merge`: built from Python groups by `groups_frame`; `merge_frame`: decoded natively into the
+same frame, `mars.engine.dataset_frames`) and merged a batch at a time (concat + group_by) once
+the appended rows reach the merged frame's size, so the work per group merged is a vectorised
+share of one group_by and the memory stays within about twice the frame's.
 
 The reference is the Python state (`mars.engine.dataset.merge_groups`): the columns give the
 same groups and states. Where they could not, the window turns into a Python `Groups` dict for

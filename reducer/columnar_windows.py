@@ -5,7 +5,9 @@ For tumbling and hopping windows whose aggregates all have a fixed-width columna
 windows): the bookkeeping (SEQ order, rseq, closed watermark, late contributions) is
 `OpenWindowState`'s, through its storage hooks (`_merge_open`, `_open_starts`, `_pop_closed`);
 the groups are `ColumnarGroups` (a window turned into Python objects keeps exact results, see
-there); a closed window leaves as its frame, which its results are finalized from in columns
+there), which take an encoded data set's windows as frames decoded natively (`merge_encoded`,
+the reducer's path; `merge` of a decoded data set is the reference and the fallback); a closed
+window leaves as its frame, which its results are finalized from in columns
 (`mars.engine.finalize.finalize_frame`); the checkpoint is Arrow IPC
 (`mars.engine.columnar_checkpoint`), and with `incremental` a delta checkpoint holds each
 touched window's rows merged since the last checkpoint (the groups keep the key columns of
