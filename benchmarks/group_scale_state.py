@@ -6,6 +6,10 @@ states COUNT(*) and SUM, each data set a random `groups / datasets * 4` of the w
 so every group is in about 4 data sets), then, timed: decodes and merges them into a fresh
 unit state (what a reducer's read does), encodes its checkpoint, loads it back, merges one
 more data set and encodes the delta checkpoint of the groups it changed, closes the window.
+The columnar state merges each encoded data set as `UnitOwner._read` does (`merge_encoded`:
+its frames decoded natively); `--decode python` decodes it into Python groups first (the path
+before, and the one for data sets the native decoder declines). `merge_cpu_s` is the process's
+CPU time over the merges (all threads): on a busy machine the steadier figure.
 Its memory is the process's RSS after merging minus before (the data sets' bytes are already
 resident, garbage collected first), over the groups held: the bytes per open group. A
 process of its own per measurement, so no allocator reuse of an earlier one hides growth.
@@ -48,7 +52,18 @@ def datasets(groups: int, count: int, *, seed: int = 7) -> list[bytes]:
     return found
 
 
-def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
+def merge(state: OpenWindowState, seq: int, data: bytes, *, native: bool) -> int:
+    """Merge encoded data set `seq` of bucket 0 as a reducer does; its groups."""
+    if native and isinstance(state, ColumnarWindowState):
+        merged = state.merge_encoded(0, seq, data)
+        assert merged is not None, "the native decoder declined the data set"
+        return merged[1]
+    dataset = decode_dataset(data)
+    state.merge(0, seq, dataset)
+    return sum(len(groups) for groups in dataset.windows.values())
+
+
+def measure(groups: int, count: int, *, columnar: bool, native: bool = True) -> dict[str, Any]:
     data = datasets(groups, count + 1)  # the last one for the delta checkpoint
     warm_up()
     gc.collect()
@@ -63,14 +78,13 @@ def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
             assigner=assigner, aggregates=AGGREGATES, rseqs={0: 1}, incremental=True
         )
     )
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     merged = 0
     with gc_paused() if columnar else nullcontext():  # as `UnitOwner._read` does
         for seq, encoded in enumerate(data[:count], start=1):
-            dataset = decode_dataset(encoded)
-            state.merge(0, seq, dataset)
-            merged += len(dataset.windows[0])
+            merged += merge(state, seq, encoded, native=native)
     merge_s = time.perf_counter() - started
+    merge_cpu_s = time.process_time() - started_cpu
     gc.collect()
     held = state_groups(state)
     grown_mb = rss_mb_now() - before
@@ -87,7 +101,7 @@ def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
         decode_dataset(checkpoint)
     load_s = time.perf_counter() - started
     state.checkpointed()  # then what a delta checkpoint writes after one more data set
-    state.merge(0, count + 1, decode_dataset(data[count]))
+    merge(state, count + 1, data[count], native=native)
     if isinstance(state, ColumnarWindowState):  # the merge's compaction, not the checkpoint's
         for window in state.columns.values():
             window.frame()
@@ -102,10 +116,12 @@ def measure(groups: int, count: int, *, columnar: bool) -> dict[str, Any]:
     close_s = time.perf_counter() - started
     return {
         "state": "columnar" if columnar else "python",
+        "decode": "native" if native and columnar else "python",
         "groups": held,
         "datasets": count,
         "groups_merged": merged,
         "merge_s": merge_s,
+        "merge_cpu_s": merge_cpu_s,
         "groups_merged_per_s": merged / merge_s,
         "bytes_per_group": grown_mb * 1024**2 / max(held, 1),
         "checkpoint_bytes": len(checkpoint),
@@ -145,8 +161,14 @@ def main() -> None:
     parser.add_argument("--groups", type=int, required=True)
     parser.add_argument("--datasets", type=int, default=64)
     parser.add_argument("--state", choices=("python", "columnar"), default="python")
+    parser.add_argument("--decode", choices=("native", "python"), default="native")
     args = parser.parse_args()
-    found = measure(args.groups, args.datasets, columnar=args.state == "columnar")
+    found = measure(
+        args.groups,
+        args.datasets,
+        columnar=args.state == "columnar",
+        native=args.decode == "native",
+    )
     print(json.dumps(found))
 
 
