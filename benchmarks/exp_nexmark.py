@@ -17,7 +17,6 @@ Kafka broker for neither), and, wall clock, the records per second over the mach
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -27,17 +26,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from benchmarks.experiment import Base, Context, Section, note
+from benchmarks.flink_json import FlinkJsonJob, run_flink_job
 from benchmarks.harness import fresh_id
 from benchmarks.nexmark_check import check, data_rows, keyed_rows
-from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
+from benchmarks.nexmark_flink import flink_query
 from benchmarks.nexmark_oracle import Expected, expected_results
 from benchmarks.nexmark_queries import QUERIES, NexmarkQuery
-from benchmarks.peers import PeerUnavailable, flink_kafka_jar, peer_python
-from benchmarks.procstat import cpu_seconds, tree_cpu_seconds, tree_peak_rss_mb
+from benchmarks.peers import PeerUnavailable
+from benchmarks.procstat import cpu_seconds
 from benchmarks.report_nexmark import NEXMARK_HEADING, nexmark_section
 from benchmarks.result_rows import RowCollector
 from benchmarks.stats import Summary, summaries
-from benchmarks.subprocesses import read_markers, spawn_module, stop_group
 from devtools.gen.nexmark import NexmarkConfig, encode_bids, generate_bids
 from devtools.gen.nexmark_produce import produce_bids
 from mars.tasks.spec import default_output_topic
@@ -249,52 +248,37 @@ def flink_query_run(
     ctx: Context, settings: NexmarkSettings, query: NexmarkQuery, loaded: Loaded, *, log_dir: Path
 ) -> QueryRun:
     bench = ctx.bench
-    python = peer_python()
-    jar = flink_kafka_jar()
     output = fresh_id(f"flink-{query.name}-")
-    run_id = output.removeprefix("flink-")
-    job = NexmarkFlinkJob(
-        query=query,
+    job = FlinkJsonJob(
+        query=flink_query(query),
         bootstrap=bench.bootstrap,
         topic=loaded.topic,
         output=output,
-        run_id=run_id,
+        run_id=output.removeprefix("flink-"),
         parallelism=settings.flink_parallelism,
     )
-    path = log_dir / f"{output}.json"
-    path.write_text(json.dumps(job_file(job, jar=jar), indent=2))
-    args = ["--job", str(path), "--log-dir", str(log_dir / f"flink-{run_id}")]
     collector = bench.read_results(RowCollector, output, count_field="")
-    launched = time.time()
     try:
-        child = spawn_module(
-            "benchmarks.flink_job", args, log=log_dir / "flink-nexmark.log", python=python
-        )
-        try:
-            markers = read_markers(child, until="STARTED")
-            if "STARTED" not in markers:
-                raise PeerUnavailable(f"exited before starting its query (log {log_dir})")
-            started = float(markers["STARTED"])
-            cpu = tree_cpu_seconds(child.pid)
-            finished = _wait_rows(
+        ran = run_flink_job(
+            job,
+            log_dir=log_dir,
+            log_name="flink-nexmark.log",
+            wait=lambda alive: _wait_rows(
                 collector,
                 "flink",
                 query.name,
                 loaded,
                 timeout_s=ctx.config.timeout_s,
-                alive=lambda: child.poll() is None,
-            )
-            cpu = tree_cpu_seconds(child.pid) - cpu
-            rss = tree_peak_rss_mb(child.pid)
-        finally:
-            stop_group(child)
+                alive=alive,
+            ),
+        )
     finally:
         collector.stop()
     return replace(
-        _figures(collector, "flink", query.name, loaded, seconds=finished - started, cpu_s=cpu),
-        startup_s=started - launched,
-        peak_rss_mb=rss,
-        settings=json.loads(markers.get("SETTINGS", "{}")),
+        _figures(collector, "flink", query.name, loaded, seconds=ran.seconds, cpu_s=ran.cpu_s),
+        startup_s=ran.startup_s,
+        peak_rss_mb=ran.peak_rss_mb,
+        settings=ran.settings,
     )
 
 

@@ -5,9 +5,9 @@
 `JOB.json` holds `configuration` (the Flink settings the TableEnvironment is built with),
 `settings` (what the report says about the run, printed back), `statements` (the DDL, run in
 order) and `insert` (the INSERT that starts the job). `benchmarks.flink_sql` (the reference
-query) and `benchmarks.nexmark_flink` (the Nexmark queries) write the text; this module only
-runs it, under the peers' virtualenv, so it imports nothing but the standard library and
-`pyflink`, and that only in `run_job`.
+query) and `benchmarks.flink_json` (a query over a JSON topic: the Nexmark queries, experiment
+16's) write the text; this module only runs it, under the peers' virtualenv, so it imports
+nothing but the standard library and `pyflink`, and that only in `run_job`.
 
 Prints `SETTINGS <json>`, `SESSION <t>` once the TableEnvironment (and its JVM) is up and
 `STARTED <t>` (wall seconds) just before the INSERT is submitted; runs until terminated

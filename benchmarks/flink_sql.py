@@ -48,6 +48,11 @@ KEY_COLUMNS = ("sip", "type")
 # The Kafka sink's transactions must end within the broker's transaction.max.timeout.ms
 # (15 min by default); the connector's own default (1 h) is refused by such a broker.
 TRANSACTION_TIMEOUT_MS = 600_000
+# A window TVF's window_start is a TIMESTAMP(3) in the session's zone (UTC): seconds since the
+# epoch by TIMESTAMPDIFF (an INT, enough until 2038), then milliseconds, as Mars's rows have it.
+WINDOW_START_MS = (
+    "CAST(TIMESTAMPDIFF(SECOND, TIMESTAMP '1970-01-01 00:00:00', window_start) AS BIGINT) * 1000"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,15 +138,9 @@ def sink_ddl(job: FlinkJob) -> str:
 def insert_sql(job: FlinkJob) -> str:
     """The reference query: COUNT(*) per (sip, type) and 60 s tumbling window of event time."""
     keys = ", ".join(quoted(key) for key in KEY_COLUMNS)
-    # window_start is a TIMESTAMP(3) in the session's zone (UTC): seconds since the epoch by
-    # TIMESTAMPDIFF (an INT, enough until 2038), then milliseconds.
-    start_ms = (
-        "CAST(TIMESTAMPDIFF(SECOND, TIMESTAMP '1970-01-01 00:00:00', window_start) AS BIGINT)"
-        " * 1000"
-    )
     return (
         f"INSERT INTO sink\n"
-        f"SELECT {start_ms} AS window_start, {keys}, COUNT(*) AS {quoted('count')}\n"
+        f"SELECT {WINDOW_START_MS} AS window_start, {keys}, COUNT(*) AS {quoted('count')}\n"
         f"FROM TABLE(TUMBLE(TABLE source, DESCRIPTOR(ts), INTERVAL '{job.window_s}' SECOND))\n"
         f"GROUP BY window_start, window_end, {keys}"
     )

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -88,11 +89,22 @@ class ResultReader:
         with self._lock:
             return {k: dataclasses.replace(v) for k, v in self.windows.items()}
 
-    def wait_total(self, target: int, *, before_ms: int | None, timeout_s: float) -> bool:
+    def wait_total(
+        self,
+        target: int,
+        *,
+        before_ms: int | None,
+        timeout_s: float,
+        alive: Callable[[], bool] = lambda: True,
+    ) -> bool:
+        """Whether the count reached `target` within `timeout_s` (and while `alive()`: the
+        system writing the topic still runs)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.total(before_ms=before_ms) >= target:
                 return True
+            if not alive():
+                return False
             time.sleep(0.05)
         return False
 

@@ -12,8 +12,9 @@ import pytest
 
 from benchmarks.codec import from_json
 from benchmarks.exp_nexmark import NexmarkResult
+from benchmarks.flink_json import FlinkJsonJob, job_file
 from benchmarks.nexmark_check import check, data_rows, flink_time_ms, keyed_rows
-from benchmarks.nexmark_flink import NexmarkFlinkJob, job_file
+from benchmarks.nexmark_flink import flink_query
 from benchmarks.nexmark_oracle import Expected, expected_results
 from benchmarks.nexmark_queries import QUERIES
 from benchmarks.report import SECTIONS, render_report
@@ -58,8 +59,8 @@ def test_mars_parses_the_three_queries_as_meant() -> None:
 
 
 def test_the_flink_job_reads_json_bids_with_a_zero_delay_watermark() -> None:
-    job = NexmarkFlinkJob(
-        query=QUERIES["q11"],
+    job = FlinkJsonJob(
+        query=flink_query(QUERIES["q11"]),
         bootstrap="127.0.0.1:9092",
         topic="bids_ab",
         output="flink-q11-ab",
@@ -68,6 +69,7 @@ def test_the_flink_job_reads_json_bids_with_a_zero_delay_watermark() -> None:
     )
     found = job_file(job, jar=JAR)
     source, sink = found["statements"]
+    assert source.startswith("CREATE TABLE bids (\n")
     assert "`dateTime` BIGINT" in source and "ts AS TO_TIMESTAMP_LTZ(`dateTime`, 3)" in source
     assert "WATERMARK FOR ts AS ts\n" in source and "'format' = 'json'" in source
     assert "'topic' = 'bids_ab'" in source and "'scan.startup.mode' = 'earliest-offset'" in source
