@@ -11,6 +11,17 @@ the window's groups (bytes per open group), Redis's peak. Checkpoint duration an
 from `benchmarks.group_scale_state` (the state alone, in a process of its own, at G groups):
 the cluster's owners checkpoint every 2 s, and their figures are Prometheus histograms.
 
+Flink SQL, the peer, reads the same topic after Mars's two runs (`benchmarks.flink_json`:
+PyFlink's MiniCluster, `flink_parallelism` wide, the peers' virtualenv): the 300 s TUMBLE of
+`ts = TO_TIMESTAMP_LTZ(timestamp, 0)` with `WATERMARK FOR ts AS ts` grouped by window and `sip`
+with COUNT(*) and SUM(bytes), into an exactly-once Kafka sink (transactions committed with its
+5 s checkpoints). The same sentinels close its window: the Kafka source keeps one watermark per
+partition and emits their minimum, and every partition's sentinel is 900 s past the data.
+Records/s from the INSERT's submission until the last result row is readable (read_committed),
+as experiment 12 times it, and the CPU seconds and peak RSS of its process tree meanwhile.
+Its rows (sip, count, sum of bytes) are compared with each Mars run's. Flink missing or
+failing is noted; Mars is measured all the same.
+
 Opt-in sizes: `MARS_GROUP_SCALE_GROUPS=8000,300000,3000000` (and `MARS_GROUP_SCALE_RECORDS`).
 """
 
@@ -20,14 +31,19 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
+import polars as pl
 from confluent_kafka import Producer
 
-from benchmarks.experiment import Base, Context, Section
+from benchmarks.experiment import Base, Context, Section, note
+from benchmarks.flink_json import FlinkJsonJob, FlinkQuery, run_flink_job
+from benchmarks.flink_sql import WINDOW_START_MS
 from benchmarks.harness import fresh_id
+from benchmarks.peers import PeerUnavailable
 from benchmarks.procstat import rss_mb
 from benchmarks.report_format import fmt
 from benchmarks.results_reader import ResultReader
@@ -43,7 +59,30 @@ from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 WINDOW_S = 300
 START_S = 1_700_000_100  # a multiple of 300: the data fills one window
 STATES = ("python", "columnar")
+DATA_END_MS = (START_S + WINDOW_S) * 1000  # rows of windows from here on are the sentinels'
 HEADING = "## 16. Groups per window: the reducer's open-window state at scale"
+MARS_SQL = (
+    "SELECT sip, count(*), sum(bytes) FROM {topic} GROUP BY sip "
+    f"WINDOWING {WINDOW_S} s WITH (idle_timeout='30 s')"
+)
+# The same question in Flink SQL, its rows in the shape of Mars's (window_start in epoch ms).
+FLINK_QUERY = FlinkQuery(
+    table="records",
+    columns=(("timestamp", "BIGINT"), ("sip", "STRING"), ("bytes", "BIGINT")),
+    time="TO_TIMESTAMP_LTZ(`timestamp`, 0)",
+    select=(
+        f"SELECT {WINDOW_START_MS} AS window_start, sip, COUNT(*) AS count_star, "
+        "SUM(`bytes`) AS sum_bytes\n"
+        f"FROM TABLE(TUMBLE(TABLE records, DESCRIPTOR(ts), INTERVAL '{WINDOW_S}' SECOND))\n"
+        "GROUP BY window_start, window_end, sip"
+    ),
+    sink_columns=(
+        ("window_start", "BIGINT"),
+        ("sip", "STRING"),
+        ("count_star", "BIGINT"),
+        ("sum_bytes", "BIGINT"),
+    ),
+)
 
 
 def _env_ints(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
@@ -57,6 +96,7 @@ class GroupScaleSettings:
     records: int = _env_ints("MARS_GROUP_SCALE_RECORDS", (1_000_000,))[0]
     mappers: int = 2
     reducers: int = 2  # two owners' memory and merges, as in a deployment
+    flink_parallelism: int = 2  # one task slot per core, as in experiment 12
     QUICK: ClassVar[dict[str, object]] = {"records": 200_000, "groups": (8_000, 100_000)}
 
 
@@ -81,10 +121,95 @@ class GroupScaleRun:
 
 
 @dataclass(slots=True, kw_only=True)
+class FlinkGroupRun:
+    """Flink SQL at one group count: its time, CPU and memory, and its rows compared with
+    Mars's (`check`: what agreed or the first difference)."""
+
+    groups: int  # the data window's result rows
+    records: int
+    seconds: float = math.nan
+    records_per_s: float = math.nan
+    complete: bool = False
+    startup_s: float = math.nan
+    cpu_s: float = math.nan
+    peak_rss_mb: float = math.nan
+    agrees: bool = False  # its rows equal every Mars run's at this group count
+    check: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
 class GroupScaleResult:
     mappers: int = 0
     reducers: int = 0
+    flink_parallelism: int = 0
     runs: list[GroupScaleRun] = field(default_factory=list)
+    flink: list[FlinkGroupRun] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+GROUP_ROW = ("window_start", "sip", "count_star", "sum_bytes")
+
+
+@dataclass(slots=True)
+class GroupRows(ResultReader):
+    """A result reader that also keeps each row's `sip`, count and sum of bytes."""
+
+    rows: list[tuple[int, str, int, int]] = field(default_factory=list)
+
+    def add(self, row: dict[str, object], arrival: float, kafka_ts_ms: int) -> None:
+        ResultReader.add(self, row, arrival, kafka_ts_ms)
+        start, sip, count, total = (row.get(k) for k in GROUP_ROW)
+        if isinstance(start, int) and isinstance(count, int) and isinstance(total, int):
+            with self._lock:
+                self.rows.append((start, str(sip), count, total))
+
+    def frame(self) -> pl.DataFrame:
+        """The data window's rows (the sentinels' windows left out)."""
+        with self._lock:
+            rows = list(self.rows)
+        return rows_frame(rows)
+
+
+def rows_frame(rows: list[tuple[int, str, int, int]]) -> pl.DataFrame:
+    """(window_start, sip, count, sum) rows as a frame of the data window's `sip`,
+    `count_star`, `sum_bytes`."""
+    schema = {"window_start": pl.Int64, "sip": pl.String, "count_star": pl.Int64}
+    frame = pl.DataFrame(rows, schema={**schema, "sum_bytes": pl.Int64}, orient="row")
+    return frame.filter(pl.col("window_start") < DATA_END_MS).drop("window_start")
+
+
+def compare_rows(found: pl.DataFrame, expected: pl.DataFrame) -> str | None:
+    """None when `found` holds exactly `expected`'s rows (one per `sip`); else the first
+    difference, in words."""
+    for name, frame in (("found", found), ("expected", expected)):
+        twice = frame.height - frame["sip"].n_unique()
+        if twice:
+            return f"{twice:,} repeated sips in the {name} rows"
+    joined = found.join(expected, on="sip", how="full", coalesce=True, suffix="_expected")
+    differ = joined.filter(
+        pl.col("count_star").ne_missing(pl.col("count_star_expected"))
+        | pl.col("sum_bytes").ne_missing(pl.col("sum_bytes_expected"))
+    ).sort("sip")
+    if differ.is_empty():
+        return None
+    first = differ.row(0, named=True)
+    return (
+        f"{differ.height:,} of {joined.height:,} sips differ, first {first['sip']}: "
+        f"({first['count_star']}, {first['sum_bytes']}) vs "
+        f"({first['count_star_expected']}, {first['sum_bytes_expected']})"
+    )
+
+
+def flink_check(flink: pl.DataFrame, mars: Mapping[str, pl.DataFrame]) -> tuple[bool, str]:
+    """Whether Flink's rows equal every Mars run's, and what the report says about it."""
+    if not mars:
+        return False, "no Mars rows to compare with"
+    problems = {state: compare_rows(flink, rows) for state, rows in mars.items()}
+    wrong = {state: problem for state, problem in problems.items() if problem}
+    if not wrong:
+        return True, f"{flink.height:,} rows equal to Mars's ({', '.join(mars)} state)"
+    return False, "; ".join(f"vs Mars {state}: {problem}" for state, problem in wrong.items())
 
 
 def preload_json(ctx: Context, topic: str, *, records: int, groups: int) -> None:
@@ -113,7 +238,7 @@ def preload_json(ctx: Context, topic: str, *, records: int, groups: int) -> None
 
 def cluster_run(
     ctx: Context, settings: GroupScaleSettings, topic: str, *, state: str, groups: int
-) -> GroupScaleRun:
+) -> tuple[GroupScaleRun, pl.DataFrame]:
     bench, config, records = ctx.bench, ctx.config, settings.records
     env = {"MARS_REDUCER__COLUMNAR_STATE": "true" if state == "columnar" else "false"}
     found = GroupScaleRun(state=state, groups=groups, records=records)
@@ -123,26 +248,19 @@ def cluster_run(
         time.sleep(2.0)  # imports done: the idle figure
         found.reducer_idle_rss_mb = sum(rss_mb(h.pid) or 0.0 for h in reducers)
         task_id = fresh_id("groups-")
-        reader = bench.read_results(
-            ResultReader, default_output_topic(task_id), key_fields=("sip",)
-        )
-        sql = (
-            f"SELECT sip, count(*), sum(bytes) FROM {topic} GROUP BY sip "
-            f"WINDOWING {WINDOW_S} s WITH (idle_timeout='30 s')"
-        )
+        reader = bench.read_results(GroupRows, default_output_topic(task_id), key_fields=("sip",))
         with bench.redis_sampler() as redis_peak:
             started = time.time()
-            spec = run.register(sql, task_id=task_id)
+            spec = run.register(MARS_SQL.format(topic=topic), task_id=task_id)
             assert spec.output_topic == reader.topic, (spec.output_topic, reader.topic)
-            before = (START_S + WINDOW_S) * 1000
-            found.complete = reader.wait_total(
-                records, before_ms=before, timeout_s=config.timeout_s
-            )
+            finished = wait_rows(reader, records, timeout_s=config.timeout_s)
             figures = run.figures()["reducers"]
         reader.stop()
-        found.groups = len({key for key in reader.keys_seen if key != ("0.0.0.0",)})
+    rows = reader.frame()
+    found.groups = rows.height
+    found.complete = not math.isnan(finished)
     if found.complete:
-        found.seconds = reader.completion_time_s(before_ms=before) - started
+        found.seconds = finished - started
         found.records_per_s = records / found.seconds
     peaks = [f.peak_rss_mb for f in figures]
     if None not in peaks:
@@ -150,7 +268,69 @@ def cluster_run(
         grown = found.reducer_peak_rss_mb - found.reducer_idle_rss_mb
         found.bytes_per_group = grown * 1024**2 / max(found.groups, 1)
     found.redis_peak_mb = redis_peak.peak_bytes / 1024**2
-    return found
+    return found, rows
+
+
+def wait_rows(
+    reader: ResultReader,
+    records: int,
+    *,
+    timeout_s: float,
+    alive: Callable[[], bool] = lambda: True,
+) -> float:
+    """The wall time the data window's last row became readable, once its counts add up to
+    every record; NaN at the timeout or when the writer stopped first."""
+    if reader.wait_total(records, before_ms=DATA_END_MS, timeout_s=timeout_s, alive=alive):
+        return reader.completion_time_s(before_ms=DATA_END_MS)
+    return math.nan
+
+
+def flink_run(
+    ctx: Context,
+    settings: GroupScaleSettings,
+    topic: str,
+    *,
+    log_dir: Path,
+    mars: Mapping[str, pl.DataFrame],
+) -> FlinkGroupRun:
+    """Flink SQL over `topic`; its rows compared with Mars's (`mars`, by state)."""
+    bench, records = ctx.bench, settings.records
+    output = fresh_id("flink-groups-")
+    job = FlinkJsonJob(
+        query=FLINK_QUERY,
+        bootstrap=bench.bootstrap,
+        topic=topic,
+        output=output,
+        run_id=output.removeprefix("flink-"),
+        parallelism=settings.flink_parallelism,
+    )
+    reader = bench.read_results(GroupRows, output, key_fields=("sip",))
+    try:
+        ran = run_flink_job(
+            job,
+            log_dir=log_dir,
+            log_name="flink-group-scale.log",
+            wait=lambda alive: wait_rows(
+                reader, records, timeout_s=ctx.config.timeout_s, alive=alive
+            ),
+        )
+    finally:
+        reader.stop()
+    rows = reader.frame()
+    agrees, check = flink_check(rows, mars)
+    return FlinkGroupRun(
+        groups=rows.height,
+        records=records,
+        seconds=ran.seconds,
+        records_per_s=records / ran.seconds if ran.complete else math.nan,
+        complete=ran.complete,
+        startup_s=ran.startup_s,
+        cpu_s=ran.cpu_s,
+        peak_rss_mb=ran.peak_rss_mb,
+        agrees=agrees,
+        check=check,
+        settings=ran.settings,
+    )
 
 
 def state_figures(found: GroupScaleRun) -> None:
@@ -171,12 +351,20 @@ def state_figures(found: GroupScaleRun) -> None:
 
 
 def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupScaleResult:
-    result = GroupScaleResult(mappers=settings.mappers, reducers=settings.reducers)
+    """Per group count: Mars with each state, then Flink SQL on the same topic; Flink missing
+    or failing is noted and Mars measured all the same."""
+    result = GroupScaleResult(
+        mappers=settings.mappers,
+        reducers=settings.reducers,
+        flink_parallelism=settings.flink_parallelism,
+    )
+    log_dir = ctx.work_dir("group_scale")
     for groups in settings.groups:
         topic = "GS" + fresh_id(f"{groups}_").replace("-", "_")
         preload_json(ctx, topic, records=settings.records, groups=groups)
+        mars: dict[str, pl.DataFrame] = {}
         for state in STATES:
-            found = cluster_run(ctx, settings, topic, state=state, groups=groups)
+            found, mars[state] = cluster_run(ctx, settings, topic, state=state, groups=groups)
             state_figures(found)
             ctx.log(
                 f"  {state} state, {found.groups:,} groups: {fmt(found.records_per_s)} records/s, "
@@ -186,6 +374,20 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
                 f"{fmt(found.checkpoint_s, '.3f')} s {fmt(found.checkpoint_bytes)} B"
             )
             result.runs.append(found)
+        try:
+            flink = flink_run(ctx, settings, topic, log_dir=log_dir, mars=mars)
+        except PeerUnavailable as error:
+            note(result.notes, f"Flink SQL not measured: {error}", ctx.log)
+            continue
+        except Exception as error:  # a failing peer must not lose Mars's runs
+            note(result.notes, f"Flink SQL at {groups:,} groups failed: {error!r:.300}", ctx.log)
+            continue
+        ctx.log(
+            f"  Flink SQL, {flink.groups:,} groups: {fmt(flink.records_per_s)} records/s, "
+            f"{fmt(flink.cpu_s, '.1f')} CPU s, peak RSS {fmt(flink.peak_rss_mb)} MiB; "
+            f"{flink.check}"
+        )
+        result.flink.append(flink)
     return result
 
 
@@ -199,14 +401,17 @@ def group_scale_section(result: GroupScaleResult) -> str:
         f"| {fmt(run.delta_s, '.3f')} | {fmt(run.delta_bytes)} |"
         for run in result.runs
     ]
+    rates = {
+        state: [(run.groups, run.records_per_s) for run in result.runs if run.state == state]
+        for state in STATES
+    }
+    rates["Flink SQL"] = [(run.groups, run.records_per_s) for run in result.flink]
     ratios = []
-    for state in STATES:
-        rates = {run.groups: run.records_per_s for run in result.runs if run.state == state}
-        if len(rates) >= 2:
-            low, high = min(rates), max(rates)
+    for system, found in rates.items():
+        if len(found) >= 2:
+            (low, low_rate), (high, high_rate) = min(found), max(found)
             ratios.append(
-                f"{state}: {fmt(rates[high] / rates[low], '.2f')}x at {fmt(high)} groups "
-                f"vs {fmt(low)}"
+                f"{system}: {fmt(high_rate / low_rate, '.2f')}x at {fmt(high)} groups vs {fmt(low)}"
             )
     return "\n".join(
         [
@@ -220,9 +425,44 @@ def group_scale_section(result: GroupScaleResult) -> str:
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
             *rows,
             "",
+            *flink_table(result),
             "Throughput ratio (most groups over fewest): " + "; ".join(ratios) + ".",
+            *(f"\nNote: {text}" for text in result.notes),
         ]
     )
+
+
+def flink_table(result: GroupScaleResult) -> list[str]:
+    """Flink SQL beside Mars's columnar state at each group count (none when Flink did not
+    run)."""
+    if not result.flink:
+        return []
+    columnar = {run.groups: run for run in result.runs if run.state == "columnar"}
+    rows = []
+    for flink in result.flink:
+        mars = columnar.get(flink.groups)
+        mars_rate = mars.records_per_s if mars else math.nan
+        rows.append(
+            f"| {fmt(flink.groups)} | {fmt(flink.records_per_s)} | {fmt(mars_rate)} "
+            f"| {fmt(mars_rate / flink.records_per_s, '.2f')} | {fmt(flink.cpu_s, '.1f')} "
+            f"| {fmt(flink.peak_rss_mb)} | {fmt(flink.startup_s, '.1f')} "
+            f"| {'yes' if flink.agrees else 'NO'}: {flink.check} |"
+        )
+    settings = result.flink[0].settings
+    return [
+        f"Flink SQL {settings.get('flink', '?')} (connector {settings.get('connector', '?')}, "
+        f"PyFlink's MiniCluster, parallelism {result.flink_parallelism}, exactly-once sink, "
+        f"checkpoints every {settings.get('checkpoint_interval_s', '?')} s) on the same topic: "
+        "records/s from the INSERT's submission until the last row is readable "
+        "(read_committed); CPU s and peak RSS of its process tree (JVM and Python) meanwhile; "
+        "its rows (sip, count, sum of bytes) compared with each Mars run's.",
+        "",
+        "| groups | Flink SQL records/s | Mars columnar records/s | Mars columnar / Flink "
+        "| Flink CPU s | Flink peak RSS MiB | Flink start-up s | rows equal to Mars's |",
+        "|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 class GroupScale(Base[GroupScaleSettings, GroupScaleResult]):

@@ -1,0 +1,179 @@
+"""Experiment 16's pure parts: Flink SQL's job over the preloaded JSON records (the same
+window, groups and aggregates as Mars's task), the rows kept from a result topic, their
+comparison with Mars's, and the report section with and without Flink."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from benchmarks.codec import from_json, to_json
+from benchmarks.exp_group_scale import (
+    DATA_END_MS,
+    FLINK_QUERY,
+    MARS_SQL,
+    START_S,
+    WINDOW_S,
+    FlinkGroupRun,
+    GroupRows,
+    GroupScaleResult,
+    GroupScaleRun,
+    compare_rows,
+    flink_check,
+    group_scale_section,
+    rows_frame,
+)
+from benchmarks.flink_json import FlinkJsonJob, job_file
+from mars.config import KafkaSettings
+from mars.sql import parse_task
+
+JAR = Path("/jars/flink-sql-connector-kafka-5.0.0-2.2.jar")
+T0 = START_S * 1000
+
+
+def frame(rows: list[tuple[str, int, int]]) -> pl.DataFrame:
+    return rows_frame([(T0, sip, count, total) for sip, count, total in rows])
+
+
+# -- the two queries --------------------------------------------------------------------------
+
+
+def test_flink_reads_the_records_epoch_seconds_with_a_zero_delay_watermark() -> None:
+    job = FlinkJsonJob(
+        query=FLINK_QUERY,
+        bootstrap="127.0.0.1:9092",
+        topic="GS8000_ab",
+        output="flink-groups-ab",
+        run_id="groups-ab",
+        parallelism=2,
+    )
+    found = job_file(job, jar=JAR)
+    source, sink = found["statements"]
+    assert source.startswith("CREATE TABLE records (\n")
+    assert "`timestamp` BIGINT,\n  `sip` STRING,\n  `bytes` BIGINT," in source
+    assert "ts AS TO_TIMESTAMP_LTZ(`timestamp`, 0),\n  WATERMARK FOR ts AS ts\n" in source
+    assert "'topic' = 'GS8000_ab'" in source and "'format' = 'json'" in source
+    assert "`window_start` BIGINT,\n  `sip` STRING,\n  `count_star` BIGINT" in sink
+    assert "'sink.delivery-guarantee' = 'exactly-once'" in sink
+    insert = found["insert"]
+    assert "TUMBLE(TABLE records, DESCRIPTOR(ts), INTERVAL '300' SECOND)" in insert
+    assert "COUNT(*) AS count_star, SUM(`bytes`) AS sum_bytes" in insert
+    assert insert.endswith("GROUP BY window_start, window_end, sip")
+
+
+def test_mars_asks_the_same_question_and_names_its_columns_as_flinks_sink() -> None:
+    spec = parse_task(MARS_SQL.format(topic="GS8000_ab"), task_id="t")
+    assert spec.window.size_ms == spec.window.slide_ms == WINDOW_S * 1000
+    assert [g.name for g in spec.group_keys] == ["sip"]
+    assert spec.event_time.field == "timestamp" and spec.event_time.format.value == "epoch_s"
+    sink = [name for name, _ in FLINK_QUERY.sink_columns]
+    assert sink == ["window_start", "sip", *(a.alias for a in spec.aggregates)]
+
+
+def test_the_data_fills_one_window_and_the_sentinels_lie_past_it() -> None:
+    assert START_S % WINDOW_S == 0 and DATA_END_MS == (START_S + WINDOW_S) * 1000
+
+
+# -- the rows ---------------------------------------------------------------------------------
+
+
+def test_the_reader_keeps_the_data_windows_rows_and_still_counts() -> None:
+    reader = GroupRows(kafka=KafkaSettings(), topic="out", count_field="count_star")
+    reader.add({"window_start": T0, "sip": "10.0.0.1", "count_star": 3, "sum_bytes": 90}, 1.0, 0)
+    reader.add({"window_start": T0, "sip": "10.0.0.2", "count_star": 1}, 2.0, 0)  # no sum
+    sentinel = {"window_start": DATA_END_MS * 3, "sip": "0.0.0.0", "count_star": 1}
+    reader.add({**sentinel, "sum_bytes": 0}, 3.0, 0)
+    assert reader.frame().rows() == [("10.0.0.1", 3, 90)]
+    assert reader.total(before_ms=DATA_END_MS) == 4
+
+
+def test_equal_rows_in_any_order_agree() -> None:
+    mars = frame([("a", 1, 10), ("b", 2, 30)])
+    assert compare_rows(frame([("b", 2, 30), ("a", 1, 10)]), mars) is None
+
+
+@pytest.mark.parametrize(
+    ("found", "problem"),
+    [
+        ([("a", 1, 10), ("b", 2, 31)], "1 of 2 sips differ, first b: (2, 31) vs (2, 30)"),
+        ([("a", 1, 10), ("b", 3, 30)], "1 of 2 sips differ, first b: (3, 30) vs (2, 30)"),
+        ([("a", 1, 10)], "1 of 2 sips differ, first b: (None, None) vs (2, 30)"),
+        ([("a", 1, 10), ("b", 2, 30), ("c", 1, 1)], "first c: (1, 1) vs (None, None)"),
+        ([("a", 1, 10), ("a", 1, 10), ("b", 2, 30)], "1 repeated sips in the found rows"),
+    ],
+)
+def test_every_kind_of_difference_is_caught(
+    found: list[tuple[str, int, int]], problem: str
+) -> None:
+    difference = compare_rows(frame(found), frame([("a", 1, 10), ("b", 2, 30)]))
+    assert difference is not None and problem in difference
+
+
+def test_flink_agrees_only_when_equal_to_every_mars_run() -> None:
+    rows = frame([("a", 1, 10)])
+    assert flink_check(rows, {"python": rows, "columnar": rows}) == (
+        True,
+        "1 rows equal to Mars's (python, columnar state)",
+    )
+    agrees, check = flink_check(rows, {"python": rows, "columnar": frame([("a", 1, 11)])})
+    assert not agrees and check.startswith("vs Mars columnar: 1 of 1 sips differ")
+    assert flink_check(rows, {}) == (False, "no Mars rows to compare with")
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+def result(*, flink: bool) -> GroupScaleResult:
+    runs = [
+        GroupScaleRun(state=state, groups=groups, records=1_000, records_per_s=rate)
+        for state, groups, rate in [
+            ("python", 8_000, 100.0),
+            ("columnar", 8_000, 200.0),
+            ("python", 300_000, 20.0),
+            ("columnar", 300_000, 150.0),
+        ]
+    ]
+    flinks = [
+        FlinkGroupRun(
+            groups=groups,
+            records=1_000,
+            records_per_s=rate,
+            complete=True,
+            cpu_s=9.0,
+            peak_rss_mb=900.0,
+            agrees=True,
+            check=f"{groups:,} rows equal to Mars's (python, columnar state)",
+            settings={"flink": "2.2.1", "connector": "5.0.0-2.2", "checkpoint_interval_s": 5.0},
+        )
+        for groups, rate in [(8_000, 100.0), (300_000, 50.0)]
+    ]
+    return GroupScaleResult(
+        mappers=2,
+        reducers=2,
+        flink_parallelism=2,
+        runs=runs,
+        flink=flinks if flink else [],
+        notes=[] if flink else ["Flink SQL not measured: no peer virtualenv"],
+    )
+
+
+def test_the_section_sets_mars_columnar_beside_flink_sql() -> None:
+    text = group_scale_section(result(flink=True))
+    assert "Flink SQL 2.2.1 (connector 5.0.0-2.2, PyFlink's MiniCluster, parallelism 2" in text
+    assert "| 300,000 | 50 | 150 | 3.00 | 9.0 | 900 | — | yes: 300,000 rows equal" in text
+    assert "| 8,000 | 100 | 200 | 2.00 |" in text
+    assert "columnar: 0.75x at 300,000 groups vs 8,000" in text
+    assert "Flink SQL: 0.50x at 300,000 groups vs 8,000" in text
+
+
+def test_without_flink_the_section_says_why_and_keeps_mars() -> None:
+    text = group_scale_section(result(flink=False))
+    assert "Flink SQL records/s" not in text and "python: 0.20x" in text
+    assert text.endswith("Note: Flink SQL not measured: no peer virtualenv")
+
+
+def test_the_result_survives_its_json_form() -> None:
+    found = result(flink=True)
+    assert from_json(GroupScaleResult, to_json(found)) == found
