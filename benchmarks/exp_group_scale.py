@@ -56,7 +56,7 @@ from mars.heap import POLARS_ALLOCATOR_OPTIONS
 from mars.tasks.spec import default_output_topic
 from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 
-WINDOW_S = 300
+WINDOW_S = 300  # whole minutes (Flink's INTERVAL below)
 START_S = 1_700_000_100  # a multiple of 300: the data fills one window
 STATES = ("python", "columnar")
 DATA_END_MS = (START_S + WINDOW_S) * 1000  # rows of windows from here on are the sentinels'
@@ -73,7 +73,8 @@ FLINK_QUERY = FlinkQuery(
     select=(
         f"SELECT {WINDOW_START_MS} AS window_start, sip, COUNT(*) AS count_star, "
         "SUM(`bytes`) AS sum_bytes\n"
-        f"FROM TABLE(TUMBLE(TABLE records, DESCRIPTOR(ts), INTERVAL '{WINDOW_S}' SECOND))\n"
+        # INTERVAL 'n' SECOND takes at most 2 digits (SECOND(2)): 300 s as minutes
+        f"FROM TABLE(TUMBLE(TABLE records, DESCRIPTOR(ts), INTERVAL '{WINDOW_S // 60}' MINUTE))\n"
         "GROUP BY window_start, window_end, sip"
     ),
     sink_columns=(

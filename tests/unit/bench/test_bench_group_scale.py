@@ -58,7 +58,7 @@ def test_flink_reads_the_records_epoch_seconds_with_a_zero_delay_watermark() -> 
     assert "`window_start` BIGINT,\n  `sip` STRING,\n  `count_star` BIGINT" in sink
     assert "'sink.delivery-guarantee' = 'exactly-once'" in sink
     insert = found["insert"]
-    assert "TUMBLE(TABLE records, DESCRIPTOR(ts), INTERVAL '300' SECOND)" in insert
+    assert "TUMBLE(TABLE records, DESCRIPTOR(ts), INTERVAL '5' MINUTE)" in insert
     assert "COUNT(*) AS count_star, SUM(`bytes`) AS sum_bytes" in insert
     assert insert.endswith("GROUP BY window_start, window_end, sip")
 
