@@ -9,10 +9,11 @@ query) and `benchmarks.flink_json` (a query over a JSON topic: the Nexmark queri
 16's) write the text; this module only runs it, under the peers' virtualenv, so it imports
 nothing but the standard library and `pyflink`, and that only in `run_job`.
 
-Prints `SETTINGS <json>`, `SESSION <t>` once the TableEnvironment (and its JVM) is up and
-`STARTED <t>` (wall seconds) just before the INSERT is submitted; runs until terminated
-(SIGTERM). The markers go to the original stdout; the JVM's own stdout is sent to stderr (the
-log), so that nothing fills a pipe nobody reads.
+Prints `SETTINGS <json>`, `SESSION <t>` once the TableEnvironment (and its JVM) is up, then,
+once the INSERT is submitted, `SUBMITTED <t>` (the INSERT's call returned: the query planned,
+the local MiniCluster started, the job handed to it) and `STARTED <t>` (wall seconds just
+before that call); runs until terminated (SIGTERM). The markers go to the original stdout;
+the JVM's own stdout is sent to stderr (the log), so that nothing fills a pipe nobody reads.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def run_job(
         env.execute_sql(statement)
     started = time.time()
     result = env.execute_sql(insert)
+    print(f"SUBMITTED {time.time()}", file=out)
     print(f"STARTED {started}", file=out)
     result.wait()
     return 0

@@ -130,6 +130,7 @@ class FlinkRun:
     finished: float  # the last row readable; NaN: not by the timeout, or the job stopped
     cpu_s: float
     peak_rss_mb: float
+    submitted: float = math.nan  # the INSERT's call returned (planned, the MiniCluster up)
     settings: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -142,7 +143,14 @@ class FlinkRun:
 
     @property
     def startup_s(self) -> float:
+        """From the launch to the INSERT (the JVM and the TableEnvironment; not timed)."""
         return self.started - self.launched
+
+    @property
+    def submit_s(self) -> float:
+        """The INSERT's call: planning, the MiniCluster's start, the job's submission (part
+        of `seconds`)."""
+        return self.submitted - self.started
 
 
 # Waits for the job's rows, given whether the job still runs; returns the wall time the last
@@ -177,5 +185,6 @@ def run_flink_job(job: FlinkJsonJob, *, log_dir: Path, log_name: str, wait: Wait
         finished=finished,
         cpu_s=cpu,
         peak_rss_mb=rss,
+        submitted=float(markers.get("SUBMITTED", math.nan)),
         settings=json.loads(markers.get("SETTINGS", "{}")),
     )

@@ -142,6 +142,7 @@ def result(*, flink: bool) -> GroupScaleResult:
             records_per_s=rate,
             complete=True,
             cpu_s=9.0,
+            submit_s=20.0,
             peak_rss_mb=900.0,
             agrees=True,
             check=f"{groups:,} rows equal to Mars's (python, columnar state)",
@@ -162,7 +163,7 @@ def result(*, flink: bool) -> GroupScaleResult:
 def test_the_section_sets_mars_columnar_beside_flink_sql() -> None:
     text = group_scale_section(result(flink=True))
     assert "Flink SQL 2.2.1 (connector 5.0.0-2.2, PyFlink's MiniCluster, parallelism 2" in text
-    assert "| 300,000 | 50 | 150 | 3.00 | 9.0 | 900 | — | yes: 300,000 rows equal" in text
+    assert "| 300,000 | 50 | 150 | 3.00 | 9.0 | 900 | 20.0 | — | yes: 300,000 rows equal" in text
     assert "| 8,000 | 100 | 200 | 2.00 |" in text
     assert "columnar: 0.75x at 300,000 groups vs 8,000" in text
     assert "Flink SQL: 0.50x at 300,000 groups vs 8,000" in text
