@@ -104,7 +104,7 @@ class GroupScaleSettings:
 @dataclass(slots=True, kw_only=True)
 class GroupScaleRun:
     state: str
-    groups: int  # the window's distinct keys
+    groups: int  # the data window's result rows (its distinct keys)
     records: int
     seconds: float = math.nan
     records_per_s: float = math.nan
@@ -176,8 +176,8 @@ class GroupRows(ResultReader):
 def rows_frame(rows: list[tuple[int, str, int, int]]) -> pl.DataFrame:
     """(window_start, sip, count, sum) rows as a frame of the data window's `sip`,
     `count_star`, `sum_bytes`."""
-    schema = {"window_start": pl.Int64, "sip": pl.String, "count_star": pl.Int64}
-    frame = pl.DataFrame(rows, schema={**schema, "sum_bytes": pl.Int64}, orient="row")
+    schema = dict(zip(GROUP_ROW, (pl.Int64, pl.String, pl.Int64, pl.Int64), strict=True))
+    frame = pl.DataFrame(rows, schema=schema, orient="row")
     return frame.filter(pl.col("window_start") < DATA_END_MS).drop("window_start")
 
 
