@@ -5,6 +5,7 @@ comparison with Mars's, and the report section with and without Flink."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -26,6 +27,7 @@ from benchmarks.exp_group_scale import (
     rows_frame,
 )
 from benchmarks.flink_json import FlinkJsonJob, job_file
+from benchmarks.targets import check_targets
 from mars.config import KafkaSettings
 from mars.sql import parse_task
 
@@ -178,3 +180,31 @@ def test_without_flink_the_section_says_why_and_keeps_mars() -> None:
 def test_the_result_survives_its_json_form() -> None:
     found = result(flink=True)
     assert from_json(GroupScaleResult, to_json(found)) == found
+
+
+def test_the_targets_read_the_columnar_runs_and_flink_at_the_most_groups() -> None:
+    def run(state: str, groups: int, rate: float, per_group: float) -> dict[str, Any]:
+        return {
+            "state": state,
+            "groups": groups,
+            "records_per_s": rate,
+            "bytes_per_group": per_group,
+            "complete": True,
+        }
+
+    found = {
+        "runs": [
+            run("python", 8_000, 250_000.0, 5_000.0),
+            run("columnar", 8_000, 200_000.0, 9_000.0),
+            run("columnar", 290_000, 130_000.0, 180.0),
+            run("columnar", 2_900_000, 10_000.0, 100.0),  # opt-in size: not the target's
+        ],
+        "flink": [{"groups": 290_000, "records_per_s": 30_000.0, "complete": True}],
+    }
+    rows = {row.name.split(" at ")[0]: row for row in check_targets({"group_scale": found})}
+    assert rows["columnar state"].measured == "4.33x" and rows["columnar state"].met
+    kept = rows["columnar state's records/s"]
+    assert kept.measured == "0.65x" and kept.met
+    memory = rows["reducers' peak RSS over idle per open group"]
+    assert memory.measured == "180 B" and memory.met
+    assert not any("Flink" in row.name for row in check_targets({}))
