@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.flink_sql import TRANSACTION_TIMEOUT_MS, options, quoted
+from benchmarks.flink_sql import exactly_once_sink_options, kafka_source_options, quoted
 from benchmarks.peers import PeerUnavailable, flink_kafka_jar, peer_python
 from benchmarks.procstat import tree_cpu_seconds, tree_peak_rss_mb
 from benchmarks.subprocesses import read_markers, spawn_module, stop_group
@@ -66,15 +66,11 @@ def source_ddl(job: FlinkJsonJob) -> str:
         + f",\n  ts AS {job.query.time},\n"
         + "  WATERMARK FOR ts AS ts\n"
         + ") WITH (\n"
-        + options(
-            {
-                "connector": "kafka",
-                "topic": job.topic,
-                "properties.bootstrap.servers": job.bootstrap,
-                "properties.group.id": f"flink-{job.run_id}",
-                "scan.startup.mode": "earliest-offset",
-                "format": "json",
-            }
+        + kafka_source_options(
+            topic=job.topic,
+            bootstrap=job.bootstrap,
+            group=f"flink-{job.run_id}",
+            data_format="json",
         )
         + "\n)"
     )
@@ -84,16 +80,10 @@ def sink_ddl(job: FlinkJsonJob) -> str:
     columns = ",\n".join(f"  {quoted(name)} {kind}" for name, kind in job.query.sink_columns)
     return (
         f"CREATE TABLE sink (\n{columns}\n) WITH (\n"
-        + options(
-            {
-                "connector": "kafka",
-                "topic": job.output,
-                "properties.bootstrap.servers": job.bootstrap,
-                "properties.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
-                "format": "json",
-                "sink.delivery-guarantee": "exactly-once",
-                "sink.transactional-id-prefix": f"flink-{job.run_id}",
-            }
+        + exactly_once_sink_options(
+            topic=job.output,
+            bootstrap=job.bootstrap,
+            transactional_id_prefix=f"flink-{job.run_id}",
         )
         + "\n)"
     )

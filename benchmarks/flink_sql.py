@@ -85,6 +85,35 @@ def options(values: dict[str, str]) -> str:
     return ",\n".join(f"  '{key}' = '{value}'" for key, value in values.items())
 
 
+def kafka_source_options(*, topic: str, bootstrap: str, group: str, data_format: str) -> str:
+    """The WITH options of a Kafka source table read from the earliest offsets."""
+    return options(
+        {
+            "connector": "kafka",
+            "topic": topic,
+            "properties.bootstrap.servers": bootstrap,
+            "properties.group.id": group,
+            "scan.startup.mode": "earliest-offset",
+            "format": data_format,
+        }
+    )
+
+
+def exactly_once_sink_options(*, topic: str, bootstrap: str, transactional_id_prefix: str) -> str:
+    """The WITH options of a JSON Kafka sink table written in transactions (exactly once)."""
+    return options(
+        {
+            "connector": "kafka",
+            "topic": topic,
+            "properties.bootstrap.servers": bootstrap,
+            "properties.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
+            "format": "json",
+            "sink.delivery-guarantee": "exactly-once",
+            "sink.transactional-id-prefix": transactional_id_prefix,
+        }
+    )
+
+
 def source_ddl(job: FlinkJob) -> str:
     declared = job.fields if job.format == "csv" else (TIMESTAMP_COLUMN, *KEY_COLUMNS)
     columns = [
@@ -98,15 +127,8 @@ def source_ddl(job: FlinkJob) -> str:
         + f"  ts AS TO_TIMESTAMP_LTZ({quoted(TIMESTAMP_COLUMN)}, 0),\n"
         + "  WATERMARK FOR ts AS ts\n"
         + ") WITH (\n"
-        + options(
-            {
-                "connector": "kafka",
-                "topic": job.topic,
-                "properties.bootstrap.servers": job.bootstrap,
-                "properties.group.id": job.group,
-                "scan.startup.mode": "earliest-offset",
-                "format": job.format,
-            }
+        + kafka_source_options(
+            topic=job.topic, bootstrap=job.bootstrap, group=job.group, data_format=job.format
         )
         + "\n)"
     )
@@ -120,16 +142,10 @@ def sink_ddl(job: FlinkJob) -> str:
         f"  {quoted('type')} STRING,\n"
         f"  {quoted('count')} BIGINT\n"
         ") WITH (\n"
-        + options(
-            {
-                "connector": "kafka",
-                "topic": job.output,
-                "properties.bootstrap.servers": job.bootstrap,
-                "properties.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
-                "format": "json",
-                "sink.delivery-guarantee": "exactly-once",
-                "sink.transactional-id-prefix": job.transactional_id_prefix,
-            }
+        + exactly_once_sink_options(
+            topic=job.output,
+            bootstrap=job.bootstrap,
+            transactional_id_prefix=job.transactional_id_prefix,
         )
         + "\n)"
     )
