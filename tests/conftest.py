@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -35,6 +36,22 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
         yield cluster
     finally:
         cluster.down()
+
+
+@pytest.fixture(autouse=True)
+def shared_servers_running(request: pytest.FixtureRequest) -> None:
+    """Before a test on the shared cluster, start again any server a test before it left dead
+    (a failed restart in a fault test), so that one failure is reported once and not as
+    "connection refused" in every test after it. A revival is reported as a warning."""
+    if "local_cluster" not in request.fixturenames:
+        return
+    local_cluster: LocalCluster = request.getfixturevalue("local_cluster")
+    if revived := local_cluster.revive():
+        warnings.warn(
+            f"started again before {request.node.nodeid}: {', '.join(revived)} "
+            "(left dead by an earlier test or crashed)",
+            stacklevel=1,
+        )
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from devtools.local.process_handle import (
     ServiceError,
     port_is_open,
     spawn,
+    wait_port_free,
     wait_until,
 )
 from devtools.local.redis_server import (
@@ -50,6 +51,11 @@ from devtools.local.zookeeper_server import (
 from mars.config import KafkaSettings, Settings
 
 __all__ = ["ClusterState", "LocalCluster", "ServiceError"]
+
+# The roles a cluster starts itself, as opposed to Mars processes a caller adds and removes.
+SERVER_ROLES = frozenset(
+    {"kafka", "zookeeper", "redis", "spark-master", "spark-worker", "schema-registry"}
+)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -389,13 +395,40 @@ class LocalCluster:
         else:
             old.stop()
         time.sleep(down_s)
+        return self._start_again(record, state, why="after a restart")
+
+    def revive(self) -> list[str]:
+        """Start again every server of this cluster that is not running (one a failed test left
+        killed, or one that crashed), each with its old command line; return their names.
+
+        Tests share one cluster: without this, a server one test failed to bring back fails
+        every later test with "connection refused" and hides which test broke it."""
+        state = self.state
+        assert state is not None, "cluster is not up"
+        revived = []
+        for record in list(state.processes):
+            if record.role in SERVER_ROLES and not record.handle().is_running():
+                self._start_again(record, state, why="revived")
+                revived.append(record.name)
+        return revived
+
+    def _start_again(
+        self, record: ProcessRecord, state: ClusterState, *, why: str
+    ) -> ProcessHandle:
+        """Spawn `record`'s command line once its port is free; return once it answers its probe.
+
+        A killed process can hold its listening socket for a moment after SIGKILL on a loaded
+        machine; a server spawned before then fails to bind and exits."""
+        timeout_s = self._settings.local.start_timeout_s
+        if record.address is not None:
+            wait_port_free(_port(record.address), timeout_s=timeout_s)
         handle = spawn(record.name, record.argv, log=Path(record.log))
         wait_until(
             record.name,
             lambda: _healthy(record, state),
             handle=handle,
-            timeout_s=self._settings.local.start_timeout_s,
-            what=f"{role} answering on {record.address} after a restart",
+            timeout_s=timeout_s,
+            what=f"{record.role} answering on {record.address} {why}",
         )
         record.pid, record.started = handle.pid, handle.started
         state.save()

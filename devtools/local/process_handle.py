@@ -33,6 +33,24 @@ def port_is_open(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
+def wait_port_free(port: int, *, timeout_s: float, host: str = "127.0.0.1") -> None:
+    """Wait until a server could bind `port` (with SO_REUSEADDR, as servers do, so TIME_WAIT
+    does not count): a process killed a moment ago may still hold its listening socket."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((host, port))
+                return
+            except OSError:
+                if time.monotonic() >= deadline:
+                    raise ServiceError(
+                        f"port {port} is still taken after {timeout_s:.0f}s"
+                    ) from None
+        time.sleep(0.1)
+
+
 def log_tail(path: Path, lines: int = 25) -> str:
     if not path.exists():
         return "(no log written)"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import redis
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from devtools.local import ClusterState
+from devtools.local import ClusterState, LocalCluster
 
 
 def test_kafka_transactional_produce_and_read_committed_consume(
@@ -79,3 +80,20 @@ def test_zookeeper_create_and_watch(zk_client: KazooClient, unique_name: str) ->
     zk_client.set(path, b"v2")
     assert changed.wait(10)
     assert seen[-1] == b"v2"
+
+
+def test_a_server_left_dead_is_revived_with_its_data(
+    local_cluster: LocalCluster, redis_client: redis.Redis, unique_name: str
+) -> None:
+    """What the shared fixture does before each test when a fault test failed to restart a
+    server: the same Redis comes back on its port and replays its AOF."""
+    assert local_cluster.state is not None
+    key = f"mars:{{{unique_name}}}:kept"
+    redis_client.set(key, b"before the kill")
+    time.sleep(1.5)  # appendfsync everysec: on disk within a second
+    server = next(p for p in local_cluster.state.processes if p.role == "redis")
+    server.handle().kill()
+
+    assert local_cluster.revive() == [server.name]
+    assert redis_client.get(key) == b"before the kill"
+    assert local_cluster.revive() == []
