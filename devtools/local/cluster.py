@@ -52,6 +52,7 @@ from mars.config import KafkaSettings, Settings
 
 __all__ = ["ClusterState", "LocalCluster", "ServiceError"]
 
+START_ATTEMPTS = 3  # spawns of a server that exits while starting again, before giving up
 # The roles a cluster starts itself, as opposed to Mars processes a caller adds and removes.
 SERVER_ROLES = frozenset(
     {"kafka", "zookeeper", "redis", "spark-master", "spark-worker", "schema-registry"}
@@ -418,21 +419,32 @@ class LocalCluster:
         """Spawn `record`'s command line once its port is free; return once it answers its probe.
 
         A killed process can hold its listening socket for a moment after SIGKILL on a loaded
-        machine; a server spawned before then fails to bind and exits."""
+        machine, and a server spawned before then fails to bind and exits: so a server that
+        exits while starting is spawned again, up to `START_ATTEMPTS` times."""
         timeout_s = self._settings.local.start_timeout_s
-        if record.address is not None:
-            wait_port_free(_port(record.address), timeout_s=timeout_s)
-        handle = spawn(record.name, record.argv, log=Path(record.log))
-        wait_until(
-            record.name,
-            lambda: _healthy(record, state),
-            handle=handle,
-            timeout_s=timeout_s,
-            what=f"{record.role} answering on {record.address} {why}",
-        )
-        record.pid, record.started = handle.pid, handle.started
-        state.save()
-        return handle
+        for attempt in range(1, START_ATTEMPTS + 1):
+            if record.address is not None:
+                wait_port_free(_port(record.address), timeout_s=timeout_s)
+            handle = spawn(record.name, record.argv, log=Path(record.log))
+            spawned = time.monotonic()
+            try:
+                wait_until(
+                    record.name,
+                    lambda: _healthy(record, state),
+                    handle=handle,
+                    timeout_s=timeout_s,
+                    what=f"{record.role} answering on {record.address} {why}",
+                )
+            except ServiceError:
+                timed_out = time.monotonic() - spawned >= timeout_s  # else it exited
+                if timed_out or attempt == START_ATTEMPTS:
+                    raise
+                time.sleep(1.0)
+                continue
+            record.pid, record.started = handle.pid, handle.started
+            state.save()
+            return handle
+        raise AssertionError("unreachable")
 
     def down(self) -> list[str]:
         """Stop every process this cluster started, Mars processes first. Returns their names."""
