@@ -47,6 +47,7 @@ from benchmarks.peers import PeerUnavailable
 from benchmarks.procstat import rss_mb
 from benchmarks.report_format import fmt
 from benchmarks.results_reader import ResultReader
+from benchmarks.stats import bytes_per_added
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import KEEP_RECORDS
 from devtools.gen.config import Encoding, GeneratorConfig
@@ -416,6 +417,13 @@ def group_scale_section(result: GroupScaleResult) -> str:
             ratios.append(
                 f"{system}: {fmt(high_rate / low_rate, '.2f')}x at {fmt(high)} groups vs {fmt(low)}"
             )
+    added = []
+    for state in STATES:
+        peaks = sorted((r.groups, r.reducer_peak_rss_mb) for r in result.runs if r.state == state)
+        if len(peaks) >= 2:
+            (low, _), (high, _) = peaks[0], peaks[-1]
+            per_added = bytes_per_added(peaks[0], peaks[-1])
+            added.append(f"{state}: {fmt(per_added)} B ({fmt(low)} to {fmt(high)} groups)")
     return "\n".join(
         [
             f"`mars bench --experiments group_scale`: {result.mappers} mappers, "
@@ -430,6 +438,10 @@ def group_scale_section(result: GroupScaleResult) -> str:
             "",
             *flink_table(result),
             "Throughput ratio (most groups over fewest): " + "; ".join(ratios) + ".",
+            "",
+            "Reducers' peak RSS per group added (the growth of the peak from the fewest groups "
+            "to the most, over the groups added; `B per open group` above also holds what "
+            "the reducers pay at any group count): " + "; ".join(added) + ".",
             *(f"\nNote: {text}" for text in result.notes),
         ]
     )

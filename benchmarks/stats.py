@@ -60,6 +60,14 @@ def ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator
 
 
+def bytes_per_added(low: tuple[int, float], high: tuple[int, float]) -> float:
+    """Bytes of growth per item added between two runs, each (items, MiB): the cost that grows
+    with the items, without the fixed cost the smaller run already paid; NaN unless `high` has
+    more items."""
+    (low_items, low_mb), (high_items, high_mb) = low, high
+    return ratio((high_mb - low_mb) * 1024**2, high_items - low_items)
+
+
 def steady_rate(samples: Sequence[ProgressSample], *, low: float = 0.1, high: float = 0.9) -> float:
     """Records per second between the first sample past `low` and the last one below `high`
     of the final count: start-up (group join, first fetch) and the tail are left out.

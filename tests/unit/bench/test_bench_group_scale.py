@@ -129,12 +129,14 @@ def test_flink_agrees_only_when_equal_to_every_mars_run() -> None:
 
 def result(*, flink: bool) -> GroupScaleResult:
     runs = [
-        GroupScaleRun(state=state, groups=groups, records=1_000, records_per_s=rate)
-        for state, groups, rate in [
-            ("python", 8_000, 100.0),
-            ("columnar", 8_000, 200.0),
-            ("python", 300_000, 20.0),
-            ("columnar", 300_000, 150.0),
+        GroupScaleRun(
+            state=state, groups=groups, records=1_000, records_per_s=rate, reducer_peak_rss_mb=peak
+        )
+        for state, groups, rate, peak in [
+            ("python", 8_000, 100.0, 300.0),
+            ("columnar", 8_000, 200.0, 370.0),
+            ("python", 300_000, 20.0, 300.0 + 292_000 * 1_000 / 1024**2),
+            ("columnar", 300_000, 150.0, 370.0 + 292_000 * 200 / 1024**2),
         ]
     ]
     flinks = [
@@ -169,6 +171,11 @@ def test_the_section_sets_mars_columnar_beside_flink_sql() -> None:
     assert "| 8,000 | 100 | 200 | 2.00 |" in text
     assert "columnar: 0.75x at 300,000 groups vs 8,000" in text
     assert "Flink SQL: 0.50x at 300,000 groups vs 8,000" in text
+    assert (
+        "over the groups added; `B per open group` above also holds what the reducers pay at "
+        "any group count): python: 1,000 B (8,000 to 300,000 groups); columnar: 200 B (8,000 "
+        "to 300,000 groups)."
+    ) in text
 
 
 def test_without_flink_the_section_says_why_and_keeps_mars() -> None:
@@ -183,21 +190,23 @@ def test_the_result_survives_its_json_form() -> None:
 
 
 def test_the_targets_read_the_columnar_runs_and_flink_at_the_most_groups() -> None:
-    def run(state: str, groups: int, rate: float, per_group: float) -> dict[str, Any]:
+    def run(state: str, groups: int, rate: float, peak_mb: float) -> dict[str, Any]:
         return {
             "state": state,
             "groups": groups,
             "records_per_s": rate,
-            "bytes_per_group": per_group,
+            "reducer_peak_rss_mb": peak_mb,
+            "bytes_per_group": peak_mb * 1024**2 / groups,  # over idle: not the target's
             "complete": True,
         }
 
     found = {
         "runs": [
-            run("python", 8_000, 250_000.0, 5_000.0),
-            run("columnar", 8_000, 200_000.0, 9_000.0),
-            run("columnar", 290_000, 130_000.0, 180.0),
-            run("columnar", 2_900_000, 10_000.0, 100.0),  # opt-in size: not the target's
+            run("python", 8_000, 250_000.0, 100.0),
+            run("columnar", 8_000, 200_000.0, 370.0),
+            # 282,000 groups added, 180 B each
+            run("columnar", 290_000, 130_000.0, 370.0 + 282_000 * 180 / 1024**2),
+            run("columnar", 2_900_000, 10_000.0, 900.0),  # opt-in size: not the target's
         ],
         "flink": [{"groups": 290_000, "records_per_s": 30_000.0, "complete": True}],
     }
@@ -205,6 +214,6 @@ def test_the_targets_read_the_columnar_runs_and_flink_at_the_most_groups() -> No
     assert rows["columnar state"].measured == "4.33x" and rows["columnar state"].met
     kept = rows["columnar state's records/s"]
     assert kept.measured == "0.65x" and kept.met
-    memory = rows["reducers' peak RSS over idle per open group"]
+    memory = rows["reducers' peak RSS per open group added from 8,000 to 290,000 groups (columnar)"]
     assert memory.measured == "180 B" and memory.met
     assert not any("Flink" in row.name for row in check_targets({}))
