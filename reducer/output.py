@@ -19,6 +19,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from mars.clients.kafka_config import client_config
 from mars.config import KafkaSettings
 
+OUTPUT_QUEUE_MESSAGES = 10_000  # records not yet acked by the broker, at most (a full queue waits)
 _FENCED_CODES = frozenset(
     {
         KafkaError._FENCED,
@@ -76,6 +77,10 @@ class TransactionalOutput:
                     "transaction.timeout.ms": transaction_timeout_ms,
                     "enable.idempotence": True,
                     "linger.ms": 5,
+                    # librdkafka keeps a copy of each record (about 460 B with its overhead)
+                    # until the broker acks it; by default up to 100,000 of them, which made a
+                    # closing window's records the reducer's memory peak at 300,000 groups.
+                    "queue.buffering.max.messages": OUTPUT_QUEUE_MESSAGES,
                 },
             )
         )

@@ -69,7 +69,7 @@ def result_records(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[OutRe
     ]
 
 
-ROWS_PER_SLICE = 20_000  # rows turned into Python objects at a time (memory, not speed)
+ROWS_PER_SLICE = 2_000  # rows turned into Python objects at a time (memory, not speed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
