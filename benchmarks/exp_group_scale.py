@@ -421,9 +421,11 @@ def group_scale_section(result: GroupScaleResult) -> str:
     for state in STATES:
         peaks = sorted((r.groups, r.reducer_peak_rss_mb) for r in result.runs if r.state == state)
         if len(peaks) >= 2:
-            (low, _), (high, _) = peaks[0], peaks[-1]
-            per_added = bytes_per_added(peaks[0], peaks[-1])
-            added.append(f"{state}: {fmt(per_added)} B ({fmt(low)} to {fmt(high)} groups)")
+            fewest, most = peaks[0], peaks[-1]
+            added.append(
+                f"{state}: {fmt(bytes_per_added(fewest, most))} B "
+                f"({fmt(fewest[0])} to {fmt(most[0])} groups)"
+            )
     return "\n".join(
         [
             f"`mars bench --experiments group_scale`: {result.mappers} mappers, "

@@ -20,6 +20,7 @@ from mars.clients.kafka_config import client_config
 from mars.config import KafkaSettings
 
 OUTPUT_QUEUE_MESSAGES = 10_000  # records not yet acked by the broker, at most (a full queue waits)
+
 _FENCED_CODES = frozenset(
     {
         KafkaError._FENCED,
