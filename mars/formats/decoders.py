@@ -1,5 +1,6 @@
 """The decoder of an Avro or Protobuf task: bare payloads of its schema file, or Confluent-framed
-records whose writer schemas come from the schema registry (`SchemaSource`)."""
+records whose writer schemas come from the schema registry (`SchemaSource`). A .proto schema's
+imports are its schema references' texts (registry) or files beside it (schema file)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from mars.formats.avro_decoder import AvroPayloadReader, parse_avro_schema
 from mars.formats.binary_decoder import BinaryRecordDecoder, PayloadReader
 from mars.formats.errors import SchemaProblem
 from mars.formats.protobuf_decoder import ProtobufPayloadReader
-from mars.formats.protobuf_schema import compile_proto, message_at, message_class, message_named
+from mars.formats.protobuf_schema import (
+    compile_proto,
+    compile_proto_file,
+    message_at,
+    message_class,
+    message_named,
+)
 from mars.formats.schema_registry import SchemaSource
 from mars.formats.wire import split_avro, split_protobuf
 from mars.tasks.spec import InputFormat, TaskOptions
@@ -29,14 +36,17 @@ def read_schema_file(path: str) -> str:
 
 
 def file_reader(
-    input_format: InputFormat, text: str, *, message: str | None, fields: tuple[str, ...]
+    input_format: InputFormat, path: str, *, message: str | None, fields: tuple[str, ...]
 ) -> PayloadReader:
-    """The reader of a schema file's payloads; `SchemaProblem` when the schema is not usable."""
+    """The reader of the payloads of schema file `path` (a .proto one's imports are read from
+    its directory); `SchemaProblem` when the schema is not usable."""
+    text = read_schema_file(path)
     if input_format is InputFormat.AVRO:
         if message is not None:
             raise SchemaProblem("protobuf_message needs format = protobuf")
         return AvroPayloadReader(parse_avro_schema(text), fields)
-    return ProtobufPayloadReader(message_class(message_named(compile_proto(text), message)), fields)
+    file = compile_proto_file(path)
+    return ProtobufPayloadReader(message_class(message_named(file, message)), fields)
 
 
 def binary_decoder_for(
@@ -47,9 +57,11 @@ def binary_decoder_for(
         raise EngineError(f"format {input_format.value} is not Avro or Protobuf")
     if options.schema_file is not None:
         try:
-            text = read_schema_file(options.schema_file)
             fixed = file_reader(
-                input_format, text, message=options.protobuf_message, fields=plan.fields
+                input_format,
+                options.schema_file,
+                message=options.protobuf_message,
+                fields=plan.fields,
             )
         except SchemaProblem as error:
             raise EngineError(str(error)) from None
@@ -94,7 +106,8 @@ class RegistryReaders:
             reader = AvroPayloadReader(parse_avro_schema(schema.text), self._fields)
         else:
             try:
-                descriptor = message_at(compile_proto(schema.text), message_indexes)
+                file = compile_proto(schema.text, schema.imports)
+                descriptor = message_at(file, message_indexes)
             except SchemaProblem as error:
                 raise SchemaProblem(f"schema id {schema_id}: {error}") from None
             reader = ProtobufPayloadReader(message_class(descriptor), self._fields)

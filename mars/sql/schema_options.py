@@ -53,15 +53,10 @@ def read_schema_options(
             )
     if schema_file is not None:
         # Imported here: the decoders build on mars.engine, which imports mars.sql.
-        from mars.formats.decoders import file_reader, read_schema_file
+        from mars.formats.decoders import file_reader
 
         try:
-            file_reader(
-                input_format,
-                read_schema_file(schema_file),
-                message=protobuf_message,
-                fields=(),
-            )
+            file_reader(input_format, schema_file, message=protobuf_message, fields=())
         except SchemaProblem as error:
             raise SchemaOptionError("schema_file", f"{error} ({schema_file!r})") from None
     return SchemaOptions(schema_file=schema_file, protobuf_message=protobuf_message)

@@ -50,6 +50,29 @@ message Flow {
 }
 message Other { string x = 1; }
 """
+# A schema that imports another (a schema reference named "geo/common.proto"): its message and
+# enum, and a well-known type, which needs no reference.
+PROTO_COMMON = """syntax = "proto3";
+package geo;
+message Place { string city = 1; }
+enum Kind { KIND_UNKNOWN = 0; VOICE = 1; VIDEO = 2; }
+"""
+PROTO_CALL = """syntax = "proto3";
+package calls;
+import "geo/common.proto";
+import "google/protobuf/timestamp.proto";
+message Call {
+  string sip = 1;
+  geo.Place place = 2;
+  geo.Kind kind = 3;
+  google.protobuf.Timestamp at = 4;
+}
+"""
+PROTO_CALL_IMPORTS = (("geo/common.proto", PROTO_COMMON),)
+CALL_PLAN_FIELDS = ("sip", "$.place.city", "kind", "$.at.seconds")
+CALL = {"sip": "a", "place": {"city": "Xian"}, "kind": 2, "at": {"seconds": 7}}
+CALL_ROW = {"sip": "a", "$.place.city": "Xian", "kind": "VIDEO", "$.at.seconds": 7}
+
 PROTO_V2 = PROTO_V1.replace("  Meta meta = 4;\n", "  Meta meta = 4;\n  string app = 5;\n")
 PROTO_V3 = PROTO_V2.replace("  int64 bytes = 3;\n", "  reserved 3;\n")
 
@@ -60,8 +83,13 @@ def avro_payload(schema: dict[str, Any], record: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def proto_payload(text: str, record: dict[str, Any], indexes: tuple[int, ...] = (0,)) -> bytes:
-    message_type = message_class(message_at(compile_proto(text), indexes))
+def proto_payload(
+    text: str,
+    record: dict[str, Any],
+    indexes: tuple[int, ...] = (0,),
+    imports: tuple[tuple[str, str], ...] = (),
+) -> bytes:
+    message_type = message_class(message_at(compile_proto(text, imports), indexes))
     return bytes(message_type(**record).SerializeToString())
 
 
@@ -86,5 +114,5 @@ def avro_schema(schema: dict[str, Any]) -> RegisteredSchema:
     return RegisteredSchema("AVRO", json.dumps(schema))
 
 
-def proto_schema(text: str) -> RegisteredSchema:
-    return RegisteredSchema("PROTOBUF", text)
+def proto_schema(text: str, imports: tuple[tuple[str, str], ...] = ()) -> RegisteredSchema:
+    return RegisteredSchema("PROTOBUF", text, imports)
