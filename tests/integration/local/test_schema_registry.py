@@ -1,7 +1,9 @@
 """The local schema registry (Apicurio Registry) answers its Confluent-compatible API the way
 Avro and Protobuf producers and Mars's mappers use it: a schema registered under a subject is
 read back by its id, and the default BACKWARD rule refuses a schema that could not read the
-data already written."""
+data already written. A Protobuf schema's references (imports of other subjects' versions) are
+kept and returned with it; one to a version the registry lacks is refused, and a referenced
+version cannot be deleted."""
 
 from __future__ import annotations
 
@@ -84,6 +86,45 @@ def test_a_protobuf_schema_is_read_back_by_its_id(registry: httpx.Client, unique
     assert fetched["schema"] == PROTO
     versions = registry.get(f"/subjects/{subject}/versions").json()
     assert versions == [1]
+
+
+IMPORTING = PROTO.replace("package t;\n", 'package t;\nimport "common.proto";\n').replace(
+    "int64 duration = 2;", "int64 duration = 2;\n  common.Place place = 3;"
+)
+COMMON = 'syntax = "proto3";\npackage common;\nmessage Place { string city = 1; }\n'
+
+
+def test_protobuf_references_are_kept_checked_and_protected(
+    registry: httpx.Client, unique_name: str
+) -> None:
+    common = f"{unique_name}-common"
+    first = _register(registry, common, {"schemaType": "PROTOBUF", "schema": COMMON})
+    assert first.status_code == 200, first.text
+    subject = f"{unique_name}-value"
+    references = [{"name": "common.proto", "subject": common, "version": 1}]
+    body = {"schemaType": "PROTOBUF", "schema": IMPORTING, "references": references}
+    registered = _register(registry, subject, body)
+    assert registered.status_code == 200, registered.text
+
+    fetched = registry.get(f"/schemas/ids/{registered.json()['id']}").json()
+    assert (fetched["schema"], fetched["references"]) == (IMPORTING, references)
+    assert registry.get(f"/subjects/{subject}/versions/1").json()["references"] == references
+    referenced = registry.get(f"/subjects/{common}/versions/1").json()
+    assert referenced["schema"] == COMMON and "references" not in referenced
+
+    # a reference to a version the registry does not have: refused (Confluent says 42201 too)
+    missing = [{"name": "common.proto", "subject": common, "version": 9}]
+    refused = _register(registry, f"{unique_name}-other", {**body, "references": missing})
+    assert (refused.status_code, refused.json()["error_code"]) == (422, 42201), refused.text
+    # a version a schema references cannot be deleted, softly or for good
+    for params in ({}, {"permanent": "true"}):
+        deleted = registry.delete(f"/subjects/{common}/versions/1", params=params)
+        assert (deleted.status_code, deleted.json()["error_code"]) == (422, 42206), deleted.text
+    # the import is not checked against the references: this one is taken without any
+    unchecked = _register(
+        registry, f"{unique_name}-noref", {"schemaType": "PROTOBUF", "schema": IMPORTING}
+    )
+    assert unchecked.status_code == 200, unchecked.text
 
 
 def test_backward_compatibility_takes_a_field_with_a_default_and_refuses_one_without(
