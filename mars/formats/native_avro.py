@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mars.engine.joined_values import JoinedValues
-from mars.engine.native_json import NativeColumns
+from mars.formats.native_payloads import NativePayloadReader
 from mars.native import mars_native
 from mars.tasks.field_paths import Step, field_path
 
@@ -34,12 +33,8 @@ class _NotPlain(Exception):
     """The schema and paths are not the case the native decoder takes."""
 
 
-class NativeAvroReader:
-    """The native decoder of one writer schema's payloads, reading `fields`."""
-
-    def __init__(self, decoder: Any, fields: tuple[str, ...]) -> None:
-        self.fields = fields
-        self._decoder = decoder
+class NativeAvroReader(NativePayloadReader):
+    """The native decoder of one Avro writer schema's payloads, reading `fields`."""
 
     @classmethod
     def for_schema(cls, schema: Any, fields: Sequence[str]) -> NativeAvroReader | None:
@@ -53,14 +48,6 @@ class NativeAvroReader:
         except _NotPlain:
             return None
         return cls(mars_native.AvroColumnsDecoder(root, len(fields)), tuple(fields))
-
-    def columns(self, values: Sequence[bytes], header: bytes = b"") -> NativeColumns | None:
-        """The batch's columns, each payload after `header`; None: declined."""
-        if not values:
-            return None
-        joined = values if isinstance(values, JoinedValues) else JoinedValues.of(values)
-        decoded = self._decoder.decode(joined.data, joined.ends.tobytes(), header)
-        return NativeColumns.of(self.fields, len(joined), decoded)
 
 
 def _node(
