@@ -61,6 +61,28 @@ class AvroColumnsDecoder:
         """Per column: (kind, validity bitmap or None, values, string offsets or None); None
         when declined."""
 
+# A Protobuf message's field: (number, type name, argument, repeated, columns it fills, oneof
+# slot or -1); the argument a message's node index, an enum's (number, name) pairs, or None.
+ProtobufField = tuple[int, str, Any, bool, list[int], int]
+
+class ProtobufColumnsDecoder:
+    """Reads Protobuf payloads of one message type straight into typed columns
+    (native/src/protobuf_columns.rs)."""
+
+    def __init__(
+        self,
+        nodes: list[list[ProtobufField]],
+        columns: list[tuple[int, bool | int | float | str | None]],
+    ) -> None:
+        """`nodes`: the messages, the payloads' own first; `columns`: per column, the node
+        holding its field and its default (None: NULL)."""
+
+    def decode(
+        self, data: bytes, ends: bytes, header: bytes
+    ) -> list[tuple[int, bytes | None, bytes, bytes | None]] | None:
+        """Per column: (kind, validity bitmap or None, values, string offsets or None); None
+        when declined."""
+
 def line_shape(data: bytes, delimiter: int) -> tuple[int, int, int, int, int]:
     """(lines, shortest, longest, fewest fields, most fields) of `data` cut at newlines
     (native/src/line_shape.rs)."""

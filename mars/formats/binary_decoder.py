@@ -1,8 +1,9 @@
 """The record loop shared by the Avro and Protobuf decoders: frame -> writer schema -> payload
 -> the task's fields. A batch of one writer schema goes whole to the reader's native decoder
-when it has one and that takes the batch (`mars.formats.native_avro`); otherwise record by
-record, typed and checked as the JSON decoder does (`mars.engine.decode`), so a frame has the
-same types and the same bad-record reasons either way.
+when it has one and that takes the batch (`mars.formats.native_avro`,
+`mars.formats.native_protobuf`); otherwise record by record, typed and checked as the JSON
+decoder does (`mars.engine.decode`), so a frame has the same types and the same bad-record
+reasons either way.
 
 Framed records (schemas from a registry) are split by `mars.formats.wire`; the writer schema of
 each (schema id, message indexes) is resolved once per batch (the registry client caches it for

@@ -1,8 +1,9 @@
 //! `mars_native`, the mapper's hot paths (and the reducer's data-set decode) without a Python object per record or group:
 //! `BatchConsumer` (this file), `line_shape` (line_shape.rs: the checks before a CSV batch is
 //! parsed whole), `JsonColumnsDecoder` (json_columns.rs: a JSON batch read straight into the
-//! columns a task reads), `AvroColumnsDecoder` (avro_columns.rs: the same for Avro payloads;
-//! both build typed_columns.rs's columns) and `GroupEntries` (group_entries.rs: a batch's
+//! columns a task reads), `AvroColumnsDecoder` (avro_columns.rs: the same for Avro payloads),
+//! `ProtobufColumnsDecoder` (protobuf_columns.rs: the same for Protobuf payloads; the
+//! three build typed_columns.rs's columns) and `GroupEntries` (group_entries.rs: a batch's
 //! groups encoded and cut into data-set cells); `decode_dataset_columns` (dataset_columns.rs:
 //! a data set read into the reducer's columns).
 //!
@@ -30,6 +31,7 @@ mod group_entries;
 mod json_columns;
 mod line_shape;
 mod partition_queues;
+mod protobuf_columns;
 mod typed_columns;
 
 use std::sync::Mutex;
@@ -416,6 +418,7 @@ fn mars_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<group_entries::GroupEntries>()?;
     m.add_class::<json_columns::JsonColumnsDecoder>()?;
     m.add_class::<avro_columns::AvroColumnsDecoder>()?;
+    m.add_class::<protobuf_columns::ProtobufColumnsDecoder>()?;
     m.add_function(wrap_pyfunction!(line_shape::line_shape, m)?)?;
     m.add_function(wrap_pyfunction!(
         dataset_columns::decode_dataset_columns,

@@ -1,6 +1,7 @@
 //! A batch's typed columns as the native decoders build them (json_columns.rs,
-//! avro_columns.rs) and hand them to Python: per column, Arrow buffers (validity bitmap,
-//! values, string offsets) that become a Polars column without a Python object per value.
+//! avro_columns.rs, protobuf_columns.rs) and hand them to Python: per column, Arrow buffers
+//! (validity bitmap, values, string offsets) that become a Polars column without a Python
+//! object per value.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
