@@ -1,6 +1,7 @@
 """Decode speed of each input format against CSV's: the same records as CSV, JSON (natively,
 native/src/json_columns.rs, and through msgspec), Avro (natively, native/src/avro_columns.rs,
-and through fastavro) and Protobuf, through the mapper's decoders.
+and through fastavro) and Protobuf (natively, native/src/protobuf_columns.rs, and through the
+`protobuf` runtime), through the mapper's decoders.
 
     .venv/bin/python benchmarks/format_decode.py --records 500000 --repeat 3
 
@@ -22,11 +23,14 @@ import json
 import random
 import time
 from collections.abc import Sequence
+from unittest.mock import patch
 
 import fastavro
+from google.protobuf.message import Message
 
 from mars.engine.decode import CsvRecordDecoder, FieldPlan, JsonRecordDecoder, RecordDecoder
 from mars.engine.joined_values import JoinedValues
+from mars.formats import native_protobuf
 from mars.formats.avro_decoder import AvroPayloadReader, parse_avro_schema
 from mars.formats.binary_decoder import BinaryRecordDecoder
 from mars.formats.protobuf_decoder import ProtobufPayloadReader
@@ -107,6 +111,12 @@ def _batches(count: int, seed: int = 1) -> dict[str, list[JoinedValues]]:
     }
 
 
+def _runtime_reader(message: type[Message], fields: tuple[str, ...]) -> ProtobufPayloadReader:
+    """A Protobuf reader without its native decoder: every record through the runtime."""
+    with patch.object(native_protobuf, "mars_native", None):
+        return ProtobufPayloadReader(message, fields)
+
+
 def _seconds(decoder: RecordDecoder, batches: Sequence[JoinedValues]) -> float:
     start = time.process_time()
     for batch in batches:
@@ -147,7 +157,8 @@ def main() -> None:
             binary(AvroPayloadReader(avro_schema, flat.fields, native=False)),
             batches["avro"],
         ),
-        "Protobuf": (binary(ProtobufPayloadReader(message, flat.fields)), batches["proto"]),
+        "Protobuf native": (binary(ProtobufPayloadReader(message, flat.fields)), batches["proto"]),
+        "Protobuf runtime": (binary(_runtime_reader(message, flat.fields)), batches["proto"]),
     }
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(args.repeat):  # round-robin: a busy spell on the machine hits every run
@@ -167,7 +178,8 @@ def main() -> None:
     print(
         f"native/msgspec: flat {rates['JSON native'] / rates['JSON msgspec']:.2f}x, nested "
         f"{rates['nested JSON native'] / rates['nested JSON msgspec']:.2f}x; Avro "
-        f"native/fastavro {rates['Avro native'] / rates['Avro fastavro']:.2f}x"
+        f"native/fastavro {rates['Avro native'] / rates['Avro fastavro']:.2f}x; Protobuf "
+        f"native/runtime {rates['Protobuf native'] / rates['Protobuf runtime']:.2f}x"
     )
 
 
