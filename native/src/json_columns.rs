@@ -58,6 +58,19 @@ const STOPS: [bool; 256] = {
     stops
 };
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` (eight bytes of a record, little-endian) that is a
+/// quote, a backslash or a control byte; exact up to the first such byte (a subtraction's
+/// borrow only runs upwards from a flagged byte), which is all `scan` reads.
+fn stops_in_word(word: u64) -> u64 {
+    let quotes = word ^ (ONES * u64::from(b'"'));
+    let backslashes = word ^ (ONES * u64::from(b'\\'));
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+    (zero(quotes) | zero(backslashes) | (word.wrapping_sub(ONES * 0x20) & !word)) & HIGHS
+}
+
 #[pyclass(frozen, module = "mars_native")]
 pub struct JsonColumnsDecoder {
     nodes: Vec<Node>,
@@ -379,16 +392,34 @@ impl<'a> Reader<'a> {
     }
 
     /// Moves past the next quote or backslash of a string, and says which it was; a control
-    /// byte or the record's end first is malformed. (A table lookup per byte: strings are
-    /// short, shorter than what `memchr2` needs to pay off.)
+    /// byte or the record's end first is malformed. Eight bytes at a time (`stops_in_word`),
+    /// then a table lookup per byte for the last few: strings are short, shorter than what
+    /// `memchr2` needs to pay off.
+    #[inline]
     fn scan(&mut self) -> Walk<u8> {
-        let rest = &self.data[self.at..];
-        let found = rest
-            .iter()
-            .position(|&byte| STOPS[byte as usize])
-            .ok_or(Decline)?;
-        let byte = rest[found];
-        self.at += found + 1;
+        let data = self.data;
+        let mut at = self.at;
+        while let Some(word) = data.get(at..at + 8) {
+            let stops = stops_in_word(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+            if stops != 0 {
+                return self.stop_at(at + (stops.trailing_zeros() / 8) as usize);
+            }
+            at += 8;
+        }
+        while let Some(&byte) = data.get(at) {
+            if STOPS[byte as usize] {
+                return self.stop_at(at);
+            }
+            at += 1;
+        }
+        Err(Decline)
+    }
+
+    /// Moves past the stop byte at `at`, and says which it was.
+    #[inline]
+    fn stop_at(&mut self, at: usize) -> Walk<u8> {
+        let byte = self.data[at];
+        self.at = at + 1;
         if byte < 0x20 {
             return Err(Decline);
         }
@@ -446,6 +477,9 @@ impl<'a> Reader<'a> {
 
     /// A number (RFC 8259's grammar): an Int when it has no fraction or exponent.
     fn number(&mut self) -> Walk<Number> {
+        if let Some(value) = self.short_int() {
+            return Ok(Number::Int(value));
+        }
         let start = self.at;
         let float = self.skip_number()?;
         // The bytes were checked to be ASCII digits, signs and dots: valid UTF-8.
@@ -460,6 +494,30 @@ impl<'a> Reader<'a> {
         } else {
             text.parse().map(Number::Int).map_err(|_| Decline) // beyond 64 bits: declined
         }
+    }
+
+    /// The common case of `number` without its text parsed again: an integer of at most 18
+    /// digits (no overflow), without a leading zero, fraction or exponent. None (the cursor
+    /// unmoved) for anything else.
+    #[inline]
+    fn short_int(&mut self) -> Option<i64> {
+        let negative = self.peek() == Some(b'-');
+        let first = self.at + usize::from(negative);
+        let mut at = first;
+        let mut value: i64 = 0;
+        while let Some(&digit @ b'0'..=b'9') = self.data.get(at) {
+            value = value.wrapping_mul(10) + i64::from(digit - b'0');
+            at += 1;
+        }
+        let digits = at - first;
+        let plain = (1..=18).contains(&digits)
+            && (digits == 1 || self.data[first] != b'0')
+            && !matches!(self.data.get(at), Some(b'.' | b'e' | b'E'));
+        if !plain {
+            return None;
+        }
+        self.at = at;
+        Some(if negative { -value } else { value })
     }
 
     /// Moves past a number, checking its grammar; says whether it is a float.

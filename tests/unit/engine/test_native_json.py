@@ -1,7 +1,8 @@
 """The native JSON decoder (native/src/json_columns.rs) against the msgspec path, the reference:
 on random batches (valid, malformed, nested, mixed types, NULLs, big integers, unicode,
-escapes, duplicate keys) both give the same frame (names, dtypes, values) and the same
-bad-record reasons, alone and shared by several tasks over a topic (`TopicDecoders`)."""
+escapes, control bytes, long strings, duplicate keys) both give the same frame (names, dtypes,
+values) and the same bad-record reasons, alone and shared by several tasks over a topic
+(`TopicDecoders`)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,10 @@ RAW_TOKENS = [
     "-9223372036854775809", "18446744073709551616", "123456789012345678901234567890",
     '"\\ud83d\\ude00"', '"\\ud800"', '"\\udc00x"', '"a\\u00e9\\n\\t\\/"', '"\\x"', '"a\x01"',
     "true", "false", "null", "nul", "NaN", "Infinity", '"\\u0041"',
+    # Integers around the decoder's short path (at most 18 digits, no leading zero).
+    "999999999999999999", "-999999999999999999", "1000000000000000000", "0123", "-01", "-",
+    "7.", "7e", "-7E+2", "12345678901234567e1", "123456789012345678.0",
+    '"abcdefghij\x01klm"', '"abcdefghijklm\x1f"', '"abcdefghijk\\"lm"',
 ]  # fmt: skip
 
 scalars = st.one_of(
@@ -60,6 +65,8 @@ scalars = st.one_of(
     st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 0, 1]),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=6),
+    # Longer: the decoder scans strings eight bytes at a time.
+    st.text(st.sampled_from('ab"\\\x01\x1féx'), min_size=7, max_size=24),
     st.sampled_from(["GET", "é", "😀", 'a"b', "\\", "\u2028"]),
     st.sampled_from(RAW_TOKENS).map(Raw),
 )
