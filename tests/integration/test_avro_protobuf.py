@@ -13,12 +13,18 @@ Three variants in one pipeline, `registry` per format and `schema_file` for Avro
 
 The first part of the stream is read, a mapper is SIGKILLed and a replacement started, then the
 rest is produced; a record per partition far past the data closes the data windows.
+
+A second test freezes the registry while the mapper meets a schema it has not fetched: the
+records are delayed, counted once, and none is dead-lettered (docs/semantics.md, "Input
+formats").
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,6 +212,87 @@ def test_avro_and_protobuf_are_exact_through_a_mapper_killed_mid_stream(
 
     for v in variants:
         _check(v.name, results[v.name], expected[v.name], v.stream[2], reasons[v.name])
+
+
+# Past the registry client's 10 s timeout twice: the mapper's retries meet the outage.
+OUTAGE_S = 25
+
+
+@pytest.mark.timeout(360)
+def test_a_registry_outage_delays_records_and_dead_letters_none(
+    schema_registry_url: str,
+    local_cluster: LocalCluster,
+    cluster: ClusterState,
+    settings: Settings,
+    kafka_admin: AdminClient,
+    unique_name: str,
+) -> None:
+    """The registry frozen (SIGSTOP: connections are accepted, nothing answers) while the only
+    mapper meets a writer schema it has not fetched: it retries the batch until the registry
+    answers again, and every record is counted once; none is dead-lettered."""
+    topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
+    client = SchemaRegistryClient(schema_registry_url)
+    ids = [client.register(f"{topic}-value", text, "AVRO") for text in SCHEMAS["avro"][:2]]
+    client.close()
+    v1 = [_record(0, i) for i in range(RECORDS_PER_VERSION)]
+    v2 = [_record(1, RECORDS_PER_VERSION + i) for i in range(RECORDS_PER_VERSION)]
+
+    def framed(version: int, records: list[dict[str, Any]]) -> list[bytes]:
+        schema = SCHEMAS["avro"][version]
+        return [frame(ids[version], _payload("avro", schema, r)) for r in records]
+
+    registry = next(p for p in cluster.processes if p.role == "schema-registry")
+    task = f"{unique_name}t"
+    options = {"event_time": "ts", "event_time_format": "epoch_ms", "format": "avro"}
+    options["idle_timeout"] = "120 s"  # longer than the outage: no idle close meanwhile
+    env = {"MARS_MAPPER__BATCH_SIZE": "50", "MARS_SCHEMA_REGISTRY__URL": schema_registry_url}
+    with WatchedPipeline.running(
+        local_cluster, name=unique_name, token=settings.api.token, env=env, mappers=1, reducers=1
+    ) as pipeline:
+        output = pipeline.register(SQL.format(topic=topic), task_id=task, options=options)[
+            "topics"
+        ]["output"]
+        producer = Producer({"bootstrap.servers": cluster.kafka_bootstrap})
+
+        def produce(values: list[bytes]) -> None:
+            for index, value in enumerate(values):
+                producer.produce(topic, value, partition=index % PARTITIONS)
+            producer.flush(30)
+
+        produce(framed(0, v1))
+        time.sleep(3)  # the mapper reads v1 with the registry up
+        os.kill(registry.pid, signal.SIGSTOP)
+        try:
+            produce(framed(1, v2))  # v2's schema: not fetched yet
+            time.sleep(OUTAGE_S)
+        finally:
+            os.kill(registry.pid, signal.SIGCONT)
+        produce(framed(1, _closers(1)))
+        expected = _expected(v1 + v2)
+        dead_letters = f"mars.dlq.{task}"
+        reader = TopicReader(cluster.kafka_bootstrap, [output, dead_letters])
+        try:
+            wait_for(
+                lambda: len(reader.values(output)) >= len(expected),
+                timeout_s=120,
+                what="every window's results after the outage",
+                logs=lambda: f"{len(reader.values(output))} results\n{pipeline.logs()}",
+                every=lambda: reader.poll_for(0.5),
+            )
+            reader.poll_for(3.0)
+            results = [r for r in reader.values(output) if r["window_start"] < CLOSER_MS]
+        finally:
+            reader.close()
+        mapper_logs = "".join(
+            handle.log.read_text(errors="replace")
+            for name, handle in pipeline.procs.handles.items()
+            if name.startswith(f"{unique_name}-mapper-")
+        )
+        reasons = _reasons(cluster.kafka_bootstrap, dead_letters)
+
+    met = f"schema registry {schema_registry_url.rstrip('/')}"
+    assert met in mapper_logs, "the mapper never met the outage: the test proves nothing"
+    _check("avro/registry outage", results, expected, {}, reasons)
 
 
 def _variant(
