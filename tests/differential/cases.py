@@ -13,7 +13,9 @@ task registered paused, backfilled, then resumed: idle close must still come).
 Records hold `ts` (event time), `k1` (skewed string or NULL), `k2` (small int or NULL),
 `v` (int or NULL), `f` (float), `s` (a string for LIKE) and `m`, a nested object read through
 the paths `m.u.id`, `m.tags[0]` and `m.w` (`NESTED_PATHS`): sometimes missing or null at any
-level, sometimes of the wrong kind (a bad record for the tasks that read the path).
+level, sometimes of the wrong kind (a bad record for the tasks that read the path). Half the
+cases that go through the mappers, nested paths or not, give the topic their records in Avro or
+Protobuf (tests/differential/binary_records.py: `m` a nested record / message).
 """
 
 from __future__ import annotations
@@ -228,6 +230,12 @@ class TaskShape:
     key_lag_ms: int | None = None  # WITH (watermark = 'key', key_lag = ...); None: partition
     key_groups: int | None = None  # and key_groups = N (a clock per group of keys)
 
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The nested paths (`NESTED_PATHS`) the task reads."""
+        read = " ".join([*self.keys, self.where or "", *(a.sql for a in self.aggregates)])
+        return tuple(path for path in NESTED_PATHS if path in read)
+
     def mars_sql(self, topic: str) -> str:
         select = [*self.keys, *(["ts"] if self.window_column else [])]
         select += [f"{a.sql} AS {a.alias}" for a in self.aggregates]
@@ -440,12 +448,13 @@ def random_case(seed: int) -> Case:
                 )
             streams[p].append(_record(rng, style, ts, shape.unit))
     shape, streams = _key_watermark(seed, shape, streams)
-    input_format = _input_format(seed, shape)
+    input_format = _input_format(seed)
     return Case(
         seed=seed,
         shape=shape,
         partitions=tuple(
-            tuple(binary_records.carried(v, input_format, shape.unit) for v in s) for s in streams
+            tuple(binary_records.carried(v, input_format, shape.unit, shape.paths) for v in s)
+            for s in streams
         ),
         via_backfill=seed % BACKFILL_EVERY == 0,
         input_format=input_format,
@@ -535,12 +544,11 @@ def _path_value(record: dict[str, Any], name: str) -> Any:
     return value
 
 
-def _input_format(seed: int, shape: TaskShape) -> str:
-    """Half the cases that read no nested path and go through the mappers read Avro or
-    Protobuf; drawn from a generator of its own, so every other draw of a seed stays as it
-    was."""
-    read = " ".join([*shape.keys, shape.where or "", *(a.sql for a in shape.aggregates)])
-    if seed % BACKFILL_EVERY == 0 or any(path in read for path in NESTED_PATHS):
+def _input_format(seed: int) -> str:
+    """Half the cases that go through the mappers read Avro or Protobuf, nested paths or not;
+    drawn from a generator of its own, so every other draw of a seed stays as it was (and a
+    case that reads no nested path draws the format it drew when only those could)."""
+    if seed % BACKFILL_EVERY == 0:
         return "json"
     return random.Random(f"format {seed}").choice(["json", "json", *binary_records.BINARY_FORMATS])
 

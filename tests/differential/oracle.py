@@ -132,9 +132,8 @@ def _duck(sql: str) -> str:
 
 def _nested_sql(case: Case) -> str:
     """`raw` with each path's value and `path_bad`; `r`: the records that are not bad."""
-    shape = case.shape
-    read = " ".join([*shape.keys, shape.where or "", *(a.sql for a in shape.aggregates)])
-    bad = [f"coalesce({rule}, false)" for path, (_, _, rule) in _PATHS.items() if path in read]
+    paths = case.shape.paths
+    bad = [f"coalesce({rule}, false)" for path, (_, _, rule) in _PATHS.items() if path in paths]
     values = ", ".join(f"{value} AS {column}" for column, value, _ in _PATHS.values())
     return f"""
         CREATE OR REPLACE TABLE raw AS

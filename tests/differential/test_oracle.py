@@ -254,7 +254,7 @@ def test_a_record_protobuf_cannot_carry_is_bad_even_where_where_drops_it() -> No
     base = case(shape(where="v > 0"), drawn)
     as_json = expected_of(base)
     carried = tuple(
-        tuple(binary_records.carried(v, "protobuf", "ms") for v in values)
+        tuple(binary_records.carried(v, "protobuf", "ms", ()) for v in values)
         for values in base.partitions
     )
     as_protobuf = expected_of(replace(base, partitions=carried, input_format="protobuf"))
