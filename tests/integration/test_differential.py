@@ -64,6 +64,15 @@ def _columnar(case: Case) -> bool:
     return uses_columnar_state(spec, state_aggregates(spec), enabled=True)
 
 
+def _binary_cases(outcomes: list[Outcome]) -> str:
+    """How many cases read Avro / Protobuf, and how many of those read nested paths."""
+    counts = []
+    for name in ("Avro", "Protobuf"):
+        cases = [o.case for o in outcomes if o.case.input_format == name.lower()]
+        counts.append(f"{len(cases)} {name} ({sum(bool(c.shape.paths) for c in cases)} nested)")
+    return " and ".join(counts)
+
+
 def _wanted(seed: int) -> bool:
     shape = random_case(seed).shape
     return (not WINDOW or shape.window == WINDOW) and (
@@ -114,6 +123,7 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
         f"{sum(o.case.records for o in outcomes)} records, "
         f"{sum(o.rows for o in outcomes)} result rows compared, {len(failed)} failed, "
         f"{sum(_columnar(o.case) for o in outcomes)} cases in columns on one reducer, "
+        f"{_binary_cases(outcomes)}, "
         f"{time.monotonic() - started:.0f} s"
     )
     for outcome in failed:
