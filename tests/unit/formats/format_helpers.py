@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 from typing import Any
 
 import fastavro
+from hypothesis import strategies as st
 
 from mars.formats.protobuf_schema import compile_proto, message_at, message_class
 from mars.formats.schema_registry import (
@@ -81,6 +83,23 @@ def avro_payload(schema: dict[str, Any], record: dict[str, Any]) -> bytes:
     buffer = io.BytesIO()
     fastavro.schemaless_writer(buffer, fastavro.parse_schema(schema), record)
     return buffer.getvalue()
+
+
+def corrupt_some(draw: st.DrawFn, payloads: list[bytes]) -> None:
+    """Up to two of `payloads` corrupted in place: cut, grown, or a byte changed."""
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(payloads) - 1))
+        payload = payloads[at]
+        how = draw(st.sampled_from(["cut", "grow", "flip"]))
+        if how == "cut":
+            payloads[at] = payload[: draw(st.integers(0, max(len(payload) - 1, 0)))]
+        elif how == "grow":
+            payloads[at] = payload + draw(st.binary(min_size=1, max_size=3))
+        elif payload:
+            i = draw(st.integers(0, len(payload) - 1))
+            payloads[at] = (
+                payload[:i] + struct.pack("B", draw(st.integers(0, 255))) + payload[i + 1 :]
+            )
 
 
 def proto_payload(

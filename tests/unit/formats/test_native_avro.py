@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import struct
 from typing import Any
 
 import fastavro
@@ -22,6 +21,7 @@ from mars.formats.binary_decoder import BinaryRecordDecoder
 from mars.formats.native_avro import NativeAvroReader
 from mars.formats.wire import frame, split_avro
 from mars.native import native_available
+from tests.unit.formats.format_helpers import corrupt_some
 
 SCHEMA_ID = 7
 _INNER = {
@@ -97,19 +97,7 @@ def cases(draw: st.DrawFn) -> tuple[Any, list[bytes], FieldPlan]:
         buffer = io.BytesIO()
         fastavro.schemaless_writer(buffer, schema, record)
         payloads.append(buffer.getvalue())
-    for _ in range(draw(st.integers(0, 2))):  # corrupt a few: cut, grown, a byte changed
-        at = draw(st.integers(0, len(payloads) - 1))
-        payload = payloads[at]
-        how = draw(st.sampled_from(["cut", "grow", "flip"]))
-        if how == "cut":
-            payloads[at] = payload[: draw(st.integers(0, max(len(payload) - 1, 0)))]
-        elif how == "grow":
-            payloads[at] = payload + draw(st.binary(min_size=1, max_size=3))
-        elif payload:
-            i = draw(st.integers(0, len(payload) - 1))
-            payloads[at] = (
-                payload[:i] + struct.pack("B", draw(st.integers(0, 255))) + payload[i + 1 :]
-            )
+    corrupt_some(draw, payloads)
     fields = tuple(draw(st.lists(st.sampled_from(PATHS), min_size=1, max_size=6, unique=True)))
     numeric = frozenset(draw(st.lists(st.sampled_from(fields), max_size=2)))
     return schema, payloads, FieldPlan(fields=fields, numeric_fields=numeric)
