@@ -2,7 +2,8 @@
 statistics over one stream).
 
 Tasks over one topic read different fields. `TopicDecoders` groups their decoders by what a
-decode depends on besides the fields (JSON; CSV with one header and delimiter) and builds one
+decode depends on besides the fields (JSON; CSV with one header and delimiter; Avro or Protobuf
+with one writer schema file, or one registry: `SharedNativeDecoder.share_key`) and builds one
 decoder per group for the union of the group's fields, once per task set. Per batch,
 `BatchDecoding.for_decoder` hands each task exactly what its own decoder would have given:
 
@@ -19,6 +20,18 @@ decoder per group for the union of the group's fields, once per task set. Per ba
 - CSV: the union decoder's plain-lines check and Polars read (`CsvStrings`, text columns); each
   task casts its SUM/AVG fields. When the batch is not plain, or a task's cast fails, that task
   decodes the batch itself, which gives every bad record its exact reason.
+- Avro, Protobuf: the union decoder's native columns (`SharedNativeDecoder.native_columns`:
+  every record a well-formed payload of the first record's writer schema, the union's paths
+  the plain case); each task takes its own fields from them (`frame_from_native`, as its own
+  native decode does), and decodes the batch itself when a SUM/AVG field of its own holds
+  strings or booleans. The native decoders take a batch only when the runtime (fastavro, the
+  `protobuf` runtime) would read every record, and then read a path alike whatever other paths
+  they read, so the union's columns are the task's. When the union's native decode declines
+  (a bad record, several writer schemas, a path of some task not plain, no extension), every
+  task decodes the batch itself: its own native decode may take it, else the runtime gives
+  each bad record its exact reason. A group shares a writer schema file only as its tasks
+  read it (the key is the schema read, not the path: the file may change between two tasks'
+  builds); a registry's schema of an id never changes.
 
 The union's work is done on the first task that asks, so a batch no task reads costs nothing.
 """
@@ -27,6 +40,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import polars as pl
 
 from mars.engine.decode import (
     CsvRecordDecoder,
@@ -40,6 +56,31 @@ from mars.engine.decode import (
 from mars.engine.native_json import NativeColumns
 
 _NOT_YET = object()  # a group's shared stage before its first use
+
+
+@runtime_checkable
+class SharedNativeDecoder(RecordDecoder, Protocol):
+    """A decoder that can take its frame from the native columns of a decoder of more fields
+    (the Avro and Protobuf decoders, `mars.formats.binary_decoder`)."""
+
+    plan: FieldPlan
+
+    @property
+    def share_key(self) -> Hashable | None:
+        """Equal for decoders that read every record alike, field for field; None: alone."""
+        ...
+
+    def for_plan(self, plan: FieldPlan) -> SharedNativeDecoder:
+        """A decoder of `plan`'s fields of the same share key."""
+        ...
+
+    def native_columns(self, values: Sequence[bytes]) -> NativeColumns | None:
+        """Every field of the plan natively, or None (declined, or not the plain case)."""
+        ...
+
+    def from_native(self, decoded: NativeColumns) -> pl.DataFrame | None:
+        """This plan's frame from native columns of at least its fields, or None."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +144,12 @@ class BatchDecoding:
             frame = decoder.from_strings(staged)
             if frame is not None:
                 return DecodedBatch(frame=frame, bad={})
-        return decoder.decode(self.values)  # not plain CSV, or a SUM/AVG field is not numeric
+        if isinstance(staged, NativeColumns) and isinstance(decoder, SharedNativeDecoder):
+            frame = decoder.from_native(staged)
+            if frame is not None:
+                return DecodedBatch(frame=frame, bad={})
+        # Not plain, declined natively, or a SUM/AVG field is not numeric: decoded alone.
+        return decoder.decode(self.values)
 
     def _stage(self, union: RecordDecoder) -> NativeColumns | JsonColumns | CsvStrings | None:
         if isinstance(union, JsonRecordDecoder):
@@ -111,6 +157,8 @@ class BatchDecoding:
         if isinstance(union, CsvRecordDecoder):
             plain = union.plain_lines(self.values)
             return None if plain is None else union.strings(plain)
+        if isinstance(union, SharedNativeDecoder):
+            return union.native_columns(self.values)
         return None
 
 
@@ -120,16 +168,21 @@ def _share_key(decoder: RecordDecoder) -> Hashable | None:
         return ("json",)
     if isinstance(decoder, CsvRecordDecoder):
         return ("csv", decoder.csv_format.columns, decoder.csv_format.delimiter)
+    if isinstance(decoder, SharedNativeDecoder) and decoder.share_key is not None:
+        return ("native", decoder.share_key)
     return None
 
 
 def _union_decoder(members: list[RecordDecoder]) -> RecordDecoder:
     fields: dict[str, None] = {}
     for decoder in members:
-        if isinstance(decoder, JsonRecordDecoder | CsvRecordDecoder):
+        if isinstance(decoder, JsonRecordDecoder | CsvRecordDecoder | SharedNativeDecoder):
             fields.update(dict.fromkeys(decoder.plan.fields))
-    plan = FieldPlan(fields=tuple(fields))  # text for CSV; each member types its own fields
+    # No numeric fields: text for CSV; each member types and checks its own fields.
+    plan = FieldPlan(fields=tuple(fields))
     first = members[0]
     if isinstance(first, CsvRecordDecoder):
         return CsvRecordDecoder(plan, first.csv_format)
+    if isinstance(first, SharedNativeDecoder):
+        return first.for_plan(plan)
     return JsonRecordDecoder(plan)

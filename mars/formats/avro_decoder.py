@@ -13,7 +13,7 @@ import io
 import json
 import struct
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import fastavro
@@ -72,9 +72,20 @@ class AvroPayloadReader:
     def __init__(self, schema: Schema, fields: tuple[str, ...], *, native: bool = True) -> None:
         """`native=False`: fastavro only (the reference the native decoder is tested against)."""
         self._schema = schema
+        self._native_wanted = native
         self._projection = _projection(schema, fields)
         self._paths = PathReader(fields)
         self._native = NativeAvroReader.for_schema(schema, fields) if native else None
+
+    @cached_property
+    def schema_key(self) -> str:
+        """The writer schema's Parsing Canonical Form (Avro specification): what reading its
+        bytes depends on (names, types, field order), without docs, defaults or aliases."""
+        return str(fastavro.schema.to_parsing_canonical_form(self._schema))
+
+    def with_fields(self, fields: tuple[str, ...]) -> AvroPayloadReader:
+        """A reader of the same writer schema reading `fields`."""
+        return AvroPayloadReader(self._schema, fields, native=self._native_wanted)
 
     def native_columns(self, values: Sequence[bytes], header: bytes) -> NativeColumns | None:
         """The batch's columns, each payload after `header`, decoded natively; None when

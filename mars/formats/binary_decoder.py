@@ -8,11 +8,17 @@ reasons either way.
 Framed records (schemas from a registry) are split by `mars.formats.wire`; the writer schema of
 each (schema id, message indexes) is resolved once per batch (the registry client caches it for
 good). With a schema file the record is the bare payload of that one schema.
+
+A decoder built with a `Sharing` lets the tasks over one topic share one native decode of
+each batch (`mars.engine.shared_decode`): decoders of equal `Sharing.key` read the same bytes
+alike whatever their fields, and `Sharing.decoder_for` builds the one of the union of their
+fields, whose native columns each takes its own from (`native_columns`, `from_native`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import polars as pl
@@ -27,7 +33,17 @@ from mars.formats.wire import Framed, FramingError
 class PayloadReader(Protocol):
     """Decodes payloads of one writer schema into the plan's column values."""
 
+    @property
+    def schema_key(self) -> Hashable:
+        """Equal for readers that read any payload alike, field for field (the same writer
+        schema, whichever object holds it)."""
+        ...
+
     def read(self, payload: bytes | memoryview) -> dict[str, Any]: ...
+
+    def with_fields(self, fields: tuple[str, ...]) -> PayloadReader:
+        """A reader of the same writer schema reading `fields`."""
+        ...
 
     def native_columns(self, values: Sequence[bytes], header: bytes) -> NativeColumns | None:
         """A whole batch of this schema's payloads (each after `header`) as typed columns, or
@@ -42,6 +58,16 @@ ReaderFor = Callable[[int, tuple[int, ...]], PayloadReader]
 _RECORD_ERRORS = (FramingError, UnknownSchemaId, CorruptRecord, SchemaProblem)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Sharing:
+    """What lets decoders of other fields share a decoder's native decodes: decoders of equal
+    `key` read every record alike, field for field (the same format and writer schemas);
+    `decoder_for(plan)` is such a decoder of `plan`'s fields."""
+
+    key: Hashable
+    decoder_for: Callable[[FieldPlan], BinaryRecordDecoder]
+
+
 class BinaryRecordDecoder:
     """Decodes framed records through `reader_for`, or bare payloads through `fixed`."""
 
@@ -52,6 +78,7 @@ class BinaryRecordDecoder:
         split: Callable[[bytes], Framed] | None = None,
         reader_for: ReaderFor | None = None,
         fixed: PayloadReader | None = None,
+        sharing: Sharing | None = None,
     ) -> None:
         if fixed is None and (split is None or reader_for is None):
             raise ValueError("a decoder needs a fixed reader, or a framing and reader_for")
@@ -59,6 +86,18 @@ class BinaryRecordDecoder:
         self._split = split
         self._reader_for = reader_for
         self._fixed = fixed
+        self._sharing = sharing
+
+    @property
+    def share_key(self) -> Hashable | None:
+        """Equal for decoders that can share a native decode; None: this one decodes alone."""
+        return None if self._sharing is None else self._sharing.key
+
+    def for_plan(self, plan: FieldPlan) -> BinaryRecordDecoder:
+        """A decoder of `plan`'s fields reading every record as this one does (same key)."""
+        if self._sharing is None:
+            raise ValueError("this decoder was built without a Sharing")
+        return self._sharing.decoder_for(plan)
 
     def decode(self, values: Sequence[bytes]) -> DecodedBatch:
         frame = self._native_frame(values)
@@ -82,8 +121,14 @@ class BinaryRecordDecoder:
         return _frame_from_columns(rows, columns, self.plan, bad)
 
     def _native_frame(self, values: Sequence[bytes]) -> pl.DataFrame | None:
-        """The batch's frame from the native decoder, when every record is a well-formed
-        payload of one writer schema (the first record's) and the decoder takes them."""
+        columns = self.native_columns(values)
+        return None if columns is None else self.from_native(columns)
+
+    def native_columns(self, values: Sequence[bytes]) -> NativeColumns | None:
+        """Every field of the plan as a typed column, when every record is a well-formed
+        payload of one writer schema (the first record's) and its native decoder takes them;
+        else None (the record loop then gives each record its reason). A registry that cannot
+        answer raises `SchemaRegistryUnavailable`, as the record loop would."""
         if not values:
             return None
         if self._fixed is not None:
@@ -97,8 +142,12 @@ class BinaryRecordDecoder:
             except _RECORD_ERRORS:
                 return None  # the record loop gives it its reason
             header = bytes(first[: len(first) - len(framed.payload)])
-        columns = reader.native_columns(values, header)
-        return None if columns is None else frame_from_native(columns, self.plan)
+        return reader.native_columns(values, header)
+
+    def from_native(self, decoded: NativeColumns) -> pl.DataFrame | None:
+        """This plan's frame from the native columns of a plan holding at least its fields, or
+        None (`frame_from_native`: a SUM/AVG field holds strings or booleans)."""
+        return frame_from_native(decoded, self.plan)
 
     def _read_framed(
         self, value: bytes, readers: dict[Hashable, PayloadReader | Exception]

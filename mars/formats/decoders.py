@@ -10,7 +10,7 @@ from pathlib import Path
 from mars.engine.decode import FieldPlan
 from mars.engine.errors import EngineError
 from mars.formats.avro_decoder import AvroPayloadReader, parse_avro_schema
-from mars.formats.binary_decoder import BinaryRecordDecoder, PayloadReader
+from mars.formats.binary_decoder import BinaryRecordDecoder, PayloadReader, Sharing
 from mars.formats.errors import SchemaProblem
 from mars.formats.protobuf_decoder import ProtobufPayloadReader
 from mars.formats.protobuf_schema import (
@@ -52,6 +52,8 @@ def file_reader(
 def binary_decoder_for(
     *, plan: FieldPlan, options: TaskOptions, schemas: SchemaSource | None
 ) -> BinaryRecordDecoder:
+    """The decoder of an Avro or Protobuf task; it shares native decodes with the decoders of
+    the same format and schema file contents, or of the same format and registry."""
     input_format = options.input_format
     if input_format not in BINARY_FORMATS:
         raise EngineError(f"format {input_format.value} is not Avro or Protobuf")
@@ -65,15 +67,37 @@ def binary_decoder_for(
             )
         except SchemaProblem as error:
             raise EngineError(str(error)) from None
-        return BinaryRecordDecoder(plan, fixed=fixed)
+        # Keyed by the schema read, not the path: the file may change between two tasks' builds.
+        sharing = Sharing(
+            key=(input_format, "schema_file", fixed.schema_key),
+            decoder_for=lambda union: BinaryRecordDecoder(
+                union, fixed=fixed.with_fields(union.fields)
+            ),
+        )
+        return BinaryRecordDecoder(plan, fixed=fixed, sharing=sharing)
     if schemas is None:
         raise EngineError(
             f"format = {input_format.value} without a schema_file reads writer schemas from a "
             "schema registry: set schema_registry.url (MARS_SCHEMA_REGISTRY__URL)"
         )
+    return _registry_decoder(plan, input_format, schemas)
+
+
+def _registry_decoder(
+    plan: FieldPlan, input_format: InputFormat, schemas: SchemaSource
+) -> BinaryRecordDecoder:
+    """Framed records of writer schemas from `schemas`; the registry's schema of an id never
+    changes, so the decoders of one format and one registry read every record alike."""
+    sharing = Sharing(
+        key=(input_format, "registry", id(schemas)),  # (the decoders hold `schemas`: id stays)
+        decoder_for=lambda union: _registry_decoder(union, input_format, schemas),
+    )
     split = split_avro if input_format is InputFormat.AVRO else split_protobuf
     return BinaryRecordDecoder(
-        plan, split=split, reader_for=RegistryReaders(schemas, input_format, plan.fields)
+        plan,
+        split=split,
+        reader_for=RegistryReaders(schemas, input_format, plan.fields),
+        sharing=sharing,
     )
 
 

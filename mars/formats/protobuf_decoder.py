@@ -14,9 +14,10 @@ it declines, and is the reference it is tested against.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import FieldDescriptor, FileDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from mars.engine.json_paths import BadValue
@@ -35,6 +36,17 @@ class ProtobufPayloadReader:
         self._paths = {name: field_path(name) for name in fields}
         self._native = NativeProtobufReader.for_message(message_type.DESCRIPTOR, fields)
 
+    @cached_property
+    def schema_key(self) -> tuple[str, tuple[tuple[str, bytes], ...]]:
+        """The message's full name and its compiled .proto files (its own and every import):
+        two compilations of the same files read alike, though each has its own classes."""
+        descriptor = self._message_type.DESCRIPTOR
+        return descriptor.full_name, tuple(sorted(_compiled_files(descriptor.file).items()))
+
+    def with_fields(self, fields: tuple[str, ...]) -> ProtobufPayloadReader:
+        """A reader of the same message type reading `fields`."""
+        return ProtobufPayloadReader(self._message_type, fields)
+
     def native_columns(self, values: Sequence[bytes], header: bytes) -> NativeColumns | None:
         """The batch's columns, each payload after `header`, decoded natively; None when
         declined or not built."""
@@ -47,6 +59,18 @@ class ProtobufPayloadReader:
         except (DecodeError, ValueError, RuntimeError) as error:
             raise CorruptRecord(f"corrupt Protobuf record: {error}") from None
         return {name: _read_path(message, path) for name, path in self._paths.items()}
+
+
+def _compiled_files(file: FileDescriptor) -> dict[str, bytes]:
+    """Each file's serialized descriptor by name: `file`'s and its imports', recursively."""
+    found: dict[str, bytes] = {}
+    todo = [file]
+    while todo:
+        current = todo.pop()
+        if current.name not in found:
+            found[current.name] = current.serialized_pb
+            todo.extend(current.dependencies)
+    return found
 
 
 def _read_path(message: Message, path: FieldPath) -> Any:
