@@ -4,7 +4,6 @@ and one that exits while starting (its port still held a moment) is spawned agai
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 from devtools.local import ClusterState, LocalCluster
@@ -31,9 +30,9 @@ time.sleep(120)
 def test_a_dead_server_is_started_again_even_if_its_first_start_exits(tmp_path: Path) -> None:
     port = free_port()
     argv = [sys.executable, "-c", FLAKY_SERVER, str(tmp_path / "started-once"), str(port)]
-    dead = spawn("worker", ["true"], log=tmp_path / "worker.log")
-    while dead.is_running():
-        time.sleep(0.05)
+    # A server that ran and died; `true` could exit before spawn reads its start time.
+    dead = spawn("worker", ["sleep", "60"], log=tmp_path / "worker.log")
+    dead.kill()
     record = ProcessRecord(
         name="worker",
         role="spark-worker",  # a server role whose probe is its port
