@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ from typing import Any, ClassVar
 import polars as pl
 from confluent_kafka import Producer
 
-from benchmarks.experiment import Base, Context, Section, note
+from benchmarks.experiment import Base, Context, Section, env_ints, note
 from benchmarks.flink_json import FlinkJsonJob, FlinkQuery, run_flink_job
 from benchmarks.flink_sql import WINDOW_START_MS
 from benchmarks.harness import fresh_id
@@ -87,15 +86,10 @@ FLINK_QUERY = FlinkQuery(
 )
 
 
-def _env_ints(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
-    value = os.environ.get(name)
-    return tuple(int(v) for v in value.split(",")) if value else default
-
-
 @dataclass(frozen=True, slots=True)
 class GroupScaleSettings:
-    groups: tuple[int, ...] = _env_ints("MARS_GROUP_SCALE_GROUPS", (8_000, 300_000))
-    records: int = _env_ints("MARS_GROUP_SCALE_RECORDS", (1_000_000,))[0]
+    groups: tuple[int, ...] = env_ints("MARS_GROUP_SCALE_GROUPS", (8_000, 300_000))
+    records: int = env_ints("MARS_GROUP_SCALE_RECORDS", (1_000_000,))[0]
     mappers: int = 2
     reducers: int = 2  # two owners' memory and merges, as in a deployment
     flink_parallelism: int = 2  # one task slot per core, as in experiment 12

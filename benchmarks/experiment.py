@@ -10,6 +10,7 @@ report sections it renders. Adding one: a module that defines it, plus its line 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -142,6 +143,12 @@ def note(notes: list[str], text: str, log: Log) -> None:
     log(f"  {text}")
     if text not in notes:
         notes.append(text)
+
+
+def env_ints(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
+    """Opt-in sizes of an experiment from the environment (`NAME=1,10,50`), else `default`."""
+    value = os.environ.get(name)
+    return tuple(int(v) for v in value.split(",")) if value else default
 
 
 def render(template: str, **values: object) -> str:

@@ -45,7 +45,7 @@ from reducer.coordination import ReducerCoordinator
 from reducer.coordination.balance import balance_unit_counts
 from reducer.coordination.load_balance import LoadBalancer, published_figures
 from reducer.output import TransactionalOutput, transactional_id
-from reducer.progress_reader import read_progress
+from reducer.progress_reader import close_readers, read_progress
 from reducer.progress_record import progress_key
 from reducer.reducer_metrics import ReducerMetrics
 from reducer.unit_owner import OwnerWiring, StopReason, UnitOwner
@@ -155,6 +155,7 @@ class ReducerProcess:
                 stop.wait(0.1)
         finally:
             self._stop_all()
+            close_readers()
             self._wakeups.stop()
             task_watch.stop()
             coordinator.stop()

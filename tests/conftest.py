@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 
 from devtools.local import ClusterState, LocalCluster
 from mars.config import Settings, load_settings
+from reducer.progress_reader import close_readers
 
 # Property tests check outcomes, not speed: on a loaded 2-core machine Hypothesis's per-example
 # deadline (200 ms) only adds failures that say nothing about the code.
@@ -35,6 +36,7 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     try:
         yield cluster
     finally:
+        close_readers()  # the tests' pooled progress readers, before their broker goes
         cluster.down()
 
 

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
@@ -20,6 +21,7 @@ from mars.tasks.topics import (
     TopicPlan,
     ensure_topics,
 )
+from reducer import progress_reader
 from reducer.output import FencedError, OutRecord, TransactionalOutput, transactional_id
 from reducer.progress_reader import read_progress
 from reducer.progress_record import ProgressRecord, partition_for, progress_key
@@ -231,3 +233,42 @@ def test_no_progress_reads_as_none(cluster: ClusterState, progress_topic: str) -
         )
         is None
     )
+
+
+def test_reads_at_once_reuse_their_readers_and_each_finds_its_own_key(
+    cluster: ClusterState, progress_topic: str, unique_name: str
+) -> None:
+    """Hundreds of owners recovering at once borrow READS_AT_ONCE pairs of consumers, one
+    partition after another, instead of opening and closing two clients each."""
+    units = [f"{unique_name}/{bucket}" for bucket in range(40)]
+    producer = Producer({"bootstrap.servers": cluster.kafka_bootstrap})
+    for watermark, key in enumerate(units):
+        newest = ProgressRecord(closed_watermark=watermark, rseqs={0: watermark}, merged={0: 0})
+        for record in (ProgressRecord.initial([0]), newest):  # the newest of the key must win
+            producer.produce(
+                progress_topic,
+                key=key.encode(),
+                value=record.to_bytes(),
+                partition=partition_for(key, PROGRESS_TOPIC_PLAN.partitions),
+            )
+    assert producer.flush(30) == 0
+    opened_before = progress_reader._POOL.opened
+    found: dict[str, int | None] = {}
+
+    def read(key: str) -> None:
+        record = read_progress(
+            kafka=cluster.kafka(),
+            topic=progress_topic,
+            key=key,
+            partitions=PROGRESS_TOPIC_PLAN.partitions,
+            timeout_s=60,
+        )
+        found[key] = None if record is None else record.closed_watermark
+
+    threads = [threading.Thread(target=read, args=(key,)) for key in units]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert found == {key: watermark for watermark, key in enumerate(units)}
+    assert progress_reader._POOL.opened - opened_before <= progress_reader.READS_AT_ONCE
