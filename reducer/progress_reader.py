@@ -10,6 +10,16 @@ record of the unit lies below that mark, and only transactions open at that mome
 LSO back (other owners' last milliseconds; a crashed producer's is aborted by its unit's next
 owner or by the transaction timeout). Transactions that open later do not matter: waiting for
 a moment with none open in the partition starved owners when dozens of units committed into it.
+
+Each read scans with a consumer of its own, assigned from the beginning: a consumer reused for
+a second read could hand it records fetched for the first, and one kept assigned for good
+answers from a table that a broker restart's offset reset can leave older than its position.
+The high watermark comes from one read_uncommitted probe per process and cluster (it holds no
+position). A scan consumer is closed on a daemon thread nobody waits for: a consumer's close can
+hang while the group coordinator does not answer (librdkafka #3740), and closes that hung held
+the read slots of a 50-task run's reducer, whose owners then went silent for 11 minutes (the
+likeliest reading of its log). A read that gets no slot within its timeout fails (the owner logs
+it and recovers again) instead of waiting without end.
 """
 
 from __future__ import annotations
@@ -18,8 +28,6 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -34,20 +42,19 @@ from mars.clients.kafka_config import client_config
 from mars.config import KafkaSettings
 from reducer.progress_record import ProgressRecord, partition_for
 
-# Progress reads at once per process. Each read borrows a pair of long-lived consumers from
-# `_POOL` instead of opening two clients and closing them again: a process of hundreds of owners
-# recovering at once opened and closed thousands of clients (confluent-kafka takes a thread-local-
-# storage key per client: 660 owners of 100 tasks failed with "Failed to initialize thread local
-# storage"), and a consumer's close can hang for good while the group coordinator does not answer
-# (librdkafka #3740), which held every later read behind the hung ones: 50 tasks' owners went
-# silent for 11 minutes after the broker fenced itself under load.
+# Progress reads at once per process: each opens two Kafka clients beside the owners' producers,
+# and a process holds at most about a thousand (confluent-kafka takes a thread-local-storage key
+# per client: 660 owners of 100 tasks recovering at once failed with "Failed to initialize
+# thread local storage", over and over).
 READS_AT_ONCE = 8
-IDLE_CLOSE_S = 60.0  # a pair unused this long is closed (a test's cluster that is gone)
+_reads = threading.BoundedSemaphore(READS_AT_ONCE)
+_probes: dict[tuple[str, tuple[tuple[str, str], ...]], Consumer] = {}
+_probes_lock = threading.Lock()
 
 
 class ProgressReadTimeoutError(TimeoutError):
     """The partition did not become stable up to the read's end offset within the timeout (a long
-    open transaction), or no reader came free within it."""
+    open transaction), or no read slot came free within it."""
 
 
 def read_progress(
@@ -61,123 +68,42 @@ def read_progress(
     """The value of the newest committed record with `key`, or None if there is none. Call it
     after init_transactions of the key's unit: only records below the partition's end at the
     call are looked for."""
-    deadline = time.monotonic() + timeout_s
-    partition = partition_for(key, partitions)
-    with _POOL.reader(kafka, deadline=deadline) as reader:
-        _, high = reader.probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-        reader.scan.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
-        return _scan(
-            reader.scan,
-            topic=topic,
-            partition=partition,
-            wanted=key.encode(),
-            target=int(high),
-            deadline=deadline,
-            timeout_s=timeout_s,
-        )
-
-
-@dataclass(slots=True, kw_only=True)
-class _Reader:
-    """A read_uncommitted probe (a read_committed consumer's ListOffsets answers the LSO, not
-    the high watermark) and a read_committed consumer that scans one partition at a time."""
-
-    probe: Consumer
-    scan: Consumer
-    last_used: float = field(default_factory=time.monotonic)
-
-    @classmethod
-    def open(cls, kafka: KafkaSettings) -> _Reader:
-        return cls(
-            probe=_consumer(kafka, isolation="read_uncommitted"),
-            scan=_consumer(kafka, isolation="read_committed"),
-        )
-
-    def close_in_background(self) -> None:
-        """Close both without waiting: a close that hangs holds only its own daemon thread."""
-
-        def close() -> None:
-            for consumer in (self.scan, self.probe):
-                with contextlib.suppress(KafkaException, RuntimeError):
-                    consumer.close()
-
-        threading.Thread(target=close, name="progress-reader-close", daemon=True).start()
-
-
-class _ReaderPool:
-    """At most `READS_AT_ONCE` readers lent at a time; idle ones kept per cluster for reuse."""
-
-    def __init__(self) -> None:
-        self._slots = threading.BoundedSemaphore(READS_AT_ONCE)
-        self._lock = threading.Lock()
-        self._idle: dict[tuple[str, tuple[tuple[str, str], ...]], list[_Reader]] = {}
-        self.opened = 0  # readers opened in this process (tests check the reuse)
-
-    @contextlib.contextmanager
-    def reader(self, kafka: KafkaSettings, *, deadline: float) -> Iterator[_Reader]:
-        if not self._slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise ProgressReadTimeoutError(f"no progress reader came free in time ({kafka})")
-        try:
-            reader = self._take(kafka)
-            reusable = False
-            try:
-                yield reader
-                reusable = True
-            finally:
-                self._give_back(kafka, reader, reusable=reusable)
-        finally:
-            self._slots.release()
-
-    def _take(self, kafka: KafkaSettings) -> _Reader:
-        now = time.monotonic()
-        with self._lock:
-            stale = [
-                reader
-                for readers in self._idle.values()
-                for reader in readers
-                if now - reader.last_used > IDLE_CLOSE_S
-            ]
-            for readers in self._idle.values():
-                readers[:] = [reader for reader in readers if reader not in stale]
-            idle = self._idle.get(_cluster_key(kafka))
-            reader = idle.pop() if idle else None
-            if reader is None:
-                self.opened += 1
-        for old in stale:
-            old.close_in_background()
-        return reader if reader is not None else _Reader.open(kafka)
-
-    def _give_back(self, kafka: KafkaSettings, reader: _Reader, *, reusable: bool) -> None:
-        if reusable:
-            try:
-                reader.scan.unassign()
-            except KafkaException:
-                reusable = False
-        if not reusable:  # an error mid-read: its state is unknown, start a fresh pair next time
-            reader.close_in_background()
-            return
-        reader.last_used = time.monotonic()
-        with self._lock:
-            self._idle.setdefault(_cluster_key(kafka), []).append(reader)
-
-    def close_all(self) -> None:
-        with self._lock:
-            readers = [reader for idle in self._idle.values() for reader in idle]
-            self._idle.clear()
-        for reader in readers:
-            reader.close_in_background()
+    if not _reads.acquire(timeout=timeout_s):
+        raise ProgressReadTimeoutError(f"no progress read slot came free in {timeout_s} s")
+    try:
+        return _read(kafka=kafka, topic=topic, key=key, partitions=partitions, timeout_s=timeout_s)
+    finally:
+        _reads.release()
 
 
 def close_readers() -> None:
-    """Close the idle readers (the process is stopping); a later read opens new ones."""
-    _POOL.close_all()
+    """Close the high-watermark probes (the process is stopping); a later read opens new ones."""
+    with _probes_lock:
+        probes = list(_probes.values())
+        _probes.clear()
+    for probe in probes:
+        _close_in_background(probe)
 
 
-def _cluster_key(kafka: KafkaSettings) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return kafka.bootstrap_servers, tuple(sorted(kafka.client_properties.items()))
-
-
-_POOL = _ReaderPool()
+def _read(
+    *, kafka: KafkaSettings, topic: str, key: str, partitions: int, timeout_s: float
+) -> ProgressRecord | None:
+    partition = partition_for(key, partitions)
+    target = _end_offset(kafka, topic, partition)
+    consumer = _consumer(kafka, isolation="read_committed")
+    try:
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        return _scan(
+            consumer,
+            topic=topic,
+            partition=partition,
+            wanted=key.encode(),
+            target=target,
+            deadline=time.monotonic() + timeout_s,
+            timeout_s=timeout_s,
+        )
+    finally:
+        _close_in_background(consumer)
 
 
 def _scan(
@@ -198,7 +124,7 @@ def _scan(
             raise ProgressReadTimeoutError(
                 f"{topic}[{partition}] not stable up to offset {target} after {timeout_s} s"
             )
-        message = consumer.poll(0.5)
+        message = consumer.poll(0.1)
         if message is None or _is_eof(message):
             if _read_through(consumer, topic, partition, target):
                 break
@@ -206,8 +132,6 @@ def _scan(
         error = message.error()
         if error is not None:
             raise KafkaException(error)
-        if message.topic() != topic or message.partition() != partition:
-            continue  # fetched for the reader's previous read, before its unassign
         if message.key() == wanted:
             latest = message.value()
         # Records arrive in offset order: once one at `target - 1` or beyond is here, every
@@ -222,6 +146,26 @@ def _is_eof(message: Message) -> bool:
     return error is not None and error.code() == KafkaError._PARTITION_EOF
 
 
+def _end_offset(kafka: KafkaSettings, topic: str, partition: int) -> int:
+    """The partition's high watermark now (a read_committed consumer's ListOffsets answers the
+    LSO instead, hence a read_uncommitted probe)."""
+    cluster = (kafka.bootstrap_servers, tuple(sorted(kafka.client_properties.items())))
+    with _probes_lock:
+        probe = _probes.get(cluster)
+        if probe is None:
+            probe = _probes[cluster] = _consumer(kafka, isolation="read_uncommitted")
+    _, high = probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+    return int(high)
+
+
+def _close_in_background(consumer: Consumer) -> None:
+    def close() -> None:
+        with contextlib.suppress(KafkaException, RuntimeError):
+            consumer.close()
+
+    threading.Thread(target=close, name="progress-reader-close", daemon=True).start()
+
+
 def _consumer(kafka: KafkaSettings, *, isolation: str) -> Consumer:
     return Consumer(
         client_config(
@@ -231,6 +175,7 @@ def _consumer(kafka: KafkaSettings, *, isolation: str) -> Consumer:
                 "isolation.level": isolation,
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
+                "fetch.wait.max.ms": 50,  # the scan's last fetch returns when it is through
                 "auto.offset.reset": "earliest",
             },
         )

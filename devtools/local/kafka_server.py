@@ -99,6 +99,13 @@ def _server_properties(
         # Results stay readable; compaction keeps one record per (task, window, group) key.
         "log.retention.hours": "168",
     }
+    if len(quorum) == 1:
+        # A lone node's controller fencing its own broker (a heartbeat late while the machine is
+        # overloaded: a 20 s controller stall was seen with 10 tasks starting on 2 cores) takes
+        # every partition offline with nothing to fail over to; it only turns a stall into
+        # errors in every client. A quorum keeps the default 9 s, so a killed broker's
+        # partitions move on quickly.
+        settings["broker.session.timeout.ms"] = "60000"
     if credentials is not None:
         settings |= {
             "sasl.enabled.mechanisms": "PLAIN",
@@ -177,6 +184,8 @@ def start_kafka_nodes(
             )
         argv = [
             java[0], f"-Xmx{heap_mb}m", f"-Xms{heap_mb // 2}m", "-XX:+UseG1GC",
+            # Pauses beside the broker's log: a stalled broker is a GC or the machine.
+            f"-Xlog:gc,safepoint:file={home / 'gc.log'}:time,uptime:filecount=2,filesize=20m",
             "-Djava.awt.headless=true", *java[1:], "kafka.Kafka", str(config),
         ]  # fmt: skip
         launches.append((name, argv, run_dir / "logs" / f"{name}.log"))
