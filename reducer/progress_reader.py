@@ -16,7 +16,7 @@ a second read could hand it records fetched for the first, and one kept assigned
 answers from a table that a broker restart's offset reset can leave older than its position.
 The high watermark comes from one read_uncommitted probe per process and cluster (it holds no
 position). A scan consumer is closed on a daemon thread nobody waits for: a consumer's close can
-hang while the group coordinator does not answer (librdkafka #3740), and closes that hung held
+hang while the group coordinator does not answer ([RdkafkaCloseHang]), and closes that hung held
 the read slots of a 50-task run's reducer, whose owners then went silent for 11 minutes (the
 likeliest reading of its log). A read that gets no slot within its timeout fails (the owner logs
 it and recovers again) instead of waiting without end.
