@@ -42,7 +42,7 @@ from mars.clients.kafka_config import client_config
 from mars.config import KafkaSettings
 from reducer.progress_record import ProgressRecord, partition_for
 
-# Progress reads at once per process: each opens two Kafka clients beside the owners' producers,
+# Progress reads at once per process: each opens a Kafka client beside the owners' producers,
 # and a process holds at most about a thousand (confluent-kafka takes a thread-local-storage key
 # per client: 660 owners of 100 tasks recovering at once failed with "Failed to initialize
 # thread local storage", over and over).
@@ -68,10 +68,12 @@ def read_progress(
     """The value of the newest committed record with `key`, or None if there is none. Call it
     after init_transactions of the key's unit: only records below the partition's end at the
     call are looked for."""
+    started = time.monotonic()
     if not _reads.acquire(timeout=timeout_s):
         raise ProgressReadTimeoutError(f"no progress read slot came free in {timeout_s} s")
     try:
-        return _read(kafka=kafka, topic=topic, key=key, partitions=partitions, timeout_s=timeout_s)
+        left_s = max(0.0, timeout_s - (time.monotonic() - started))
+        return _read(kafka=kafka, topic=topic, key=key, partitions=partitions, timeout_s=left_s)
     finally:
         _reads.release()
 

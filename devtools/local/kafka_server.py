@@ -99,13 +99,10 @@ def _server_properties(
         # Results stay readable; compaction keeps one record per (task, window, group) key.
         "log.retention.hours": "168",
     }
-    if len(quorum) == 1:
-        # A lone node's controller fencing its own broker (a heartbeat late while the machine is
-        # overloaded: a 20 s controller stall was seen with 10 tasks starting on 2 cores) takes
-        # every partition offline with nothing to fail over to; it only turns a stall into
-        # errors in every client. A quorum keeps the default 9 s, so a killed broker's
-        # partitions move on quickly.
-        settings["broker.session.timeout.ms"] = "60000"
+    # broker.session.timeout.ms stays Kafka's 9 s, although a lone node's controller can fence
+    # its own broker after a 20 s stall on an overloaded machine: a restarted node's registration
+    # is refused (DUPLICATE_BROKER_REGISTRATION) until its old session runs out, so 60 s made
+    # every restart of the broker a minute long (tried 2026-11-27).
     if credentials is not None:
         settings |= {
             "sasl.enabled.mechanisms": "PLAIN",
