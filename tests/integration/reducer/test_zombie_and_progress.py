@@ -37,6 +37,17 @@ def progress_topic(kafka_admin: AdminClient, settings: Settings) -> str:
     return PROGRESS_TOPIC
 
 
+def read_back(cluster: ClusterState, key: str, *, timeout_s: float = 90.0) -> ProgressRecord | None:
+    """`read_progress` of `key` from the cluster's progress topic."""
+    return read_progress(
+        kafka=cluster.kafka(),
+        topic=PROGRESS_TOPIC,
+        key=key,
+        partitions=PROGRESS_TOPIC_PLAN.partitions,
+        timeout_s=timeout_s,
+    )
+
+
 def real_owner(
     spec: TaskSpec, store: SeqStore, clock: FakeClock, cluster: ClusterState
 ) -> UnitOwner:
@@ -52,12 +63,7 @@ def real_owner(
                 transactional_id=transactional_id(spec.id, 0),
                 transaction_timeout_ms=10_000,
             ),
-            read_progress=lambda: read_progress(
-                kafka=cluster.kafka(),
-                topic=PROGRESS_TOPIC,
-                key=key,
-                partitions=PROGRESS_TOPIC_PLAN.partitions,
-            ),
+            read_progress=lambda: read_back(cluster, key),
             metrics=None,
             progress_topic=PROGRESS_TOPIC,
             progress_partitions=PROGRESS_TOPIC_PLAN.partitions,
@@ -138,13 +144,7 @@ def test_progress_read_waits_for_an_open_transaction_of_another_unit(
     closer = threading.Timer(3.0, lambda: other_producer.commit_transaction(10))
     closer.start()
     started = time.monotonic()
-    progress = read_progress(
-        kafka=cluster.kafka(),
-        topic=progress_topic,
-        key=key,
-        partitions=PROGRESS_TOPIC_PLAN.partitions,
-        timeout_s=30,
-    )
+    progress = read_back(cluster, key, timeout_s=30)
     closer.join()
     assert progress is not None and progress.closed_watermark == 2
     assert time.monotonic() - started >= 2.0
@@ -204,13 +204,7 @@ def test_progress_read_does_not_wait_for_transactions_opened_after_it_started(
     try:
         time.sleep(0.5)  # a transaction is open in the partition from here on
         started = time.monotonic()
-        found = read_progress(
-            kafka=cluster.kafka(),
-            topic=progress_topic,
-            key=key,
-            partitions=PROGRESS_TOPIC_PLAN.partitions,
-            timeout_s=15,
-        )
+        found = read_back(cluster, key, timeout_s=15)
         elapsed = time.monotonic() - started
     finally:
         stop.set()
@@ -222,16 +216,7 @@ def test_progress_read_does_not_wait_for_transactions_opened_after_it_started(
 
 
 def test_no_progress_reads_as_none(cluster: ClusterState, progress_topic: str) -> None:
-    assert (
-        read_progress(
-            kafka=cluster.kafka(),
-            topic=progress_topic,
-            key="never-committed/0",
-            partitions=PROGRESS_TOPIC_PLAN.partitions,
-            timeout_s=30,
-        )
-        is None
-    )
+    assert read_back(cluster, "never-committed/0", timeout_s=30) is None
 
 
 def test_reads_at_once_each_find_their_own_key(
@@ -254,13 +239,7 @@ def test_reads_at_once_each_find_their_own_key(
     found: dict[str, int | None] = {}
 
     def read(key: str) -> None:
-        record = read_progress(
-            kafka=cluster.kafka(),
-            topic=progress_topic,
-            key=key,
-            partitions=PROGRESS_TOPIC_PLAN.partitions,
-            timeout_s=60,
-        )
+        record = read_back(cluster, key, timeout_s=60)
         found[key] = None if record is None else record.closed_watermark
 
     threads = [threading.Thread(target=read, args=(key,)) for key in units]
