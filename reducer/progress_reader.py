@@ -15,11 +15,12 @@ Each read scans with a consumer of its own, assigned from the beginning: a consu
 a second read could hand it records fetched for the first, and one kept assigned for good
 answers from a table that a broker restart's offset reset can leave older than its position.
 The high watermark comes from one read_uncommitted probe per process and cluster (it holds no
-position). A scan consumer is closed on a daemon thread nobody waits for: a consumer's close can
-hang while the group coordinator does not answer ([RdkafkaCloseHang]), and closes that hung held
-the read slots of a 50-task run's reducer, whose owners then went silent for 11 minutes (the
-likeliest reading of its log). A read that gets no slot within its timeout fails (the owner logs
-it and recovers again) instead of waiting without end.
+position), replaced when it fails. A scan consumer is closed on a daemon thread nobody waits
+for: a consumer's close can hang while the group coordinator does not answer
+([RdkafkaCloseHang]), and closes that hung held the read slots of a 50-task run's reducer,
+whose owners then went silent for 11 minutes (the likeliest reading of its log). A read that
+gets no slot within its timeout fails (the owner logs it and recovers again) instead of
+waiting without end.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ from reducer.progress_record import ProgressRecord, partition_for
 # thread local storage", over and over).
 READS_AT_ONCE = 8
 _reads = threading.BoundedSemaphore(READS_AT_ONCE)
-_probes: dict[tuple[str, tuple[tuple[str, str], ...]], Consumer] = {}
+_Cluster = tuple[str, tuple[tuple[str, str], ...]]  # bootstrap servers, client properties
+_probes: dict[_Cluster, Consumer] = {}
 _probes_lock = threading.Lock()
 
 
@@ -150,13 +152,30 @@ def _is_eof(message: Message) -> bool:
 
 def _end_offset(kafka: KafkaSettings, topic: str, partition: int) -> int:
     """The partition's high watermark now (a read_committed consumer's ListOffsets answers the
-    LSO instead, hence a read_uncommitted probe)."""
+    LSO instead, hence a read_uncommitted probe). A probe that fails is dropped and a new one
+    asked once: after a broker was killed, a shared probe kept answering "Unknown partition"
+    for minutes, without refreshing its metadata, while new clients read the partition."""
     cluster = (kafka.bootstrap_servers, tuple(sorted(kafka.client_properties.items())))
+    try:
+        return _ask_probe(kafka, cluster, TopicPartition(topic, partition))
+    except KafkaException:
+        return _ask_probe(kafka, cluster, TopicPartition(topic, partition))  # a new probe
+
+
+def _ask_probe(kafka: KafkaSettings, cluster: _Cluster, tp: TopicPartition) -> int:
+    """The cluster's probe's answer; a probe that fails is dropped before the error is raised."""
     with _probes_lock:
         probe = _probes.get(cluster)
         if probe is None:
             probe = _probes[cluster] = _consumer(kafka, isolation="read_uncommitted")
-    _, high = probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+    try:
+        _, high = probe.get_watermark_offsets(tp, timeout=10)
+    except KafkaException:
+        with _probes_lock:
+            if _probes.get(cluster) is probe:
+                del _probes[cluster]
+        _close_in_background(probe)
+        raise
     return int(high)
 
 

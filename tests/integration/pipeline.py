@@ -243,6 +243,15 @@ class TopicReader:
         )
         return parsed
 
+    def positions(self) -> str:
+        """Each partition's read position beside its high watermark: a position held below
+        it by an open transaction (the last stable offset) shows here."""
+        lines = []
+        for tp in self._consumer.position(self._consumer.assignment()):
+            _low, high = self._consumer.get_watermark_offsets(tp, timeout=5, cached=False)
+            lines.append(f"{tp.topic}/{tp.partition}: read to {tp.offset}, high watermark {high}")
+        return "; ".join(lines)
+
     def close(self) -> None:
         self._consumer.close()
 
@@ -448,12 +457,26 @@ def wait_exact(
     hold exactly the expected rows, each (window, group) once (`check_exact`). Returns the
     seconds the rows took to come."""
     reader = TopicReader(bootstrap, [e.topic for e in expected])
+
+    def shortfall() -> str:
+        """What is missing per topic and window, the reader's positions, then `logs`."""
+        lines = []
+        for e in expected:
+            got = Counter(row["window_start"] for row in reader.values(e.topic))
+            want = Counter(key[0] for key in e.results)
+            short = {w: want[w] - got[w] for w in sorted(want) if got[w] < want[w]}
+            lines.append(
+                f"{e.topic}: {len(reader.values(e.topic))} of {len(e.results)} rows; "
+                f"(window start: rows missing) {short}"
+            )
+        return "\n".join([*lines, reader.positions(), logs()])
+
     try:
         waited = wait_for(
             lambda: all(len(reader.values(e.topic)) >= len(e.results) for e in expected),
             timeout_s=timeout_s,
             what="every task's results",
-            logs=logs,
+            logs=shortfall,
             every=lambda: reader.poll_for(0.5),
         )
         reader.poll_for(2.0)  # anything beyond the expected rows shows now

@@ -9,7 +9,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -78,6 +78,7 @@ class WatchedPipeline:
     procs: PipelineProcesses
     api_url: str
     token: str
+    registered: list[str] = field(default_factory=list)
 
     @classmethod
     @contextmanager
@@ -137,6 +138,7 @@ class WatchedPipeline:
             timeout=60,
         )
         assert response.status_code == 201, response.text
+        self.registered.append(task_id)
         return dict(response.json())
 
     def targets(self) -> dict[str, list[str]]:
@@ -147,7 +149,29 @@ class WatchedPipeline:
         return dict(by_role)
 
     def logs(self) -> str:
-        return self.procs.logs(40)
+        """Each registered task's units as the API sees them (which one stalled, and where),
+        then the processes' last log lines."""
+        return "\n".join(
+            [*(self._units_seen(task) for task in self.registered), self.procs.logs(40)]
+        )
+
+    def _units_seen(self, task: str) -> str:
+        try:
+            units = self.get(f"/tasks/{task}")["live"]["units"]
+        except (httpx.HTTPError, KeyError) as exc:
+            return f"--- {task}: units not read ({exc!r})"
+        now_ms = time.time_ns() // 1_000_000
+        seen = [
+            f"{u['bucket']}: owner {u['owner']}, watermark {u['watermark']}, "
+            f"{u['results_emitted']} results, published "
+            + (
+                "never"
+                if u["updated_ms"] is None
+                else f"{(now_ms - u['updated_ms']) / 1000:.0f} s ago"
+            )
+            for u in units
+        ]
+        return f"--- {task} units: " + "; ".join(seen)
 
     def stop(self) -> None:
         self.procs.stop_all()
