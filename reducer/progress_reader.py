@@ -15,12 +15,12 @@ Each read scans with a consumer of its own, assigned from the beginning: a consu
 a second read could hand it records fetched for the first, and one kept assigned for good
 answers from a table that a broker restart's offset reset can leave older than its position.
 The high watermark comes from one read_uncommitted probe per process and cluster (it holds no
-position), replaced when it fails. A scan consumer is closed on a daemon thread nobody waits
-for: a consumer's close can hang while the group coordinator does not answer
-([RdkafkaCloseHang]), and closes that hung held the read slots of a 50-task run's reducer,
-whose owners then went silent for 11 minutes (the likeliest reading of its log). A read that
-gets no slot within its timeout fails (the owner logs it and recovers again) instead of
-waiting without end.
+position), replaced when it fails ([RdkafkaWatermarkUnknown]). A scan consumer is closed on a
+daemon thread nobody waits for: a consumer's close can hang while the group coordinator does
+not answer ([RdkafkaCloseHang]), and closes that hung held the read slots of a 50-task run's
+reducer, whose owners then went silent for 11 minutes (the likeliest reading of its log). A
+read that gets no slot within its timeout fails (the owner logs it and recovers again) instead
+of waiting without end.
 """
 
 from __future__ import annotations
