@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -188,6 +189,18 @@ class ReducerSettings(_Section):
         "MAX or AVG (tumbling or hopping windows, no EMIT CHANGES or top-k) in Polars columns "
         'rather than Python objects (docs/reducer.md, "Columnar open windows"; off by default: '
         "it pays from tens of thousands of groups per window and costs CPU below)",
+    )
+    state_budget_bytes: int | None = Field(
+        default=None,
+        ge=0,
+        description="with `columnar_state`: the bytes of open-window frames an owner holds in "
+        "memory; past them it spills merged frames to `spill_dir`, the latest windows first "
+        '(docs/reducer.md, "State beyond memory"; unset: no spilling)',
+    )
+    spill_dir: Path = Field(
+        default=Path(tempfile.gettempdir()) / "mars-spill",
+        description="where owners spill open-window frames (a directory per owner, removed "
+        "when it stops)",
     )
 
 

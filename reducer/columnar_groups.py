@@ -19,6 +19,10 @@ the rest of its life (`python_groups`), so results stay exact:
 - a NaN in a key or in a MIN / MAX state (Python's comparisons with NaN are not an order).
 Float sums may differ from Python's left-to-right sum in the last bits (Polars sums in its
 own order).
+
+The merged frame can be spilled to disk (`spill`, `reducer.spilled_frames`) when the owner's
+state passes its budget: appended frames keep coming in memory, a compaction reads it back, a
+delta reads only the changed keys' rows from the file, and a checkpoint copies its bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import polars as pl
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
 from mars.engine.columnar_layout import frame_groups, key_columns, key_width, state_columns
 from mars.engine.dataset import GroupKey, Groups, merge_groups
+from reducer.spilled_frames import SpilledFrame, SpillFolder
 
 INT_LIMIT = float(1 << 62)  # sums of absolute values below this cannot leave int64
 COMPACT_ROWS = 65_536  # appended rows that make a merge worth its group_by at the least
@@ -63,6 +68,7 @@ class ColumnarGroups:
         "_frame",
         "_pending",
         "_pending_rows",
+        "_spilled",
     )
 
     def __init__(
@@ -70,6 +76,7 @@ class ColumnarGroups:
     ) -> None:
         self._aggregates = aggregates
         self._frame: pl.DataFrame | None = None
+        self._spilled: SpilledFrame | None = None  # the merged frame, when on disk instead
         self._pending: list[pl.DataFrame] = []
         self._pending_rows = 0
         self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
@@ -90,6 +97,8 @@ class ColumnarGroups:
     def __len__(self) -> int:
         if self._fallback is not None:
             return len(self._fallback)
+        if self._spilled is not None and not self._pending:
+            return self._spilled.height
         frame = self.frame()
         return 0 if frame is None else frame.height
 
@@ -131,18 +140,62 @@ class ColumnarGroups:
         self._pending_rows += frame.height
         if self._changed is not None:
             self._changed.append(frame.select(key_columns(key_width(self._aggregates, frame))))
-        merged_rows = 0 if self._frame is None else self._frame.height
-        if self._pending_rows >= max(merged_rows, COMPACT_ROWS):
+        if self._pending_rows >= max(self._merged_rows(), COMPACT_ROWS):
             try:
                 self._compact()
             except DoesNotFit:
                 self._fall_back()  # with this data set's groups: merged already
         return True
 
+    def _merged_rows(self) -> int:
+        if self._spilled is not None:
+            return self._spilled.height
+        return 0 if self._frame is None else self._frame.height
+
+    def memory_bytes(self) -> int:
+        """The frames held in memory (Polars' estimate): the merged one unless spilled, the
+        appended ones, the keys of changes."""
+        frames = [self._frame, *self._pending, *(self._changed or [])]
+        return sum(int(frame.estimated_size()) for frame in frames if frame is not None)
+
+    def spilled(self) -> bool:
+        return self._spilled is not None
+
+    def spill(self, folder: SpillFolder) -> int:
+        """Write the merged frame to `folder` and let it go; the bytes of memory freed (0:
+        nothing to spill: no merged frame in memory, or the window fell back)."""
+        if self._frame is None or self._frame.height == 0:
+            return 0
+        freed = int(self._frame.estimated_size())
+        self._spilled, self._frame = folder.write(self._frame), None
+        return freed
+
+    def discard(self) -> None:
+        """The window is dropped (closed or rewound): its spill file goes too."""
+        if self._spilled is not None:
+            self._spilled.drop()
+            self._spilled = None
+
+    def _unspill(self) -> None:
+        if self._spilled is not None:
+            self._frame = self._spilled.read()
+            self.discard()
+
+    def checkpoint_part(self) -> pl.DataFrame | bytes | Groups | None:
+        """What a checkpoint holds of the window: its frame, or a spilled frame's IPC bytes
+        as they are (nothing appended since), or Python groups once it fell back; None: no
+        group yet."""
+        if self._spilled is not None and not self._pending:
+            return self._spilled.ipc()
+        frame = self.frame()
+        return self._fallback if frame is None and self._fallback is not None else frame
+
     def frame(self) -> pl.DataFrame | None:
-        """The merged groups as one frame (None: no group yet, or the window fell back)."""
+        """The merged groups as one frame (None: no group yet, or the window fell back); a
+        spilled frame is read back into memory."""
         if self._fallback is not None:
             return None
+        self._unspill()
         if self._pending:
             try:
                 self._compact()
@@ -172,31 +225,40 @@ class ColumnarGroups:
             except DoesNotFit:
                 self.frame()  # compacts, or falls back (then every group is a change)
                 return self.changed()
-        return {} if self._frame is None else self._changed_rows(self._frame)
+        rows = self._changed_rows()
+        return {} if rows is None else rows
 
     def _merged_changes(self) -> pl.DataFrame:
         assert self._dtypes is not None
         dtypes = self._dtypes  # the appended frames' types may be wider than the merged one's
         frames = [f.cast(dict(zip(f.columns, dtypes, strict=True))) for f in self._pending]
-        if self._frame is not None:
-            merged = self._frame.cast(dict(zip(self._frame.columns, dtypes, strict=True)))
-            frames.insert(0, self._changed_rows(merged))
+        rows = self._changed_rows()
+        if rows is not None:
+            frames.insert(0, rows.cast(dict(zip(rows.columns, dtypes, strict=True))))
         combined = pl.concat(frames)
         _check_int_range(combined, state_columns(self._aggregates))
         return _merged(self._aggregates, combined)
 
-    def _changed_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
-        """The rows of `frame` whose keys were merged since `saved`."""
+    def _changed_rows(self) -> pl.DataFrame | None:
+        """The merged frame's rows whose keys were merged since `saved`, read from the spill
+        file if it is there (None: no merged frame)."""
         assert self._changed is not None
-        keys = key_columns(key_width(self._aggregates, frame))
+        if self._spilled is not None:
+            schema, merged = self._spilled.schema, self._spilled.scan()
+        elif self._frame is not None:
+            schema, merged = self._frame.schema, self._frame.lazy()
+        else:
+            return None
+        keys = key_columns(len(schema) - len(state_columns(self._aggregates)))
         if not self._changed:
-            return frame.head(0)
+            return merged.head(0).collect()
         if not keys:  # a global aggregate: its one group
-            return frame
+            return merged.collect()
+        dtypes = list(schema.dtypes())
         changed = pl.concat(
-            [part.cast(dict(zip(keys, frame.dtypes, strict=False))) for part in self._changed]
+            [part.cast(dict(zip(keys, dtypes, strict=False))) for part in self._changed]
         ).unique()
-        return frame.join(changed, on=keys, how="semi", nulls_equal=True)
+        return merged.join(changed.lazy(), on=keys, how="semi", nulls_equal=True).collect()
 
     def python_groups(self) -> Groups | None:
         """The window's groups if it fell back to the Python state, else None."""
@@ -211,6 +273,7 @@ class ColumnarGroups:
 
     def _compact(self) -> None:
         """Merge the appended frames into the merged one (DoesNotFit: they stay appended)."""
+        self._unspill()
         frames = [f for f in [self._frame, *self._pending] if f is not None]
         assert self._dtypes is not None
         combined = pl.concat(
@@ -221,6 +284,7 @@ class ColumnarGroups:
         self._pending, self._pending_rows = [], 0
 
     def _fall_back(self) -> None:
+        self._unspill()
         groups: Groups = {}
         for frame in [f for f in [self._frame, *self._pending] if f is not None]:
             merge_groups(self._aggregates, groups, frame_groups(self._aggregates, frame))

@@ -12,6 +12,10 @@ window leaves as its frame, which its results are finalized from in columns
 (`mars.engine.columnar_checkpoint`), and with `incremental` a delta checkpoint holds each
 touched window's rows merged since the last checkpoint (the groups keep the key columns of
 what they merged since; `delta_data`). `windows` stays empty: the groups are in `columns`.
+
+With a `budget_bytes` and a `spill_folder`, `keep_within_budget` spills merged frames to disk,
+the latest windows first (they close last), while the frames held in memory pass the budget
+(docs/reducer.md, "State beyond memory").
 """
 
 from __future__ import annotations
@@ -36,11 +40,14 @@ from reducer.open_windows import (
     WindowGroups,
     check_next_seq,
 )
+from reducer.spilled_frames import SpillFolder
 
 
 @dataclass(slots=True, kw_only=True)
 class ColumnarWindowState(OpenWindowState):
     columns: dict[int, ColumnarGroups] = field(default_factory=dict)
+    budget_bytes: int | None = None  # frames held in memory past this spill
+    spill_folder: SpillFolder | None = None
 
     @classmethod
     def starting_columnar(
@@ -54,6 +61,8 @@ class ColumnarWindowState(OpenWindowState):
         checkpoint: OpenWindows | ColumnarCheckpoint | None = None,
         rewinds: tuple[tuple[int, int], ...] = (),
         incremental: bool = False,
+        budget_bytes: int | None = None,
+        spill_folder: SpillFolder | None = None,
     ) -> ColumnarWindowState:
         """As `OpenWindowState.starting`, from a columnar checkpoint of the task's aggregates
         or from Python groups (an older checkpoint, or one a task revision fitted)."""
@@ -65,6 +74,8 @@ class ColumnarWindowState(OpenWindowState):
             closed_watermark=closed_watermark,
             rewinds=tuple(rewinds),
             incremental=incremental,
+            budget_bytes=budget_bytes,
+            spill_folder=spill_folder,
         )
         windows: OpenWindows = {}
         if isinstance(checkpoint, ColumnarCheckpoint):
@@ -125,9 +136,32 @@ class ColumnarWindowState(OpenWindowState):
     def _open_starts(self) -> Iterable[int]:
         return self.columns.keys()
 
+    def keep_within_budget(self) -> int:
+        """Spill merged frames, the latest windows first, while the frames held in memory
+        pass `budget_bytes`; how many windows were spilled now."""
+        if self.budget_bytes is None or self.spill_folder is None:
+            return 0
+        held = sum(window.memory_bytes() for window in self.columns.values())
+        spilled = 0
+        for start in sorted(self.columns, reverse=True):
+            if held <= self.budget_bytes:
+                break
+            freed = self.columns[start].spill(self.spill_folder)
+            held -= freed
+            spilled += freed > 0
+        return spilled
+
+    def spilled_windows(self) -> int:
+        return sum(window.spilled() for window in self.columns.values())
+
+    def release(self) -> None:
+        """The owner stops: its spill files go."""
+        if self.spill_folder is not None:
+            self.spill_folder.close()
+
     def _pop_closed(self, start: int) -> ClosedWindow:
         window = self.columns.pop(start)
-        frame = window.frame()
+        frame = window.frame()  # a spilled frame is read back, its file removed
         if frame is None:  # no group, or fallen back to Python groups
             return ClosedWindow(start=start, groups=window.groups())
         return ClosedWindow(start=start, groups={}, frame=frame)
@@ -135,7 +169,7 @@ class ColumnarWindowState(OpenWindowState):
     def rewind(self, generation: int, from_window_ms: int) -> None:
         """As `OpenWindowState.rewind`, the columnar windows from `from_window_ms` dropped."""
         for start in [start for start in self.columns if start >= from_window_ms]:
-            del self.columns[start]
+            self.columns.pop(start).discard()
             self._replay.dropped(start)
         # (not `super()`: a slots dataclass is a new class, its methods' `super()` fails)
         OpenWindowState.rewind(self, generation, from_window_ms)
@@ -184,11 +218,12 @@ class ColumnarWindowState(OpenWindowState):
 
     def checkpoint_data(self) -> bytes:
         """The open windows as a columnar checkpoint."""
-        frames, python = {}, {}
+        frames: dict[int, pl.DataFrame | bytes] = {}
+        python: dict[int, Groups] = {}
         for start, window in self.columns.items():
-            frame = window.frame()
-            if frame is not None:
-                frames[start] = frame
+            part = window.checkpoint_part()
+            if part is None or isinstance(part, dict):
+                python[start] = part or {}
             else:
-                python[start] = window.groups()
+                frames[start] = part
         return encode_columnar(self.aggregates, frames, python)

@@ -25,6 +25,7 @@ closed window: for live traffic, how long a closable window waited for its resul
 `mars_reducer_watermark_seconds`, `mars_reducer_watermark_lag_seconds` (wall clock minus
 watermark), `mars_reducer_checkpoint_bytes`, `mars_reducer_checkpoint_duration_seconds{task}`,
 `mars_reducer_checkpoint_deltas_total` (checkpoints written as deltas),
+`mars_reducer_spilled_windows_total` (merged frames written to disk past the state budget),
 `mars_reducer_owned_units`.
 """
 
@@ -97,6 +98,9 @@ class _Instruments:
         self.checkpoint_deltas = counter(
             "checkpoint_deltas", "Checkpoints written as deltas (the groups changed only)."
         )
+        self.spilled = counter(
+            "spilled_windows", "Open windows' merged frames written to disk past the budget."
+        )
         self.commit_seconds = histogram(
             "commit_duration_seconds", "One Kafka transaction commit.", SECONDS_BUCKETS
         )
@@ -145,6 +149,10 @@ class ReducerMetrics:
         if delta:
             self._prom.checkpoint_deltas.labels(task_id, str(bucket)).inc()
         self._prom.checkpoint_seconds.labels(task_id).observe(seconds)
+
+    def spilled(self, task_id: str, bucket: int, windows: int) -> None:
+        if windows:
+            self._prom.spilled.labels(task_id, str(bucket)).inc(windows)
 
     def unit_stopped(self, task_id: str, bucket: int) -> None:
         """The unit left this process: its gauges go (its counters stay, as counters do)."""

@@ -68,6 +68,7 @@ from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState
 from reducer.output import FencedError, OutputError, OutRecord
 from reducer.progress_record import CheckpointRef, ProgressRecord, progress_key
 from reducer.reducer_metrics import ReducerMetrics
+from reducer.spilled_frames import SpillFolder
 from reducer.unit_owner_metrics import UnitOwnerMetrics
 from reducer.wakeups import WriteWakeups, idle_wait_s
 
@@ -252,11 +253,14 @@ class UnitOwner:
             "closed_watermark": progress.closed_watermark,
         }
         if uses_columnar_state(self.spec, self._aggregates, enabled=self._settings.columnar_state):
+            budget = self._settings.state_budget_bytes
             return ColumnarWindowState.starting_columnar(
                 assigner=WindowAssigner.from_spec(window),
                 checkpoint=self._load_columnar_checkpoint(progress.checkpoint_chain),
                 rewinds=progress.rewinds,
                 incremental=incremental,
+                budget_bytes=budget,
+                spill_folder=None if budget is None else SpillFolder.open(self._settings.spill_dir),
                 **resumed,
             )
         resumed["checkpoint"] = self._load_checkpoint(progress.checkpoint_chain)
@@ -332,6 +336,8 @@ class UnitOwner:
         session, self._session = self._session, None
         if session is not None:
             session.output.close()
+            if isinstance(session.state, ColumnarWindowState):
+                session.state.release()
         self._metrics.stopped()
 
     def run(self, stop: threading.Event) -> StopReason:
@@ -387,6 +393,8 @@ class UnitOwner:
         if read.complete and not read.rewound:
             outcome.watermark = self._watermark(read.unit, now)
         outcome.closed = session.state.close(outcome.watermark)
+        if isinstance(session.state, ColumnarWindowState):
+            self._metrics.spilled(session.state.keep_within_budget())
         self._metrics.read(merged=outcome.merged, groups=outcome.groups, backlog=outcome.backlog)
         checkpoint = self._checkpoint_due(session, now)
         updates = self._updates_due(session, now)

@@ -64,6 +64,10 @@ class UnitOwnerMetrics:
             )
             self._rate_mark = (time.monotonic(), self._merged_total, self._groups_total)
 
+    def spilled(self, windows: int) -> None:
+        if self._metrics is not None:
+            self._metrics.spilled(self._task_id, self._bucket, windows)
+
     def checkpointed(self, *, size: int, seconds: float, delta: bool) -> None:
         if self._metrics is not None:
             self._metrics.checkpointed(

@@ -41,11 +41,16 @@ class ColumnarCheckpoint:
 
 def encode_columnar(
     aggregates: Sequence[Aggregate[Any]],
-    frames: Mapping[int, pl.DataFrame],
+    frames: Mapping[int, pl.DataFrame | bytes],
     python: Mapping[int, Groups],
 ) -> bytes:
+    """`frames`: each window's frame, or its Arrow IPC file already written (a spilled
+    frame, `reducer.spilled_frames`: LZ4 as here)."""
     windows = []
     for start, frame in frames.items():
+        if isinstance(frame, bytes):
+            windows.append([start, frame])
+            continue
         buffer = io.BytesIO()
         frame.write_ipc(buffer, compression="lz4")
         windows.append([start, buffer.getvalue()])

@@ -2,7 +2,8 @@
 row and counter compared with the DuckDB oracle of docs/semantics.md (tests/differential/).
 
 Two mappers and two reducers as real processes on the local cluster, one reducer with the
-Python open-window state and one with the columnar state (`reducer.columnar_state`), so a
+Python open-window state and one with the columnar state (`reducer.columnar_state`) that
+spills every merged frame to disk after each step (`reducer.state_budget_bytes` 0), so a
 tumbling or hopping case of COUNT, SUM, MIN, MAX and AVG has units in each; mapper batches of
 64 records, so batches cut every stream (lateness must not depend on where). Cases run in groups
 of `GROUP` tasks at once, each over a topic of its own. One case in six is registered paused,
@@ -43,7 +44,7 @@ from spark.backfill_job import BackfillJob, run_backfill
 from spark.sources import KafkaSource
 from tests.differential.cases import Case, random_case
 from tests.differential.run import Outcome, run_group, shrink
-from tests.integration.watched import WatchedPipeline
+from tests.integration.watched import WatchedPipeline, scrape, total
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +56,8 @@ BUDGET_S = float(os.environ.get("MARS_DIFFERENTIAL_BUDGET_S", "240"))
 WINDOW = os.environ.get("MARS_DIFFERENTIAL_WINDOW")
 KEY_WATERMARK = os.environ.get("MARS_DIFFERENTIAL_WATERMARK") == "key"
 GROUP = 8
+# The second reducer: columns, every merged frame spilled to disk after each step.
+COLUMNAR_REDUCER = {"MARS_REDUCER__COLUMNAR_STATE": "true", "MARS_REDUCER__STATE_BUDGET_BYTES": "0"}
 MIN_CASES = min(CASES, 16)  # a budget that runs fewer is a broken test, not a pass
 
 
@@ -99,7 +102,7 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
         summary = run_backfill(spark, settings=settings, job=job)
         assert summary.records_read == summary.records_in
 
-    pipeline.procs.start("reducer", env={"MARS_REDUCER__COLUMNAR_STATE": "true"})
+    pipeline.procs.start("reducer", env=COLUMNAR_REDUCER)
     started = time.monotonic()
     outcomes: list[Outcome] = []
     seeds = [SEED + i for i in range(CASES)]
@@ -154,3 +157,5 @@ def test_random_tasks_over_random_streams_equal_the_oracle(
     assert len(outcomes) >= MIN_CASES, f"only {len(outcomes)} cases ran in {BUDGET_S} s"
     if not (WINDOW or KEY_WATERMARK) and len(outcomes) >= MIN_CASES:
         assert any(map(_columnar, (o.case for o in outcomes))), "no case held in columns"
+        scrapes = [scrape(address) for address in pipeline.targets().get("reducer", [])]
+        assert total(scrapes, "mars_reducer_spilled_windows_total") > 0, "no window spilled"

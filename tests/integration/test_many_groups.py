@@ -63,14 +63,13 @@ SQL = (
 Sent = list[tuple[str, int]]  # (dip, bytes)
 
 
-@pytest.mark.pipeline(
-    mappers=2,
-    reducers=2,
-    env={
-        "MARS_REDUCER__COLUMNAR_STATE": "true",
-        "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "1000",
-    },
-)
+COLUMNS = {
+    "MARS_REDUCER__COLUMNAR_STATE": "true",
+    "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "1000",
+}
+
+
+@pytest.mark.pipeline(mappers=2, reducers=2, env=COLUMNS)
 @pytest.mark.timeout(300 + int(GROUPS / 2_000))
 def test_many_groups_are_exact_through_a_reducer_killed_after_incremental_checkpoints(
     pipeline: WatchedPipeline,
@@ -78,6 +77,32 @@ def test_many_groups_are_exact_through_a_reducer_killed_after_incremental_checkp
     kafka_admin: AdminClient,
     unique_name: str,
 ) -> None:
+    _many_groups_through_a_kill(pipeline, cluster, kafka_admin, unique_name)
+
+
+# 256 KiB of frames per owner: a unit's merged frame of its 12,500 addresses (of 100,000) is
+# about 0.5 MB, so every owner spills its window and reads it back at each compaction.
+@pytest.mark.pipeline(
+    mappers=2, reducers=2, env={**COLUMNS, "MARS_REDUCER__STATE_BUDGET_BYTES": "262144"}
+)
+@pytest.mark.timeout(300 + int(GROUPS / 2_000))
+def test_many_groups_spilled_to_disk_are_exact_through_a_reducer_killed(
+    pipeline: WatchedPipeline,
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    unique_name: str,
+) -> None:
+    spilled = _many_groups_through_a_kill(pipeline, cluster, kafka_admin, unique_name)
+    assert spilled > 0, "no owner spilled a window"
+
+
+def _many_groups_through_a_kill(
+    pipeline: WatchedPipeline,
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    unique_name: str,
+) -> float:
+    """Run the module's scenario, check it; the windows the survivors spilled (a counter)."""
     idle = {m: rss_mb(p["pid"]) for m, p in pipeline.get("/cluster")["members"].items()}
     topic = make_topic(kafka_admin, f"{unique_name}_src", partitions=PARTITIONS)
     task = f"{unique_name}g"
@@ -125,7 +150,7 @@ def test_many_groups_are_exact_through_a_reducer_killed_after_incremental_checkp
         )
         reader.poll_for(3.0)  # a duplicate would show up now
         results, late = reader.values(output), reader.values(late_topic)
-        survivors = _survivors_figures(pipeline, task, idle)
+        survivors, spilled = _survivors_figures(pipeline, task, idle)
     finally:
         reader.close()
 
@@ -141,6 +166,7 @@ def test_many_groups_are_exact_through_a_reducer_killed_after_incremental_checkp
         f"killed after {sent_at_kill:,} records with a committed chain of {len(chain)}: {chain}"
         f"\n  surviving reducers: {survivors}"
     )
+    return spilled
 
 
 def _produce(bootstrap: str, topic: str, sent: Sent) -> None:
@@ -171,9 +197,12 @@ def _produce(bootstrap: str, topic: str, sent: Sent) -> None:
     assert producer.flush(60) == 0
 
 
-def _survivors_figures(pipeline: WatchedPipeline, task: str, idle: dict[str, float | None]) -> str:
+def _survivors_figures(
+    pipeline: WatchedPipeline, task: str, idle: dict[str, float | None]
+) -> tuple[str, float]:
     """The running reducers' peak RSS, their RSS before the task (`idle`) and the growth per
-    group, and their checkpoints of `task` (from their metrics)."""
+    group, their checkpoints of `task` and the windows they spilled (from their metrics); and
+    that count."""
     members = pipeline.get("/cluster")["members"]
     peaks = {member: peak_rss_mb(found["pid"]) for member, found in members.items()}
     scrapes = [scrape(address) for address in pipeline.targets().get("reducer", [])]
@@ -181,6 +210,7 @@ def _survivors_figures(pipeline: WatchedPipeline, task: str, idle: dict[str, flo
     seconds = total(scrapes, "mars_reducer_checkpoint_duration_seconds_sum", task=task)
     deltas = total(scrapes, "mars_reducer_checkpoint_deltas_total", task=task)
     mean_ms = seconds / count * 1000 if count else float("nan")
+    spilled = total(scrapes, "mars_reducer_spilled_windows_total", task=task)
     memory = [
         f"{peak:.0f} MiB ({before:.0f} idle: {(peak - before) * 2**20 / GROUPS:.0f} B per group)"
         for member, peak in peaks.items()
@@ -188,8 +218,9 @@ def _survivors_figures(pipeline: WatchedPipeline, task: str, idle: dict[str, flo
     ]
     return (
         f"peak RSS {', '.join(memory)}; "
-        f"{count:.0f} checkpoints, {deltas:.0f} of them deltas, {mean_ms:.0f} ms on average"
-    )
+        f"{count:.0f} checkpoints, {deltas:.0f} of them deltas, {mean_ms:.0f} ms on average; "
+        f"{spilled:.0f} windows spilled"
+    ), spilled
 
 
 def _close_the_window(bootstrap: str, topic: str) -> None:

@@ -1,0 +1,118 @@
+"""Property tests of spilling (`ColumnarWindowState.keep_within_budget`): a columnar state that
+spills merged frames to disk after every step (budget 0, or a budget a few windows fit in)
+gives the same closed windows, full checkpoints and incremental deltas as one that keeps them
+in memory (also with a full checkpoint written after every step, which compacts each window
+into a merged frame to spill), on the random scenarios of `test_columnar_windows.py` (values
+that do not fit columns included). Spill files of closed and rewound windows are removed, and
+the folder goes when the owner releases the state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from mars.aggregates import CountAll, Sum
+from mars.engine.columnar_checkpoint import checkpoint_dataset
+from mars.engine.dataset import decode_dataset, encode_dataset
+from reducer.columnar_windows import ColumnarWindowState
+from reducer.spilled_frames import SpillFolder
+from tests.unit.reducer.test_columnar_windows import (
+    ASSIGNER,
+    STARTS,
+    closed_windows,
+    same_windows,
+    scenario,
+)
+
+
+def columnar(aggregates: Any, **spilling: Any) -> ColumnarWindowState:
+    return ColumnarWindowState.starting_columnar(
+        assigner=ASSIGNER, aggregates=aggregates, rseqs={0: 1, 1: 1}, incremental=True, **spilling
+    )
+
+
+def spill_files(folder: SpillFolder) -> int:
+    return len(list(folder.path.iterdir()))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=scenario(), budget=st.sampled_from([0, 0, 2_000]), full_each_step=st.booleans())
+def test_a_state_that_spills_gives_what_one_in_memory_gives(
+    case: Any, budget: int, full_each_step: bool, tmp_path_factory: Any
+) -> None:
+    aggregates, steps = case
+    folder = SpillFolder.open(Path(tmp_path_factory.mktemp("spill")))
+    kept = columnar(aggregates)
+    spilling = columnar(aggregates, budget_bytes=budget, spill_folder=folder)
+    for step in steps:
+        if step[0] == "merge":
+            _, bucket, windows = step
+            if any(spilling.columns[s].spilled() for s in windows if s in spilling.columns):
+                event("a merge into a spilled window")
+            seq = kept.merged[bucket] + 1
+            dataset = decode_dataset(encode_dataset(aggregates, windows))
+            assert spilling.merge(bucket, seq, dataset) == kept.merge(bucket, seq, dataset)
+        elif step[0] == "close":
+            if spilling.spilled_windows():
+                event("a close with spilled windows")
+            expected = closed_windows(kept.close(step[1]), aggregates)
+            assert same_windows(closed_windows(spilling.close(step[1]), aggregates), expected)
+        elif step[0] == "rewind":
+            generation = kept.rewind_generation + 1
+            kept.rewind(generation, step[1])
+            spilling.rewind(generation, step[1])
+        else:
+            if spilling.spilled_windows():
+                event("a checkpoint with spilled windows")
+            delta, kept_delta = spilling.checkpoint_delta(), kept.checkpoint_delta()
+            assert (delta is None) == (kept_delta is None)
+            if delta is not None and kept_delta is not None:
+                assert same_windows(delta, kept_delta)
+            full = checkpoint_dataset(spilling.checkpoint_data()).windows
+            assert same_windows(full, checkpoint_dataset(kept.checkpoint_data()).windows)
+            spilling.checkpointed()
+            kept.checkpointed()
+        if full_each_step:  # a full checkpoint compacts every window: more frames to spill
+            full = checkpoint_dataset(spilling.checkpoint_data()).windows
+            assert same_windows(full, checkpoint_dataset(kept.checkpoint_data()).windows)
+        spilling.keep_within_budget()
+        assert spilling.keep_within_budget() == 0  # within budget, or nothing left to spill
+        assert spill_files(folder) == spilling.spilled_windows()
+    assert same_windows(spilling.open_groups(), kept.open_groups())
+    assert spill_files(folder) == 0  # reading them back removed the files
+    spilling.release()
+    assert not folder.path.exists()
+
+
+def test_merged_frames_past_the_budget_go_to_disk_the_latest_windows_first(
+    tmp_path: Path,
+) -> None:
+    aggregates = (CountAll(), Sum())
+    folder = SpillFolder.open(tmp_path)
+    state = columnar(aggregates, budget_bytes=None, spill_folder=folder)
+    for seq, start in enumerate(STARTS, start=1):
+        groups = {(f"k{i}",): [1, i] for i in range(100)}
+        state.merge(0, seq, decode_dataset(encode_dataset(aggregates, {start: groups})))
+    state.checkpoint_data()  # compacts each window into its merged frame
+    state.checkpointed()  # (and the keys of changes since are let go)
+    per_window = state.columns[STARTS[0]].memory_bytes()
+    state.budget_bytes = 2 * per_window
+    assert state.keep_within_budget() == len(STARTS) - 2
+    assert [start for start, w in state.columns.items() if w.spilled()] == list(STARTS[2:])
+    assert spill_files(folder) == len(STARTS) - 2
+    closed = state.close(STARTS[-1] + 100)
+    assert [w.start for w in closed] == list(STARTS)
+    assert all(len(w.all_groups(aggregates)) == 100 for w in closed)
+    assert spill_files(folder) == 0
+
+
+def test_a_killed_owners_folder_is_removed_by_the_next_one(tmp_path: Path) -> None:
+    stale = tmp_path / "owner-999999999-x"  # no such process
+    stale.mkdir()
+    (stale / "1.arrow").write_bytes(b"left by a killed owner")
+    live = SpillFolder.open(tmp_path)
+    assert not stale.exists()
+    assert SpillFolder.open(tmp_path).path.exists() and live.path.exists()
