@@ -4,8 +4,10 @@ Per group count G: `records` JSON tuples whose `sip` takes G values, all in one 
 preloaded into a topic of their own with one later sentinel per partition (it closes the
 window). `SELECT sip, count(*), sum(bytes) FROM T GROUP BY sip WINDOWING 300 s` (the generator
 varies the cardinality of `sip`; its `dip` pool is fixed at 4,096) on the local cluster
-(2 mappers, 2 reducers), once with the reducer's Python open-window state and
-once with the columnar one (`reducer.columnar_state`), each from fresh processes: records/s
+(2 mappers, 2 reducers), once with the reducer's Python open-window state, once with the
+columnar one (`reducer.columnar_state`) and once with the columnar one spilling to disk past
+`spill_budget_bytes` per owner (`reducer.state_budget_bytes`: the cost of state beyond
+memory), each from fresh processes: records/s
 from registration to the last result row, the reducers' peak RSS less their idle RSS over
 the window's groups (bytes per open group), Redis's peak. Checkpoint duration and bytes come
 from `benchmarks.group_scale_state` (the state alone, in a process of its own, at G groups):
@@ -58,7 +60,7 @@ from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 
 WINDOW_S = 300  # whole minutes (Flink's INTERVAL below)
 START_S = 1_700_000_100  # a multiple of 300: the data fills one window
-STATES = ("python", "columnar")
+STATES = ("python", "columnar", "spilled")
 DATA_END_MS = (START_S + WINDOW_S) * 1000  # rows of windows from here on are the sentinels'
 HEADING = "## 16. Groups per window: the reducer's open-window state at scale"
 MARS_SQL = (
@@ -93,6 +95,8 @@ class GroupScaleSettings:
     mappers: int = 2
     reducers: int = 2  # two owners' memory and merges, as in a deployment
     flink_parallelism: int = 2  # one task slot per core, as in experiment 12
+    # Per owner, so small that every unit spills at 300,000 groups (about 2 MB of frames each).
+    spill_budget_bytes: int = env_ints("MARS_GROUP_SCALE_SPILL_BUDGET", (1 << 20,))[0]
     QUICK: ClassVar[dict[str, object]] = {"records": 200_000, "groups": (8_000, 100_000)}
 
 
@@ -140,6 +144,7 @@ class GroupScaleResult:
     mappers: int = 0
     reducers: int = 0
     flink_parallelism: int = 0
+    spill_budget_bytes: int = 0
     runs: list[GroupScaleRun] = field(default_factory=list)
     flink: list[FlinkGroupRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -237,7 +242,9 @@ def cluster_run(
     ctx: Context, settings: GroupScaleSettings, topic: str, *, state: str, groups: int
 ) -> tuple[GroupScaleRun, pl.DataFrame]:
     bench, config, records = ctx.bench, ctx.config, settings.records
-    env = {"MARS_REDUCER__COLUMNAR_STATE": "true" if state == "columnar" else "false"}
+    env = {"MARS_REDUCER__COLUMNAR_STATE": "false" if state == "python" else "true"}
+    if state == "spilled":
+        env["MARS_REDUCER__STATE_BUDGET_BYTES"] = str(settings.spill_budget_bytes)
     found = GroupScaleRun(state=state, groups=groups, records=records)
     with bench.run(extra_env=env) as run:
         run.start_mappers(settings.mappers)
@@ -355,6 +362,7 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
         mappers=settings.mappers,
         reducers=settings.reducers,
         flink_parallelism=settings.flink_parallelism,
+        spill_budget_bytes=settings.spill_budget_bytes,
     )
     log_dir = ctx.work_dir("group_scale")
     for groups in settings.groups:
@@ -363,7 +371,8 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
         mars: dict[str, pl.DataFrame] = {}
         for state in STATES:
             found, mars[state] = cluster_run(ctx, settings, topic, state=state, groups=groups)
-            state_figures(found)
+            if state != "spilled":  # the state alone does not spill
+                state_figures(found)
             ctx.log(
                 f"  {state} state, {found.groups:,} groups: {fmt(found.records_per_s)} records/s, "
                 f"{fmt(found.bytes_per_group)} B per open group (reducers' peak "
@@ -424,7 +433,9 @@ def group_scale_section(result: GroupScaleResult) -> str:
         [
             f"`mars bench --experiments group_scale`: {result.mappers} mappers, "
             f"{result.reducers} reducers, JSON input, one 300 s window "
-            "(see `benchmarks/exp_group_scale.py`).",
+            "(see `benchmarks/exp_group_scale.py`). `spilled`: the columnar state with "
+            f"`reducer.state_budget_bytes` {fmt(result.spill_budget_bytes)} per owner, so its "
+            "windows' merged frames go to disk and come back at each compaction.",
             "",
             "| state | groups | records/s | reducers' peak RSS MiB | B per open group "
             "| Redis peak MiB | state alone: groups merged/s | state alone: B per group "

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -198,7 +197,7 @@ class ReducerSettings(_Section):
         '(docs/reducer.md, "State beyond memory"; unset: no spilling)',
     )
     spill_dir: Path = Field(
-        default=Path(tempfile.gettempdir()) / "mars-spill",
+        default=PROJECT_ROOT / ".mars" / "spill",
         description="where owners spill open-window frames (a directory per owner, removed "
         "when it stops)",
     )

@@ -35,6 +35,9 @@ TOML_OMITTED: Mapping[str, str] = {
     "local.jars_dir": "likewise under the checkout (.cache/jars)",
     "schema_registry.url": 'unset by default (TOML has no null); `url = "http://..."` here, '
     "or MARS_SCHEMA_REGISTRY__URL",
+    "reducer.state_budget_bytes": "unset by default (TOML has no null): no spilling; "
+    "`state_budget_bytes = 268435456` here, or MARS_REDUCER__STATE_BUDGET_BYTES",
+    "reducer.spill_dir": "a path under the checkout (.mars/spill), like local.run_dir",
 }
 
 TOML_HEADER = """\
