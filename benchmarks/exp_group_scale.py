@@ -31,14 +31,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import httpx
 import polars as pl
 from confluent_kafka import Producer
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.experiment import Base, Context, Section, env_ints, note
 from benchmarks.flink_json import FlinkJsonJob, FlinkQuery, run_flink_job
@@ -97,6 +100,10 @@ class GroupScaleSettings:
     flink_parallelism: int = 2  # one task slot per core, as in experiment 12
     # Per owner, so small that every unit spills at 300,000 groups (about 2 MB of frames each).
     spill_budget_bytes: int = env_ints("MARS_GROUP_SCALE_SPILL_BUDGET", (1 << 20,))[0]
+    # `MARS_GROUP_SCALE_STATES=columnar,spilled`: some of them only
+    states: tuple[str, ...] = (
+        tuple(filter(None, os.environ.get("MARS_GROUP_SCALE_STATES", "").split(","))) or STATES
+    )
     QUICK: ClassVar[dict[str, object]] = {"records": 200_000, "groups": (8_000, 100_000)}
 
 
@@ -112,6 +119,7 @@ class GroupScaleRun:
     reducer_peak_rss_mb: float = math.nan
     bytes_per_group: float = math.nan
     redis_peak_mb: float = math.nan
+    spilled_windows: int = 0  # merged frames the reducers wrote to disk
     checkpoint_s: float = math.nan
     checkpoint_bytes: int = 0
     delta_s: float = math.nan  # a delta checkpoint after one more data set (Python state)
@@ -259,6 +267,7 @@ def cluster_run(
             assert spec.output_topic == reader.topic, (spec.output_topic, reader.topic)
             finished = wait_rows(reader, records, timeout_s=config.timeout_s)
             figures = run.figures()["reducers"]
+            found.spilled_windows = spilled_windows(run.metrics_urls(reducers))
         reader.stop()
     rows = reader.frame()
     found.groups = rows.height
@@ -338,6 +347,16 @@ def flink_run(
     )
 
 
+def spilled_windows(metrics_urls: list[str]) -> int:
+    """`mars_reducer_spilled_windows_total` summed over the reducers."""
+    total = 0.0
+    for url in metrics_urls:
+        for family in text_string_to_metric_families(httpx.get(url, timeout=10).text):
+            if family.name == "mars_reducer_spilled_windows":
+                total += sum(s.value for s in family.samples if s.name.endswith("_total"))
+    return int(total)
+
+
 def state_figures(found: GroupScaleRun) -> None:
     """The state alone at the run's groups (`benchmarks.group_scale_state`)."""
     process = spawn_module(
@@ -369,7 +388,7 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
         topic = "GS" + fresh_id(f"{groups}_").replace("-", "_")
         preload_json(ctx, topic, records=settings.records, groups=groups)
         mars: dict[str, pl.DataFrame] = {}
-        for state in STATES:
+        for state in settings.states:
             found, mars[state] = cluster_run(ctx, settings, topic, state=state, groups=groups)
             if state != "spilled":  # the state alone does not spill
                 state_figures(found)
@@ -378,7 +397,8 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
                 f"{fmt(found.bytes_per_group)} B per open group (reducers' peak "
                 f"{fmt(found.reducer_peak_rss_mb)} MiB, idle {fmt(found.reducer_idle_rss_mb)}), "
                 f"Redis peak {fmt(found.redis_peak_mb, '.1f')} MiB, checkpoint "
-                f"{fmt(found.checkpoint_s, '.3f')} s {fmt(found.checkpoint_bytes)} B"
+                f"{fmt(found.checkpoint_s, '.3f')} s {fmt(found.checkpoint_bytes)} B, "
+                f"{found.spilled_windows:,} windows spilled"
             )
             result.runs.append(found)
         try:
@@ -405,7 +425,7 @@ def group_scale_section(result: GroupScaleResult) -> str:
         f"| {fmt(run.bytes_per_group)} | {fmt(run.redis_peak_mb, '.1f')} "
         f"| {fmt(run.merge_groups_per_s)} | {fmt(run.state_bytes_per_group)} "
         f"| {fmt(run.checkpoint_s, '.3f')} | {fmt(run.checkpoint_bytes)} "
-        f"| {fmt(run.delta_s, '.3f')} | {fmt(run.delta_bytes)} |"
+        f"| {fmt(run.delta_s, '.3f')} | {fmt(run.delta_bytes)} | {fmt(run.spilled_windows)} |"
         for run in result.runs
     ]
     rates = {
@@ -439,8 +459,9 @@ def group_scale_section(result: GroupScaleResult) -> str:
             "",
             "| state | groups | records/s | reducers' peak RSS MiB | B per open group "
             "| Redis peak MiB | state alone: groups merged/s | state alone: B per group "
-            "| checkpoint s | checkpoint B | delta checkpoint s | delta checkpoint B |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| checkpoint s | checkpoint B | delta checkpoint s | delta checkpoint B "
+            "| windows spilled |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
             *rows,
             "",
             *flink_table(result),
