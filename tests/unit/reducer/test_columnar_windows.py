@@ -138,6 +138,21 @@ def closed_windows(
     return {window.start: window.all_groups(aggregates) for window in closed}
 
 
+def close_both(
+    reference: OpenWindowState, other: OpenWindowState, at: int | None, aggregates: Any
+) -> None:
+    """Close both states at `at`: `other` must close what `reference` closes."""
+    expected = closed_windows(reference.close(at), aggregates)
+    assert same_windows(closed_windows(other.close(at), aggregates), expected)
+
+
+def rewind_both(reference: OpenWindowState, other: OpenWindowState, start: int) -> None:
+    """Rewind both states from window `start`, as the same next generation."""
+    generation = reference.rewind_generation + 1
+    reference.rewind(generation, start)
+    other.rewind(generation, start)
+
+
 def fresh(aggregates: tuple[Aggregate[Any], ...]) -> tuple[OpenWindowState, ColumnarWindowState]:
     rseqs = {0: 1, 1: 1}
     reference = OpenWindowState.starting(assigner=ASSIGNER, aggregates=aggregates, rseqs=rseqs)
@@ -176,12 +191,9 @@ def test_columnar_state_matches_the_python_state(case: Any) -> None:
             late = reference.merge(bucket, seq, dataset)
             assert columnar.merge(bucket, seq, dataset) == late
         elif step[0] == "close":
-            expected = closed_windows(reference.close(step[1]), aggregates)
-            assert same_windows(closed_windows(columnar.close(step[1]), aggregates), expected)
+            close_both(reference, columnar, step[1], aggregates)
         elif step[0] == "rewind":
-            generation = reference.rewind_generation + 1
-            reference.rewind(generation, step[1])
-            columnar.rewind(generation, step[1])
+            rewind_both(reference, columnar, step[1])
             assert columnar.rewinds == reference.rewinds
         else:
             data = columnar.checkpoint_data()
@@ -240,12 +252,9 @@ def test_merging_encoded_data_sets_matches_merging_their_groups(case: Any) -> No
             assert same_late(found, late)
             assert groups == sum(map(len, dataset.windows.values()))
         elif step[0] == "close":
-            expected = closed_windows(by_groups.close(step[1]), aggregates)
-            assert same_windows(closed_windows(by_frames.close(step[1]), aggregates), expected)
+            close_both(by_groups, by_frames, step[1], aggregates)
         elif step[0] == "rewind":
-            generation = by_groups.rewind_generation + 1
-            by_groups.rewind(generation, step[1])
-            by_frames.rewind(generation, step[1])
+            rewind_both(by_groups, by_frames, step[1])
         else:
             expected = checkpoint_dataset(by_groups.checkpoint_data()).windows
             assert same_windows(checkpoint_dataset(by_frames.checkpoint_data()).windows, expected)

@@ -22,7 +22,8 @@ from reducer.spilled_frames import SpillFolder
 from tests.unit.reducer.test_columnar_windows import (
     ASSIGNER,
     STARTS,
-    closed_windows,
+    close_both,
+    rewind_both,
     same_windows,
     scenario,
 )
@@ -58,12 +59,9 @@ def test_a_state_that_spills_gives_what_one_in_memory_gives(
         elif step[0] == "close":
             if spilling.spilled_windows():
                 event("a close with spilled windows")
-            expected = closed_windows(kept.close(step[1]), aggregates)
-            assert same_windows(closed_windows(spilling.close(step[1]), aggregates), expected)
+            close_both(kept, spilling, step[1], aggregates)
         elif step[0] == "rewind":
-            generation = kept.rewind_generation + 1
-            kept.rewind(generation, step[1])
-            spilling.rewind(generation, step[1])
+            rewind_both(kept, spilling, step[1])
         else:
             if spilling.spilled_windows():
                 event("a checkpoint with spilled windows")
