@@ -25,6 +25,12 @@ Its rows (sip, count, sum of bytes) are compared with each Mars run's. Flink mis
 failing is noted; Mars is measured all the same.
 
 Opt-in sizes: `MARS_GROUP_SCALE_GROUPS=8000,300000,3000000` (and `MARS_GROUP_SCALE_RECORDS`).
+
+Many open windows: `MARS_GROUP_SCALE_SLIDES=300,60` runs each state a second time with 300 s
+windows sliding every 60 s (`WINDOWING 300 s SLIDE 60 s`), so every record is in 5 windows and
+an owner holds up to 5 open windows of the unit's groups at once: where spilling bounds what
+the windows not being merged or closed hold. Flink runs the tumbling query only; the hopping
+runs' rows (window start, sip, count, sum) are compared with the Python state's, the reference.
 """
 
 from __future__ import annotations
@@ -66,10 +72,21 @@ START_S = 1_700_000_100  # a multiple of 300: the data fills one window
 STATES = ("python", "columnar", "spilled")
 DATA_END_MS = (START_S + WINDOW_S) * 1000  # rows of windows from here on are the sentinels'
 HEADING = "## 16. Groups per window: the reducer's open-window state at scale"
-MARS_SQL = (
-    "SELECT sip, count(*), sum(bytes) FROM {topic} GROUP BY sip "
-    f"WINDOWING {WINDOW_S} s WITH (idle_timeout='30 s')"
-)
+
+
+def mars_sql(topic: str, slide_s: int) -> str:
+    """The experiment's query over `topic`: tumbling when `slide_s` is the window's size."""
+    slide = f" SLIDE {slide_s} s" if slide_s != WINDOW_S else ""
+    return (
+        f"SELECT sip, count(*), sum(bytes) FROM {topic} GROUP BY sip "
+        f"WINDOWING {WINDOW_S} s{slide} WITH (idle_timeout='30 s')"
+    )
+
+
+def window_words(slide_s: int) -> str:
+    return f"{WINDOW_S} s" + (f" SLIDE {slide_s} s" if slide_s != WINDOW_S else "")
+
+
 # The same question in Flink SQL, its rows in the shape of Mars's (window_start in epoch ms).
 FLINK_QUERY = FlinkQuery(
     table="records",
@@ -100,6 +117,8 @@ class GroupScaleSettings:
     flink_parallelism: int = 2  # one task slot per core, as in experiment 12
     # Per owner, so small that every unit spills at 300,000 groups (about 2 MB of frames each).
     spill_budget_bytes: int = env_ints("MARS_GROUP_SCALE_SPILL_BUDGET", (1 << 20,))[0]
+    # slides in seconds; 300: tumbling (`MARS_GROUP_SCALE_SLIDES=300,60` adds hopping windows)
+    slides: tuple[int, ...] = env_ints("MARS_GROUP_SCALE_SLIDES", (WINDOW_S,))
     # `MARS_GROUP_SCALE_STATES=columnar,spilled`: some of them only
     states: tuple[str, ...] = (
         tuple(filter(None, os.environ.get("MARS_GROUP_SCALE_STATES", "").split(","))) or STATES
@@ -110,8 +129,9 @@ class GroupScaleSettings:
 @dataclass(slots=True, kw_only=True)
 class GroupScaleRun:
     state: str
-    groups: int  # the data window's result rows (its distinct keys)
+    groups: int  # the data windows' result rows (their distinct window and key pairs)
     records: int
+    slide_s: int = WINDOW_S  # the window's size: tumbling
     seconds: float = math.nan
     records_per_s: float = math.nan
     complete: bool = False
@@ -126,6 +146,7 @@ class GroupScaleRun:
     delta_bytes: int = 0
     merge_groups_per_s: float = math.nan  # the state alone
     state_bytes_per_group: float = math.nan  # the state alone
+    check: str = ""  # hopping: its rows against the Python state's
 
 
 @dataclass(slots=True, kw_only=True)
@@ -175,44 +196,51 @@ class GroupRows(ResultReader):
                 self.rows.append((start, str(sip), count, total))
 
     def frame(self) -> pl.DataFrame:
-        """The data window's rows (the sentinels' windows left out)."""
+        """The data windows' rows (the sentinels' windows left out)."""
         with self._lock:
             rows = list(self.rows)
         return rows_frame(rows)
 
 
 def rows_frame(rows: list[tuple[int, str, int, int]]) -> pl.DataFrame:
-    """(window_start, sip, count, sum) rows as a frame of the data window's `sip`,
-    `count_star`, `sum_bytes`."""
+    """(window_start, sip, count, sum) rows as a frame of the data windows' `window_start`,
+    `sip`, `count_star`, `sum_bytes`."""
     schema = dict(zip(GROUP_ROW, (pl.Int64, pl.String, pl.Int64, pl.Int64), strict=True))
     frame = pl.DataFrame(rows, schema=schema, orient="row")
-    return frame.filter(pl.col("window_start") < DATA_END_MS).drop("window_start")
+    return frame.filter(pl.col("window_start") < DATA_END_MS)
 
 
-def compare_rows(found: pl.DataFrame, expected: pl.DataFrame) -> str | None:
-    """None when `found` holds exactly `expected`'s rows (one per `sip`); else the first
-    difference, in words."""
+def compare_rows(
+    found: pl.DataFrame, expected: pl.DataFrame, *, keys: tuple[str, ...] = ("sip",)
+) -> str | None:
+    """None when `found` holds exactly `expected`'s rows (one per `keys`, `sip` alone: one
+    window's rows); else the first difference, in words."""
+    found, expected = (
+        frame.select(*keys, "count_star", "sum_bytes") for frame in (found, expected)
+    )
     for name, frame in (("found", found), ("expected", expected)):
-        twice = frame.height - frame["sip"].n_unique()
+        twice = frame.height - frame.select(keys).n_unique()
         if twice:
-            return f"{twice:,} repeated sips in the {name} rows"
-    joined = found.join(expected, on="sip", how="full", coalesce=True, suffix="_expected")
+            return f"{twice:,} rows repeat a {', '.join(keys)} in the {name} rows"
+    joined = found.join(expected, on=keys, how="full", coalesce=True, suffix="_expected")
     differ = joined.filter(
         pl.col("count_star").ne_missing(pl.col("count_star_expected"))
         | pl.col("sum_bytes").ne_missing(pl.col("sum_bytes_expected"))
-    ).sort("sip")
+    ).sort(keys)
     if differ.is_empty():
         return None
     first = differ.row(0, named=True)
     return (
-        f"{differ.height:,} of {joined.height:,} sips differ, first {first['sip']}: "
+        f"{differ.height:,} of {joined.height:,} rows differ, first "
+        f"{', '.join(str(first[k]) for k in keys)}: "
         f"({first['count_star']}, {first['sum_bytes']}) vs "
         f"({first['count_star_expected']}, {first['sum_bytes_expected']})"
     )
 
 
 def flink_check(flink: pl.DataFrame, mars: Mapping[str, pl.DataFrame]) -> tuple[bool, str]:
-    """Whether Flink's rows equal every Mars run's, and what the report says about it."""
+    """Whether Flink's rows equal every Mars run's (one tumbling window's, by `sip`), and what
+    the report says about it."""
     if not mars:
         return False, "no Mars rows to compare with"
     problems = {state: compare_rows(flink, rows) for state, rows in mars.items()}
@@ -247,13 +275,19 @@ def preload_json(ctx: Context, topic: str, *, records: int, groups: int) -> None
 
 
 def cluster_run(
-    ctx: Context, settings: GroupScaleSettings, topic: str, *, state: str, groups: int
+    ctx: Context,
+    settings: GroupScaleSettings,
+    topic: str,
+    *,
+    state: str,
+    groups: int,
+    slide_s: int = WINDOW_S,
 ) -> tuple[GroupScaleRun, pl.DataFrame]:
     bench, config, records = ctx.bench, ctx.config, settings.records
     env = {"MARS_REDUCER__COLUMNAR_STATE": "false" if state == "python" else "true"}
     if state == "spilled":
         env["MARS_REDUCER__STATE_BUDGET_BYTES"] = str(settings.spill_budget_bytes)
-    found = GroupScaleRun(state=state, groups=groups, records=records)
+    found = GroupScaleRun(state=state, groups=groups, records=records, slide_s=slide_s)
     with bench.run(extra_env=env) as run:
         run.start_mappers(settings.mappers)
         reducers = run.start_reducers(settings.reducers)
@@ -263,9 +297,11 @@ def cluster_run(
         reader = bench.read_results(GroupRows, default_output_topic(task_id), key_fields=("sip",))
         with bench.redis_sampler() as redis_peak:
             started = time.time()
-            spec = run.register(MARS_SQL.format(topic=topic), task_id=task_id)
+            spec = run.register(mars_sql(topic, slide_s), task_id=task_id)
             assert spec.output_topic == reader.topic, (spec.output_topic, reader.topic)
-            finished = wait_rows(reader, records, timeout_s=config.timeout_s)
+            # every record counted once in each of its windows (ordered data: none late)
+            counted = records * (WINDOW_S // slide_s)
+            finished = wait_rows(reader, counted, timeout_s=config.timeout_s)
             figures = run.figures()["reducers"]
             found.spilled_windows = spilled_windows(run.metrics_urls(reducers))
         reader.stop()
@@ -291,8 +327,8 @@ def wait_rows(
     timeout_s: float,
     alive: Callable[[], bool] = lambda: True,
 ) -> float:
-    """The wall time the data window's last row became readable, once its counts add up to
-    every record; NaN at the timeout or when the writer stopped first."""
+    """The wall time the data windows' last row became readable, once their counts add up to
+    `records`; NaN at the timeout or when the writer stopped first."""
     if reader.wait_total(records, before_ms=DATA_END_MS, timeout_s=timeout_s, alive=alive):
         return reader.completion_time_s(before_ms=DATA_END_MS)
     return math.nan
@@ -347,6 +383,18 @@ def flink_run(
     )
 
 
+def hopping_check(rows: Mapping[str, pl.DataFrame], state: str) -> str:
+    """A hopping run's rows against the Python state's (run first), by window and `sip`."""
+    if state == "python":
+        return "the reference"
+    if "python" not in rows:
+        return "not compared: no Python state run"
+    problem = compare_rows(rows[state], rows["python"], keys=("window_start", "sip"))
+    return (
+        f"differs from the Python state's: {problem}" if problem else "equal to the Python state's"
+    )
+
+
 def spilled_windows(metrics_urls: list[str]) -> int:
     """`mars_reducer_spilled_windows_total` summed over the reducers."""
     total = 0.0
@@ -387,20 +435,32 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
     for groups in settings.groups:
         topic = "GS" + fresh_id(f"{groups}_").replace("-", "_")
         preload_json(ctx, topic, records=settings.records, groups=groups)
-        mars: dict[str, pl.DataFrame] = {}
-        for state in settings.states:
-            found, mars[state] = cluster_run(ctx, settings, topic, state=state, groups=groups)
-            if state != "spilled":  # the state alone does not spill
-                state_figures(found)
-            ctx.log(
-                f"  {state} state, {found.groups:,} groups: {fmt(found.records_per_s)} records/s, "
-                f"{fmt(found.bytes_per_group)} B per open group (reducers' peak "
-                f"{fmt(found.reducer_peak_rss_mb)} MiB, idle {fmt(found.reducer_idle_rss_mb)}), "
-                f"Redis peak {fmt(found.redis_peak_mb, '.1f')} MiB, checkpoint "
-                f"{fmt(found.checkpoint_s, '.3f')} s {fmt(found.checkpoint_bytes)} B, "
-                f"{found.spilled_windows:,} windows spilled"
-            )
-            result.runs.append(found)
+        mars: dict[str, pl.DataFrame] = {}  # the tumbling runs' rows, for Flink's
+        for slide_s in settings.slides:
+            found_rows: dict[str, pl.DataFrame] = {}
+            for state in settings.states:
+                found, found_rows[state] = cluster_run(
+                    ctx, settings, topic, state=state, groups=groups, slide_s=slide_s
+                )
+                if state != "spilled" and slide_s == WINDOW_S:  # one window; no spilling
+                    state_figures(found)
+                if slide_s != WINDOW_S:
+                    found.check = hopping_check(found_rows, state)
+                ctx.log(
+                    f"  {state} state, {window_words(slide_s)}, {found.groups:,} groups: "
+                    f"{fmt(found.records_per_s)} records/s, "
+                    f"{fmt(found.bytes_per_group)} B per open group (reducers' peak "
+                    f"{fmt(found.reducer_peak_rss_mb)} MiB, idle "
+                    f"{fmt(found.reducer_idle_rss_mb)}), Redis peak "
+                    f"{fmt(found.redis_peak_mb, '.1f')} MiB, checkpoint "
+                    f"{fmt(found.checkpoint_s, '.3f')} s {fmt(found.checkpoint_bytes)} B, "
+                    f"{found.spilled_windows:,} windows spilled {found.check}"
+                )
+                result.runs.append(found)
+            if slide_s == WINDOW_S:
+                mars = {state: rows.drop("window_start") for state, rows in found_rows.items()}
+        if WINDOW_S not in settings.slides:
+            continue
         try:
             flink = flink_run(ctx, settings, topic, log_dir=log_dir, mars=mars)
         except PeerUnavailable as error:
@@ -420,16 +480,19 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
 
 def group_scale_section(result: GroupScaleResult) -> str:
     rows = [
-        f"| {run.state} | {fmt(run.groups)} | {fmt(run.records_per_s)} "
+        f"| {run.state} | {window_words(run.slide_s)} | {fmt(run.groups)} "
+        f"| {fmt(run.records_per_s)} "
         f"| {fmt(run.reducer_peak_rss_mb)} ({fmt(run.reducer_idle_rss_mb)} idle) "
         f"| {fmt(run.bytes_per_group)} | {fmt(run.redis_peak_mb, '.1f')} "
         f"| {fmt(run.merge_groups_per_s)} | {fmt(run.state_bytes_per_group)} "
         f"| {fmt(run.checkpoint_s, '.3f')} | {fmt(run.checkpoint_bytes)} "
-        f"| {fmt(run.delta_s, '.3f')} | {fmt(run.delta_bytes)} | {fmt(run.spilled_windows)} |"
+        f"| {fmt(run.delta_s, '.3f')} | {fmt(run.delta_bytes)} | {fmt(run.spilled_windows)} "
+        f"| {run.check or '—'} |"
         for run in result.runs
     ]
+    tumbling = [run for run in result.runs if run.slide_s == WINDOW_S]
     rates = {
-        state: [(run.groups, run.records_per_s) for run in result.runs if run.state == state]
+        state: [(run.groups, run.records_per_s) for run in tumbling if run.state == state]
         for state in STATES
     }
     rates["Flink SQL"] = [(run.groups, run.records_per_s) for run in result.flink]
@@ -442,7 +505,7 @@ def group_scale_section(result: GroupScaleResult) -> str:
             )
     added = []
     for state in STATES:
-        peaks = sorted((r.groups, r.reducer_peak_rss_mb) for r in result.runs if r.state == state)
+        peaks = sorted((r.groups, r.reducer_peak_rss_mb) for r in tumbling if r.state == state)
         if len(peaks) >= 2:
             fewest, most = peaks[0], peaks[-1]
             added.append(
@@ -455,15 +518,20 @@ def group_scale_section(result: GroupScaleResult) -> str:
             f"{result.reducers} reducers, JSON input, one 300 s window "
             "(see `benchmarks/exp_group_scale.py`). `spilled`: the columnar state with "
             f"`reducer.state_budget_bytes` {fmt(result.spill_budget_bytes)} per owner, so its "
-            "windows' merged frames go to disk and come back at each compaction.",
+            "windows' merged frames go to disk and come back at each compaction. A window "
+            "with a SLIDE: the same records in 300 s windows every SLIDE seconds, so up to "
+            "300 / SLIDE windows are open at once; its groups are the data windows' rows "
+            "(window and sip pairs), its records/s the records' (each counted in every window "
+            "it is in), its rows checked against the Python state's.",
             "",
-            "| state | groups | records/s | reducers' peak RSS MiB | B per open group "
+            "| state | window | groups | records/s | reducers' peak RSS MiB | B per open group "
             "| Redis peak MiB | state alone: groups merged/s | state alone: B per group "
             "| checkpoint s | checkpoint B | delta checkpoint s | delta checkpoint B "
-            "| windows spilled |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| windows spilled | rows |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
             *rows,
             "",
+            *spill_lines(result),
             *flink_table(result),
             "Throughput ratio (most groups over fewest): " + "; ".join(ratios) + ".",
             "",
@@ -475,12 +543,38 @@ def group_scale_section(result: GroupScaleResult) -> str:
     )
 
 
+def spill_lines(result: GroupScaleResult) -> list[str]:
+    """The spilling state's peak beside the columnar state's in memory, per group count and
+    window (none without both runs)."""
+    columnar = {(run.groups, run.slide_s): run for run in result.runs if run.state == "columnar"}
+    found = []
+    for spilled in (run for run in result.runs if run.state == "spilled"):
+        held = columnar.get((spilled.groups, spilled.slide_s))
+        if held is None:
+            continue
+        grown = spilled.reducer_peak_rss_mb - spilled.reducer_idle_rss_mb
+        held_grown = held.reducer_peak_rss_mb - held.reducer_idle_rss_mb
+        found.append(
+            f"{window_words(spilled.slide_s)} at {fmt(spilled.groups)} groups: "
+            f"{fmt(grown / held_grown, '.2f')}x the columnar state's peak over idle "
+            f"({fmt(grown)} vs {fmt(held_grown)} MiB), "
+            f"{fmt(spilled.records_per_s / held.records_per_s, '.2f')}x its rate"
+        )
+    if not found:
+        return []
+    return ["Spilling beside the columnar state in memory: " + "; ".join(found) + ".", ""]
+
+
 def flink_table(result: GroupScaleResult) -> list[str]:
     """Flink SQL beside Mars's columnar state at each group count (none when Flink did not
     run)."""
     if not result.flink:
         return []
-    columnar = {run.groups: run for run in result.runs if run.state == "columnar"}
+    columnar = {
+        run.groups: run
+        for run in result.runs
+        if run.state == "columnar" and run.slide_s == WINDOW_S
+    }
     rows = []
     for flink in result.flink:
         mars = columnar.get(flink.groups)

@@ -1,6 +1,7 @@
 """Experiment 16's pure parts: Flink SQL's job over the preloaded JSON records (the same
-window, groups and aggregates as Mars's task), the rows kept from a result topic, their
-comparison with Mars's, and the report section with and without Flink."""
+window, groups and aggregates as Mars's task), the hopping variant's query, the rows kept from
+a result topic, their comparison with Mars's (by sip, or by window and sip), and the report
+section with and without Flink and hopping runs."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from benchmarks.codec import from_json, to_json
 from benchmarks.exp_group_scale import (
     DATA_END_MS,
     FLINK_QUERY,
-    MARS_SQL,
     START_S,
     WINDOW_S,
     FlinkGroupRun,
@@ -24,6 +24,8 @@ from benchmarks.exp_group_scale import (
     compare_rows,
     flink_check,
     group_scale_section,
+    hopping_check,
+    mars_sql,
     rows_frame,
 )
 from benchmarks.flink_json import FlinkJsonJob, job_file
@@ -66,12 +68,18 @@ def test_flink_reads_the_records_epoch_seconds_with_a_zero_delay_watermark() -> 
 
 
 def test_mars_asks_the_same_question_and_names_its_columns_as_flinks_sink() -> None:
-    spec = parse_task(MARS_SQL.format(topic="GS8000_ab"), task_id="t")
+    spec = parse_task(mars_sql("GS8000_ab", WINDOW_S), task_id="t")
     assert spec.window.size_ms == spec.window.slide_ms == WINDOW_S * 1000
     assert [g.name for g in spec.group_keys] == ["sip"]
     assert spec.event_time.field == "timestamp" and spec.event_time.format.value == "epoch_s"
     sink = [name for name, _ in FLINK_QUERY.sink_columns]
     assert sink == ["window_start", "sip", *(a.alias for a in spec.aggregates)]
+
+
+def test_the_hopping_variant_slides_the_same_window() -> None:
+    spec = parse_task(mars_sql("GS8000_ab", 60), task_id="t")
+    assert (spec.window.size_ms, spec.window.slide_ms) == (WINDOW_S * 1000, 60_000)
+    assert "WINDOWING 300 s SLIDE 60 s" in mars_sql("GS8000_ab", 60)
 
 
 def test_the_data_fills_one_window_and_the_sentinels_lie_past_it() -> None:
@@ -87,7 +95,7 @@ def test_the_reader_keeps_the_data_windows_rows_and_still_counts() -> None:
     reader.add({"window_start": T0, "sip": "10.0.0.2", "count_star": 1}, 2.0, 0)  # no sum
     sentinel = {"window_start": DATA_END_MS * 3, "sip": "0.0.0.0", "count_star": 1}
     reader.add({**sentinel, "sum_bytes": 0}, 3.0, 0)
-    assert reader.frame().rows() == [("10.0.0.1", 3, 90)]
+    assert reader.frame().rows() == [(T0, "10.0.0.1", 3, 90)]
     assert reader.total(before_ms=DATA_END_MS) == 4
 
 
@@ -99,11 +107,11 @@ def test_equal_rows_in_any_order_agree() -> None:
 @pytest.mark.parametrize(
     ("found", "problem"),
     [
-        ([("a", 1, 10), ("b", 2, 31)], "1 of 2 sips differ, first b: (2, 31) vs (2, 30)"),
-        ([("a", 1, 10), ("b", 3, 30)], "1 of 2 sips differ, first b: (3, 30) vs (2, 30)"),
-        ([("a", 1, 10)], "1 of 2 sips differ, first b: (None, None) vs (2, 30)"),
+        ([("a", 1, 10), ("b", 2, 31)], "1 of 2 rows differ, first b: (2, 31) vs (2, 30)"),
+        ([("a", 1, 10), ("b", 3, 30)], "1 of 2 rows differ, first b: (3, 30) vs (2, 30)"),
+        ([("a", 1, 10)], "1 of 2 rows differ, first b: (None, None) vs (2, 30)"),
         ([("a", 1, 10), ("b", 2, 30), ("c", 1, 1)], "first c: (1, 1) vs (None, None)"),
-        ([("a", 1, 10), ("a", 1, 10), ("b", 2, 30)], "1 repeated sips in the found rows"),
+        ([("a", 1, 10), ("a", 1, 10), ("b", 2, 30)], "1 rows repeat a sip in the found rows"),
     ],
 )
 def test_every_kind_of_difference_is_caught(
@@ -120,8 +128,20 @@ def test_flink_agrees_only_when_equal_to_every_mars_run() -> None:
         "1 rows equal to Mars's (python, columnar state)",
     )
     agrees, check = flink_check(rows, {"python": rows, "columnar": frame([("a", 1, 11)])})
-    assert not agrees and check.startswith("vs Mars columnar: 1 of 1 sips differ")
+    assert not agrees and check.startswith("vs Mars columnar: 1 of 1 rows differ")
     assert flink_check(rows, {}) == (False, "no Mars rows to compare with")
+
+
+def test_hopping_rows_are_compared_by_window_and_sip_with_the_python_states() -> None:
+    python = rows_frame([(T0, "a", 1, 10), (T0 + 60_000, "a", 2, 20)])
+    swapped = rows_frame([(T0, "a", 2, 20), (T0 + 60_000, "a", 1, 10)])
+    assert hopping_check({"python": python}, "python") == "the reference"
+    assert hopping_check({"python": python, "spilled": python}, "spilled") == (
+        "equal to the Python state's"
+    )
+    check = hopping_check({"python": python, "spilled": swapped}, "spilled")
+    assert check.startswith("differs from the Python state's: 2 of 2 rows differ, first ")
+    assert hopping_check({"spilled": python}, "spilled") == "not compared: no Python state run"
 
 
 # -- the report -------------------------------------------------------------------------------
@@ -184,6 +204,36 @@ def test_without_flink_the_section_says_why_and_keeps_mars() -> None:
     assert text.endswith("Note: Flink SQL not measured: no peer virtualenv")
 
 
+def test_hopping_runs_have_their_rows_and_spilling_beside_the_columnar_state() -> None:
+    found = result(flink=True)
+    found.runs += [
+        GroupScaleRun(
+            state=state,
+            groups=1_400_000,
+            records=1_000,
+            slide_s=60,
+            records_per_s=rate,
+            reducer_idle_rss_mb=280.0,
+            reducer_peak_rss_mb=peak,
+            check=check,
+        )
+        for state, rate, peak, check in [
+            ("columnar", 100.0, 880.0, "equal to the Python state's"),
+            ("spilled", 90.0, 580.0, "equal to the Python state's"),
+        ]
+    ]
+    text = group_scale_section(found)
+    assert "| spilled | 300 s SLIDE 60 s | 1,400,000 | 90 | 580 (280 idle) |" in text
+    assert text.count("equal to the Python state's |") == 2
+    assert (
+        "Spilling beside the columnar state in memory: 300 s SLIDE 60 s at 1,400,000 groups: "
+        "0.50x the columnar state's peak over idle (300 vs 600 MiB), 0.90x its rate."
+    ) in text
+    # the ratios and the memory per group added are the tumbling runs' alone
+    assert "columnar: 0.75x at 300,000 groups vs 8,000" in text
+    assert "columnar: 200 B (8,000 to 300,000 groups)." in text
+
+
 def test_the_result_survives_its_json_form() -> None:
     found = result(flink=True)
     assert from_json(GroupScaleResult, to_json(found)) == found
@@ -200,8 +250,10 @@ def test_the_targets_read_the_columnar_runs_and_flink_at_the_most_groups() -> No
             "complete": True,
         }
 
+    hopping = {**run("columnar", 1_400_000, 1_000.0, 9_000.0), "slide_s": 60}  # not a target's
     found = {
         "runs": [
+            hopping,
             run("python", 8_000, 250_000.0, 100.0),
             run("columnar", 8_000, 200_000.0, 370.0),
             # 282,000 groups added, 180 B each
