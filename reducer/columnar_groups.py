@@ -20,14 +20,17 @@ the rest of its life (`python_groups`), so results stay exact:
 Float sums may differ from Python's left-to-right sum in the last bits (Polars sums in its
 own order).
 
-The merged frame can be spilled to disk (`spill`, `reducer.spilled_frames`) when the owner's
-state passes its budget: appended frames keep coming in memory, a compaction reads it back, a
-delta reads only the changed keys' rows from the file, and a checkpoint copies its bytes.
+The merged frame and the frames appended since can be spilled to disk (`spill`,
+`reducer.spilled_frames`) when the owner's state passes its budget: new frames are appended in
+memory until the next spill, a compaction reads the window back, a delta reads only the
+changed keys' rows from the merged frame's file, and a checkpoint copies that file's bytes
+when nothing was appended since.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -69,6 +72,7 @@ class ColumnarGroups:
         "_pending",
         "_pending_rows",
         "_spilled",
+        "_spilled_pending",
     )
 
     def __init__(
@@ -78,7 +82,8 @@ class ColumnarGroups:
         self._frame: pl.DataFrame | None = None
         self._spilled: SpilledFrame | None = None  # the merged frame, when on disk instead
         self._pending: list[pl.DataFrame] = []
-        self._pending_rows = 0
+        self._spilled_pending: list[SpilledFrame] = []  # appended frames on disk (older)
+        self._pending_rows = 0  # of the appended frames in memory and on disk
         self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
         self._fallback: Groups | None = None
         # the key columns of the groups merged since `saved` (None: not tracked)
@@ -97,7 +102,7 @@ class ColumnarGroups:
     def __len__(self) -> int:
         if self._fallback is not None:
             return len(self._fallback)
-        if self._spilled is not None and not self._pending:
+        if self._spilled is not None and not self._has_pending():
             return self._spilled.height
         frame = self.frame()
         return 0 if frame is None else frame.height
@@ -159,33 +164,59 @@ class ColumnarGroups:
         return sum(int(frame.estimated_size()) for frame in frames if frame is not None)
 
     def spilled(self) -> bool:
-        return self._spilled is not None
+        return self._spilled is not None or bool(self._spilled_pending)
+
+    def spill_paths(self) -> list[Path]:
+        """The window's spill files: the merged frame's, then the appended frames'."""
+        files = [self._spilled] if self._spilled is not None else []
+        return [spilled.path for spilled in [*files, *self._spilled_pending]]
 
     def spill(self, folder: SpillFolder) -> int:
-        """Write the merged frame to `folder` and let it go; the bytes of memory freed (0:
-        nothing to spill: no merged frame in memory, or the window fell back)."""
-        if self._frame is None or self._frame.height == 0:
-            return 0
-        freed = int(self._frame.estimated_size())
-        self._spilled, self._frame = folder.write(self._frame), None
+        """Write the merged frame and the frames appended since to `folder` and let them go;
+        the bytes of memory freed (0: nothing to spill: nothing in memory, or the window fell
+        back)."""
+        freed = 0
+        if self._frame is not None and self._frame.height:
+            freed += int(self._frame.estimated_size())
+            self._spilled, self._frame = folder.write(self._frame), None
+        if self._pending:
+            freed += sum(int(frame.estimated_size()) for frame in self._pending)
+            self._spilled_pending += [folder.write(frame) for frame in self._pending]
+            self._pending = []
         return freed
 
     def discard(self) -> None:
-        """The window is dropped (closed or rewound): its spill file goes too."""
-        if self._spilled is not None:
-            self._spilled.drop()
-            self._spilled = None
+        """The window is dropped (closed or rewound): its spill files go too."""
+        for spilled in [self._spilled, *self._spilled_pending]:
+            if spilled is not None:
+                spilled.drop()
+        self._spilled, self._spilled_pending = None, []
+
+    def _has_pending(self) -> bool:
+        return bool(self._pending or self._spilled_pending)
 
     def _unspill(self) -> None:
-        if self._spilled is not None:
-            self._frame = self._spilled.read()
+        """Read the window's spilled frames back into memory; their files go."""
+        merged = self._spilled.read() if self._spilled is not None else None
+        self._unspill_pending()
+        if merged is not None:
+            self._frame = merged
             self.discard()
+
+    def _unspill_pending(self) -> None:
+        """Read the spilled appended frames back (before those appended since); their files
+        go."""
+        if self._spilled_pending:
+            self._pending = [spilled.read() for spilled in self._spilled_pending] + self._pending
+            for spilled in self._spilled_pending:
+                spilled.drop()
+            self._spilled_pending = []
 
     def checkpoint_part(self) -> pl.DataFrame | bytes | Groups | None:
         """What a checkpoint holds of the window: its frame, or a spilled frame's IPC bytes
         as they are (nothing appended since), or Python groups once it fell back; None: no
         group yet."""
-        if self._spilled is not None and not self._pending:
+        if self._spilled is not None and not self._has_pending():
             return self._spilled.ipc()
         frame = self.frame()
         return self._fallback if frame is None and self._fallback is not None else frame
@@ -219,6 +250,7 @@ class ColumnarGroups:
         assert self._changed is not None, "changes are not tracked"
         if self._fallback is not None:
             return self._fallback
+        self._unspill_pending()  # the merged frame's changed rows are read from its file
         if self._pending:
             try:
                 return self._merged_changes()

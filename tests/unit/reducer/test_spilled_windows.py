@@ -1,10 +1,12 @@
 """Property tests of spilling (`ColumnarWindowState.keep_within_budget`): a columnar state that
-spills merged frames to disk after every step (budget 0, or a budget a few windows fit in)
+spills merged and appended frames to disk after every step (budget 0, or a budget a few
+windows fit in)
 gives the same closed windows, full checkpoints and incremental deltas as one that keeps them
 in memory (also with a full checkpoint written after every step, which compacts each window
 into a merged frame to spill), on the random scenarios of `test_columnar_windows.py` (values
-that do not fit columns included). Spill files of closed and rewound windows are removed, and
-the folder goes when the owner releases the state."""
+that do not fit columns included). The folder holds exactly the open windows' spill files:
+those of closed and rewound windows are removed, and the folder goes when the owner releases
+the state."""
 
 from __future__ import annotations
 
@@ -37,6 +39,10 @@ def columnar(aggregates: Any, **spilling: Any) -> ColumnarWindowState:
 
 def spill_files(folder: SpillFolder) -> int:
     return len(list(folder.path.iterdir()))
+
+
+def windows_files(state: ColumnarWindowState) -> set[Path]:
+    return {path for window in state.columns.values() for path in window.spill_paths()}
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -78,7 +84,7 @@ def test_a_state_that_spills_gives_what_one_in_memory_gives(
             assert same_windows(full, checkpoint_dataset(kept.checkpoint_data()).windows)
         spilling.keep_within_budget()
         assert spilling.keep_within_budget() == 0  # within budget, or nothing left to spill
-        assert spill_files(folder) == spilling.spilled_windows()
+        assert set(folder.path.iterdir()) == windows_files(spilling)
     assert same_windows(spilling.open_groups(), kept.open_groups())
     assert spill_files(folder) == 0  # reading them back removed the files
     spilling.release()
@@ -114,3 +120,20 @@ def test_a_killed_owners_folder_is_removed_by_the_next_one(tmp_path: Path) -> No
     live = SpillFolder.open(tmp_path)
     assert not stale.exists()
     assert SpillFolder.open(tmp_path).path.exists() and live.path.exists()
+
+
+def test_appended_frames_spill_too_and_come_back_at_the_close(tmp_path: Path) -> None:
+    aggregates = (CountAll(), Sum())
+    folder = SpillFolder.open(tmp_path)
+    state = columnar(aggregates, budget_bytes=0, spill_folder=folder)
+    for seq in range(1, 4):  # three small data sets: appended, short of a compaction
+        groups = {(f"k{i}",): [1, i] for i in range(10)}
+        state.merge(0, seq, decode_dataset(encode_dataset(aggregates, {STARTS[0]: groups})))
+        assert state.keep_within_budget() == 1
+    window = state.columns[STARTS[0]]
+    assert len(window.spill_paths()) == spill_files(folder) == 3
+    state.checkpointed()  # the keys of changes let go: nothing of the window is in memory
+    assert window.memory_bytes() == 0
+    [closed] = state.close(STARTS[-1] + 100)
+    assert closed.all_groups(aggregates) == {(f"k{i}",): [3, 3 * i] for i in range(10)}
+    assert spill_files(folder) == 0
