@@ -74,17 +74,17 @@ DATA_END_MS = (START_S + WINDOW_S) * 1000  # rows of windows from here on are th
 HEADING = "## 16. Groups per window: the reducer's open-window state at scale"
 
 
+def window_words(slide_s: int) -> str:
+    """The WINDOWING clause's words: tumbling when `slide_s` is the window's size."""
+    return f"{WINDOW_S} s" + (f" SLIDE {slide_s} s" if slide_s != WINDOW_S else "")
+
+
 def mars_sql(topic: str, slide_s: int) -> str:
-    """The experiment's query over `topic`: tumbling when `slide_s` is the window's size."""
-    slide = f" SLIDE {slide_s} s" if slide_s != WINDOW_S else ""
+    """The experiment's query over `topic`."""
     return (
         f"SELECT sip, count(*), sum(bytes) FROM {topic} GROUP BY sip "
-        f"WINDOWING {WINDOW_S} s{slide} WITH (idle_timeout='30 s')"
+        f"WINDOWING {window_words(slide_s)} WITH (idle_timeout='30 s')"
     )
-
-
-def window_words(slide_s: int) -> str:
-    return f"{WINDOW_S} s" + (f" SLIDE {slide_s} s" if slide_s != WINDOW_S else "")
 
 
 # The same question in Flink SQL, its rows in the shape of Mars's (window_start in epoch ms).
