@@ -5,11 +5,14 @@ states, slices of a few rows, rewinds' revisions."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from dataclasses import replace
 from typing import Any
 from unittest.mock import patch
 
+import polars as pl
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +27,8 @@ from reducer.columnar_groups import ColumnarGroups
 from reducer.commit_records import CommitRecords, CommitTarget, commit_records
 from reducer.open_windows import ClosedWindow
 from reducer.progress_record import ProgressRecord
+from reducer.results import result_records
+from reducer.results_in_columns import records_in_columns
 
 CALLS = {
     "count(*) AS n": "n",
@@ -34,7 +39,7 @@ CALLS = {
     "avg(v) AS m": "m",
 }
 HAVINGS = ("", " HAVING count(*) > 2", " HAVING sum(v) IS NOT NULL", " HAVING avg(v) > 0")
-EXTRA_OUTPUTS = ("", ", count(*) * 2 AS twice", ", avg(v) + 1 AS shifted")
+EXTRA_OUTPUTS = ("", ", count(*) * 2 AS twice", ", avg(v) + 1 AS shifted", ", count(*) AS task")
 KEY_VALUES = {
     "int": st.integers(-5, 5),
     "str": st.text(max_size=3),
@@ -157,3 +162,90 @@ def test_an_average_of_ints_beyond_2_53_is_python_s_correctly_rounded_one() -> N
     assert frame is not None
     [record] = commit(spec, ClosedWindow(start=START, groups={}, frame=frame), 0).results
     assert json.loads(record.value or b"")["m"] == total / count
+
+
+AWKWARD_TEXT = st.lists(
+    st.sampled_from(['"', "\\", "/", "e+", "}", "\n", "\x00", "\x1f", "\u2028", "é", "😀", "a"]),
+    max_size=6,
+).map("".join)
+AWKWARD_FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+    [1e20, 1e-7, -0.0, 5e-324, 1.7976931348623157e308, 1e16, 123456789012345678.0]
+)
+COLUMNS: dict[str, tuple[pl.DataType, st.SearchStrategy[Any]]] = {
+    "text": (pl.String(), AWKWARD_TEXT),
+    "float": (pl.Float64(), AWKWARD_FLOATS),
+    "int": (pl.Int64(), st.integers(-(2**63), 2**63 - 1)),
+    "uint": (pl.UInt64(), st.integers(0, 2**64 - 1)),
+    "small": (pl.Int8(), st.integers(-128, 127)),
+    "bool": (pl.Boolean(), st.booleans()),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(sorted(COLUMNS)), min_size=1, max_size=4),
+    names=st.lists(
+        st.sampled_from(["k0", "k1", "task", "window_start", "revision", "x"]),
+        min_size=4,
+        max_size=4,
+        unique=True,
+    ),
+    rows=st.integers(0, 5),
+    revision=st.sampled_from([0, 2]),
+    cumulate=st.booleans(),
+    data=st.data(),
+)
+def test_records_in_columns_are_the_bytes_msgspec_writes(
+    kinds: list[str],
+    names: list[str],
+    rows: int,
+    revision: int,
+    cumulate: bool,
+    data: st.DataObject,
+) -> None:
+    window = "WINDOWING 60 s SLIDE 60 s" if not cumulate else "WINDOWING CUMULATE 60 s STEP 30 s"
+    spec = parse_task(
+        f"SELECT k0, k1, count(*) AS n FROM S GROUP BY k0, k1 {window}", task_id="t.1"
+    )
+    columns = []
+    for kind, name in zip(kinds, names, strict=False):
+        dtype, values = COLUMNS[kind]
+        nullable = st.none() | values
+        columns.append(
+            pl.Series(
+                name, data.draw(st.lists(nullable, min_size=rows, max_size=rows)), dtype=dtype
+            )
+        )
+    if data.draw(st.booleans()):
+        columns.append(pl.Series("nothing", [None] * rows))  # a NULL-only column
+    part = pl.DataFrame(columns)
+    first = {
+        "task": spec.id,
+        "window_start": 60_000,
+        "window_end": 120_000,
+        "window_start_iso": "x",
+        "window_end_iso": "y",
+    }
+    dicts = [{**first, **row} for row in part.to_dicts()]
+    if revision:
+        for row in dicts:
+            row["revision"] = revision
+    expected = result_records(spec, dicts)
+    assert records_in_columns(spec, first, part, revision) == (
+        [record.key for record in expected],
+        [record.value for record in expected],
+    )
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pl.Series("d", [datetime.date(2024, 1, 1)]),
+        pl.Series("f", [0.1], dtype=pl.Float32),
+        pl.Series("l", [[1, 2]]),
+    ],
+)
+def test_records_in_columns_decline_types_msgspec_writes_its_own_way(column: pl.Series) -> None:
+    spec = parse_task("SELECT k0, count(*) AS n FROM S GROUP BY k0 WINDOWING 60 s", task_id="t")
+    part = pl.DataFrame([pl.Series("k0", ["a"]), column])
+    assert records_in_columns(spec, {"task": "t", "window_start": 0}, part, 0) is None
