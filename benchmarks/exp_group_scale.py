@@ -56,7 +56,7 @@ from benchmarks.harness import fresh_id
 from benchmarks.peers import PeerUnavailable
 from benchmarks.procstat import rss_mb
 from benchmarks.report_format import fmt
-from benchmarks.results_reader import ResultReader
+from benchmarks.results_reader import ResultReader, Row
 from benchmarks.stats import bytes_per_added
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import KEEP_RECORDS
@@ -188,12 +188,15 @@ class GroupRows(ResultReader):
 
     rows: list[tuple[int, str, int, int]] = field(default_factory=list)
 
-    def add(self, row: dict[str, object], arrival: float, kafka_ts_ms: int) -> None:
-        ResultReader.add(self, row, arrival, kafka_ts_ms)
-        start, sip, count, total = (row.get(k) for k in GROUP_ROW)
-        if isinstance(start, int) and isinstance(count, int) and isinstance(total, int):
-            with self._lock:
-                self.rows.append((start, str(sip), count, total))
+    def add_rows(self, rows: list[Row], arrival: float) -> None:
+        ResultReader.add_rows(self, rows, arrival)
+        kept: list[tuple[int, str, int, int]] = []
+        for row, _ in rows:
+            start, sip, count, total = map(row.get, GROUP_ROW)
+            if isinstance(start, int) and isinstance(count, int) and isinstance(total, int):
+                kept.append((start, str(sip), count, total))
+        with self._lock:
+            self.rows += kept
 
     def frame(self) -> pl.DataFrame:
         """The data windows' rows (the sentinels' windows left out)."""

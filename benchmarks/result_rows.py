@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.results_reader import ResultReader
+from benchmarks.results_reader import ResultReader, Row
 
 
 @dataclass(slots=True)
@@ -19,9 +19,9 @@ class RowCollector(ResultReader):
 
     rows: list[tuple[dict[str, Any], float]] = field(default_factory=list)
 
-    def add(self, row: dict[str, object], arrival: float, kafka_ts_ms: int) -> None:
+    def add_rows(self, rows: list[Row], arrival: float) -> None:
         with self._lock:
-            self.rows.append((dict(row), arrival))
+            self.rows += [(dict(row), arrival) for row, _ in rows]
 
     def taken(self) -> list[tuple[dict[str, Any], float]]:
         with self._lock:

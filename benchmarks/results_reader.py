@@ -9,7 +9,6 @@ timestamp. The topic must exist before `start`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import time
 import uuid
@@ -17,10 +16,17 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import msgspec
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from mars.clients import client_config
 from mars.config import KafkaSettings
+
+# msgspec, not `json`: 4x faster, and at 300,000 rows the reader's own parsing was seconds
+# of the time a run measures until its last row is read (experiment 16)
+_decode_row = msgspec.json.Decoder(dict[str, object]).decode
+
+Row = tuple[dict[str, object], int]  # a result row and its Kafka message timestamp (ms)
 
 
 @dataclass(slots=True)
@@ -55,20 +61,22 @@ class ResultReader:
         if self._consumer is not None:
             self._consumer.stop()
 
-    def add(self, row: dict[str, object], arrival: float, kafka_ts_ms: int) -> None:
-        start = row.get(self.window_field)
-        count = row.get(self.count_field)
-        if not isinstance(start, int) or not isinstance(count, int):
-            return
+    def add_rows(self, rows: list[Row], arrival: float) -> None:
+        """Rows that arrived together (one consume), each with its Kafka message timestamp."""
         with self._lock:
-            seen = self.windows.get(start)
-            if seen is None:
-                seen = self.windows[start] = WindowSeen(first_arrival_s=arrival)
-            seen.rows += 1
-            seen.count += count
-            seen.last_arrival_s = arrival
-            seen.max_kafka_ts_ms = max(seen.max_kafka_ts_ms, kafka_ts_ms)
-            self.keys_seen[(start, *(row.get(k) for k in self.key_fields))] += 1
+            for row, kafka_ts_ms in rows:
+                start = row.get(self.window_field)
+                count = row.get(self.count_field)
+                if not isinstance(start, int) or not isinstance(count, int):
+                    continue
+                seen = self.windows.get(start)
+                if seen is None:
+                    seen = self.windows[start] = WindowSeen(first_arrival_s=arrival)
+                seen.rows += 1
+                seen.count += count
+                seen.last_arrival_s = arrival
+                seen.max_kafka_ts_ms = max(seen.max_kafka_ts_ms, kafka_ts_ms)
+                self.keys_seen[(start, *map(row.get, self.key_fields))] += 1
 
     def _counted(self, before_ms: int | None) -> list[WindowSeen]:
         """The windows starting before `before_ms` (all when None)."""
@@ -148,12 +156,17 @@ class TopicsReader:
             while not self._stop.is_set():
                 messages = consumer.consume(num_messages=1000, timeout=0.05)
                 arrival = time.time()
+                arrived: dict[str, list[Row]] = {}
                 for message in messages:
-                    reader = self.readers.get(message.topic() or "")
-                    if reader is None or message.error() is not None or message.value() is None:
+                    value = message.value()
+                    if message.error() is not None or value is None:
                         continue
-                    row = json.loads(message.value() or b"{}")
-                    reader.add(row, arrival, message.timestamp()[1])
+                    row = (_decode_row(value), message.timestamp()[1])
+                    arrived.setdefault(message.topic() or "", []).append(row)
+                for topic, rows in arrived.items():
+                    reader = self.readers.get(topic)
+                    if reader is not None:
+                        reader.add_rows(rows, arrival)
         finally:
             consumer.close()
 
