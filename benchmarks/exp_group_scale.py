@@ -25,12 +25,16 @@ Its rows (sip, count, sum of bytes) are compared with each Mars run's. Flink mis
 failing is noted; Mars is measured all the same.
 
 Opt-in sizes: `MARS_GROUP_SCALE_GROUPS=8000,300000,3000000` (and `MARS_GROUP_SCALE_RECORDS`).
+A count of G sips gets at least `RECORDS_PER_SIP` x G records (`records_for`): 1,000,000 records
+over 3,000,000 sips would fill fewer than 1,000,000 groups; 9,000,000 fill about 2,850,000.
 
 Many open windows: `MARS_GROUP_SCALE_SLIDES=300,60` runs each state a second time with 300 s
 windows sliding every 60 s (`WINDOWING 300 s SLIDE 60 s`), so every record is in 5 windows and
 an owner holds up to 5 open windows of the unit's groups at once: where spilling bounds what
 the windows not being merged or closed hold. Flink runs the tumbling query only; the hopping
 runs' rows (window start, sip, count, sum) are compared with the Python state's, the reference.
+Hopping runs only up to `HOPPING_MAX_SIPS` sips: at 3,000,000 the Python state would hold 14
+million window rows (about 15 GB).
 """
 
 from __future__ import annotations
@@ -71,6 +75,8 @@ WINDOW_S = 300  # whole minutes (Flink's INTERVAL below)
 START_S = 1_700_000_100  # a multiple of 300: the data fills one window
 STATES = ("python", "columnar", "spilled")
 DATA_END_MS = (START_S + WINDOW_S) * 1000  # rows of windows from here on are the sentinels'
+RECORDS_PER_SIP = 3  # at least: about 95 % of the sips then have a group
+HOPPING_MAX_SIPS = 300_000
 HEADING = "## 16. Groups per window: the reducer's open-window state at scale"
 
 
@@ -253,6 +259,17 @@ def flink_check(flink: pl.DataFrame, mars: Mapping[str, pl.DataFrame]) -> tuple[
     return False, "; ".join(f"vs Mars {state}: {problem}" for state, problem in wrong.items())
 
 
+def records_for(settings: GroupScaleSettings, sips: int) -> int:
+    """The records preloaded for `sips` sips: `settings.records`, or `RECORDS_PER_SIP` a sip
+    when that is more."""
+    return max(settings.records, RECORDS_PER_SIP * sips)
+
+
+def slides_for(settings: GroupScaleSettings, sips: int) -> list[int]:
+    """The slides run at `sips` sips: hopping ones only up to `HOPPING_MAX_SIPS`."""
+    return [s for s in settings.slides if s == WINDOW_S or sips <= HOPPING_MAX_SIPS]
+
+
 def preload_json(ctx: Context, topic: str, *, records: int, groups: int) -> None:
     bench = ctx.bench
     plan = TopicPlan(name=topic, partitions=ctx.config.partitions, config=KEEP_RECORDS)
@@ -284,9 +301,10 @@ def cluster_run(
     *,
     state: str,
     groups: int,
+    records: int,
     slide_s: int = WINDOW_S,
 ) -> tuple[GroupScaleRun, pl.DataFrame]:
-    bench, config, records = ctx.bench, ctx.config, settings.records
+    bench, config = ctx.bench, ctx.config
     env = {"MARS_REDUCER__COLUMNAR_STATE": "false" if state == "python" else "true"}
     if state == "spilled":
         env["MARS_REDUCER__STATE_BUDGET_BYTES"] = str(settings.spill_budget_bytes)
@@ -342,11 +360,13 @@ def flink_run(
     settings: GroupScaleSettings,
     topic: str,
     *,
+    records: int,
     log_dir: Path,
     mars: Mapping[str, pl.DataFrame],
 ) -> FlinkGroupRun:
-    """Flink SQL over `topic`; its rows compared with Mars's (`mars`, by state)."""
-    bench, records = ctx.bench, settings.records
+    """Flink SQL over `topic` (`records` in it); its rows compared with Mars's (`mars`, by
+    state)."""
+    bench = ctx.bench
     output = fresh_id("flink-groups-")
     job = FlinkJsonJob(
         query=FLINK_QUERY,
@@ -437,13 +457,20 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
     log_dir = ctx.work_dir("group_scale")
     for groups in settings.groups:
         topic = "GS" + fresh_id(f"{groups}_").replace("-", "_")
-        preload_json(ctx, topic, records=settings.records, groups=groups)
+        records = records_for(settings, groups)
+        preload_json(ctx, topic, records=records, groups=groups)
         mars: dict[str, pl.DataFrame] = {}  # the tumbling runs' rows, for Flink's
-        for slide_s in settings.slides:
+        for slide_s in slides_for(settings, groups):
             found_rows: dict[str, pl.DataFrame] = {}
             for state in settings.states:
                 found, found_rows[state] = cluster_run(
-                    ctx, settings, topic, state=state, groups=groups, slide_s=slide_s
+                    ctx,
+                    settings,
+                    topic,
+                    state=state,
+                    groups=groups,
+                    records=records,
+                    slide_s=slide_s,
                 )
                 if state != "spilled" and slide_s == WINDOW_S:  # one window; no spilling
                     state_figures(found)
@@ -465,7 +492,7 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
         if WINDOW_S not in settings.slides:
             continue
         try:
-            flink = flink_run(ctx, settings, topic, log_dir=log_dir, mars=mars)
+            flink = flink_run(ctx, settings, topic, records=records, log_dir=log_dir, mars=mars)
         except PeerUnavailable as error:
             note(result.notes, f"Flink SQL not measured: {error}", ctx.log)
             continue
@@ -525,7 +552,9 @@ def group_scale_section(result: GroupScaleResult) -> str:
             "with a SLIDE: the same records in 300 s windows every SLIDE seconds, so up to "
             "300 / SLIDE windows are open at once; its groups are the data windows' rows "
             "(window and sip pairs), its records/s the records' (each counted in every window "
-            "it is in), its rows checked against the Python state's.",
+            "it is in), its rows checked against the Python state's. Records preloaded: "
+            + ", ".join(f"{fmt(r)} for {fmt(g)} groups" for g, r in records_used(result))
+            + " (at least three per sip: `RECORDS_PER_SIP`).",
             "",
             "| state | window | groups | records/s | reducers' peak RSS MiB | B per open group "
             "| Redis peak MiB | state alone: groups merged/s | state alone: B per group "
@@ -544,6 +573,12 @@ def group_scale_section(result: GroupScaleResult) -> str:
             *(f"\nNote: {text}" for text in result.notes),
         ]
     )
+
+
+def records_used(result: GroupScaleResult) -> list[tuple[int, int]]:
+    """(groups, records) of the tumbling runs, one per group count."""
+    used = {run.groups: run.records for run in result.runs if run.slide_s == WINDOW_S}
+    return sorted(used.items())
 
 
 def spill_lines(result: GroupScaleResult) -> list[str]:

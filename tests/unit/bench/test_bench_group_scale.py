@@ -21,12 +21,15 @@ from benchmarks.exp_group_scale import (
     GroupRows,
     GroupScaleResult,
     GroupScaleRun,
+    GroupScaleSettings,
     compare_rows,
     flink_check,
     group_scale_section,
     hopping_check,
     mars_sql,
+    records_for,
     rows_frame,
+    slides_for,
 )
 from benchmarks.flink_json import FlinkJsonJob, job_file
 from benchmarks.targets import check_targets
@@ -80,6 +83,14 @@ def test_the_hopping_variant_slides_the_same_window() -> None:
     spec = parse_task(mars_sql("GS8000_ab", 60), task_id="t")
     assert (spec.window.size_ms, spec.window.slide_ms) == (WINDOW_S * 1000, 60_000)
     assert "WINDOWING 300 s SLIDE 60 s" in mars_sql("GS8000_ab", 60)
+
+
+def test_millions_of_sips_get_three_records_each_and_no_hopping_windows() -> None:
+    settings = GroupScaleSettings(records=1_000_000, slides=(300, 60))
+    assert records_for(settings, 8_000) == records_for(settings, 300_000) == 1_000_000
+    assert records_for(settings, 3_000_000) == 9_000_000
+    assert slides_for(settings, 300_000) == [300, 60]
+    assert slides_for(settings, 3_000_000) == [300]
 
 
 def test_the_data_fills_one_window_and_the_sentinels_lie_past_it() -> None:
