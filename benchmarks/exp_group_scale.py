@@ -554,7 +554,7 @@ def group_scale_section(result: GroupScaleResult) -> str:
             "(window and sip pairs), its records/s the records' (each counted in every window "
             "it is in), its rows checked against the Python state's. Records preloaded: "
             + ", ".join(f"{fmt(r)} for {fmt(g)} groups" for g, r in records_used(result))
-            + " (at least three per sip: `RECORDS_PER_SIP`).",
+            + f" (at least {RECORDS_PER_SIP} per sip: `RECORDS_PER_SIP`).",
             "",
             "| state | window | groups | records/s | reducers' peak RSS MiB | B per open group "
             "| Redis peak MiB | state alone: groups merged/s | state alone: B per group "

@@ -1,8 +1,8 @@
 """Every row of a result topic, read live (read_committed), with the wall time each arrived.
 
 `ResultReader` sums a count per window, which is all the reference query needs; the Nexmark
-check compares whole rows with the oracle's, so `RowCollector` keeps them (and still counts
-per window like its parent, for nothing else needs to change in how a topic is read).
+check compares whole rows with the oracle's, so `RowCollector` keeps them instead (it counts
+nothing per window; it is read as its parent is, one `TopicsReader` for its topics).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -437,7 +437,7 @@ class UnitOwner:
                 rewound = _apply_rewinds(state, pending, bucket) or rewound
                 continue
             datasets = store.read_datasets(task, bucket, first, last)
-            with gc_paused() if isinstance(state, ColumnarWindowState) else nullcontext():
+            with _collector_paused(state):
                 for seq, data in datasets:
                     rewound = _apply_rewinds(state, pending, bucket) or rewound
                     late, groups = self._merge(state, bucket, seq, data)
@@ -566,8 +566,7 @@ class UnitOwner:
             revision=state.revision if isinstance(state, OpenWindowState) else None,
         )
         started = time.monotonic()
-        # a closed window's records, made by the hundred thousand, form no cycles (gc_pause)
-        with gc_paused() if isinstance(state, ColumnarWindowState) else nullcontext():
+        with _collector_paused(state):  # a closed window's records, by the hundred thousand
             session.output.commit(commit.records())
         seconds = time.monotonic() - started
         session.committed = commit.progress
@@ -646,3 +645,9 @@ def _apply_rewinds(state: UnitState, pending: list[TaskRewind], bucket: int) -> 
         )
         applied = True
     return applied
+
+
+def _collector_paused(state: object) -> AbstractContextManager[None]:
+    """`gc_paused` while a columnar state merges or its records are written: what they make
+    by the hundred thousand forms no cycles (`reducer/gc_pause.py`)."""
+    return gc_paused() if isinstance(state, ColumnarWindowState) else nullcontext()
