@@ -354,7 +354,33 @@ async function replaceForm() {
 
 // -- the loop --------------------------------------------------------------------------------
 
-async function refresh() {
+// One refresh at a time. Polling on a fixed interval let refreshes overlap when the API was
+// slow: requests piled up behind each other (an action's POST among them), and an older answer
+// rendered after a newer one could show a task just paused as RUNNING again. An action asked
+// for while a refresh is in flight runs one more refresh after it, so the page shows its effect.
+let refreshing = null;
+let refreshAgain = false;
+
+function refresh() {
+  if (refreshing) {
+    refreshAgain = true;
+    return refreshing;
+  }
+  refreshing = refreshOnce().finally(() => {
+    refreshing = null;
+    if (refreshAgain) {
+      refreshAgain = false;
+      refresh();
+    }
+  });
+  return refreshing;
+}
+
+function poll() {
+  refresh().finally(() => setTimeout(poll, POLL_MS));
+}
+
+async function refreshOnce() {
   const health = document.getElementById("health");
   try {
     await Promise.all([refreshTasks(), refreshCluster(), refreshResults()]);
@@ -372,5 +398,4 @@ token.addEventListener("change", () => localStorage.setItem("mars-token", token.
 document.getElementById("register-form").addEventListener("submit", register);
 document.getElementById("explain-sql").addEventListener("click", explainForm);
 document.getElementById("replace-sql").addEventListener("click", replaceForm);
-refresh();
-setInterval(refresh, POLL_MS);
+poll();
