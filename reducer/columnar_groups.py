@@ -243,15 +243,15 @@ class ColumnarGroups:
     def changed(self) -> pl.DataFrame | Groups:
         """The groups merged since `saved` (or since the start), with their current states; or
         Python groups once the window fell back (then all of them: a delta may hold unchanged
-        groups too, it only must not miss a changed one). The appended frames hold changed
-        groups only, so they are merged with the merged frame's rows of the changed keys, not
-        compacted into the whole frame: a delta costs about what changed, where a compaction of
-        millions of groups at every checkpoint took seconds."""
+        groups too, it only must not miss a changed one). A changed group's state is its row in
+        the merged frame merged with its rows in the appended frames, the changed keys' rows
+        only: a delta costs about what changed, where a compaction of millions of groups at
+        every checkpoint took seconds."""
         assert self._changed is not None, "changes are not tracked"
         if self._fallback is not None:
             return self._fallback
         self._unspill_pending()  # the merged frame's changed rows are read from its file
-        if self._pending:
+        if self._pending and self._changed:
             try:
                 return self._merged_changes()
             except DoesNotFit:
@@ -261,9 +261,21 @@ class ColumnarGroups:
         return {} if rows is None else rows
 
     def _merged_changes(self) -> pl.DataFrame:
+        """The changed groups' rows of the merged frame and of the appended frames, merged.
+        The appended frames are filtered too: a delta leaves them appended, so after one they
+        also hold groups changed before it, whose rows alone are not their states (the merged
+        frame's row is left out for a group not changed since)."""
         assert self._dtypes is not None
         dtypes = self._dtypes  # the appended frames' types may be wider than the merged one's
-        frames = [f.cast(dict(zip(f.columns, dtypes, strict=True))) for f in self._pending]
+        appended = pl.concat(
+            [f.cast(dict(zip(f.columns, dtypes, strict=True))) for f in self._pending]
+        )
+        keys = key_columns(len(dtypes) - len(state_columns(self._aggregates)))
+        if keys:  # (else the window's one group, changed)
+            appended = appended.join(
+                self._changed_keys(dtypes), on=keys, how="semi", nulls_equal=True
+            )
+        frames = [appended]
         rows = self._changed_rows()
         if rows is not None:
             frames.insert(0, rows.cast(dict(zip(rows.columns, dtypes, strict=True))))
@@ -271,10 +283,17 @@ class ColumnarGroups:
         _check_int_range(combined, state_columns(self._aggregates))
         return _merged(self._aggregates, combined)
 
+    def _changed_keys(self, dtypes: Sequence[pl.DataType]) -> pl.DataFrame:
+        """The keys merged since `saved` (not empty), each once, as key columns of `dtypes`."""
+        assert self._changed
+        keys = key_columns(len(dtypes) - len(state_columns(self._aggregates)))
+        return pl.concat(
+            [part.cast(dict(zip(keys, dtypes, strict=False))) for part in self._changed]
+        ).unique()
+
     def _changed_rows(self) -> pl.DataFrame | None:
         """The merged frame's rows whose keys were merged since `saved`, read from the spill
         file if it is there (None: no merged frame)."""
-        assert self._changed is not None
         if self._spilled is not None:
             schema, merged = self._spilled.schema, self._spilled.scan()
         elif self._frame is not None:
@@ -286,11 +305,8 @@ class ColumnarGroups:
             return merged.head(0).collect()
         if not keys:  # a global aggregate: its one group
             return merged.collect()
-        dtypes = list(schema.dtypes())
-        changed = pl.concat(
-            [part.cast(dict(zip(keys, dtypes, strict=False))) for part in self._changed]
-        ).unique()
-        return merged.join(changed.lazy(), on=keys, how="semi", nulls_equal=True).collect()
+        changed = self._changed_keys(list(schema.dtypes())).lazy()
+        return merged.join(changed, on=keys, how="semi", nulls_equal=True).collect()
 
     def python_groups(self) -> Groups | None:
         """The window's groups if it fell back to the Python state, else None."""
