@@ -23,8 +23,8 @@ own order).
 The merged frame and the frames appended since can be spilled to disk (`spill`,
 `reducer.spilled_frames`) when the owner's state passes its budget: new frames are appended in
 memory until the next spill, a compaction reads the window back, a delta reads only the
-changed keys' rows from the merged frame's file, and a checkpoint copies that file's bytes
-when nothing was appended since.
+changed keys' rows from the spill files (they stay there), and a checkpoint copies the merged
+frame's file bytes when nothing was appended since.
 """
 
 from __future__ import annotations
@@ -250,8 +250,7 @@ class ColumnarGroups:
         assert self._changed is not None, "changes are not tracked"
         if self._fallback is not None:
             return self._fallback
-        self._unspill_pending()  # the merged frame's changed rows are read from its file
-        if self._pending and self._changed:
+        if self._has_pending() and self._changed:
             try:
                 return self._merged_changes()
             except DoesNotFit:
@@ -267,19 +266,25 @@ class ColumnarGroups:
         frame's row is left out for a group not changed since)."""
         assert self._dtypes is not None
         dtypes = self._dtypes  # the appended frames' types may be wider than the merged one's
+        # Those on disk are scanned where they are: read back and spilled again at every
+        # checkpoint, they made a spilling owner's checkpoints about 3x slower.
+        parts = [
+            *(spilled.scan() for spilled in self._spilled_pending),
+            *map(pl.LazyFrame, self._pending),
+        ]
         appended = pl.concat(
-            [f.cast(dict(zip(f.columns, dtypes, strict=True))) for f in self._pending]
+            [
+                part.cast(dict(zip(part.collect_schema().names(), dtypes, strict=True)))
+                for part in parts
+            ]
         )
         keys = key_columns(len(dtypes) - len(state_columns(self._aggregates)))
         if keys:  # (else the window's one group, changed)
             appended = appended.join(
-                self._changed_keys(dtypes), on=keys, how="semi", nulls_equal=True
+                self._changed_keys(dtypes).lazy(), on=keys, how="semi", nulls_equal=True
             )
-        frames = [appended]
         rows = self._changed_rows()
-        if rows is not None:
-            frames.insert(0, rows.cast(dict(zip(rows.columns, dtypes, strict=True))))
-        combined = pl.concat(frames)
+        combined = pl.concat([appended.collect()] if rows is None else [rows, appended.collect()])
         _check_int_range(combined, state_columns(self._aggregates))
         return _merged(self._aggregates, combined)
 
@@ -293,19 +298,24 @@ class ColumnarGroups:
 
     def _changed_rows(self) -> pl.DataFrame | None:
         """The merged frame's rows whose keys were merged since `saved`, read from the spill
-        file if it is there (None: no merged frame)."""
+        file if it is there, in the window's column types (None: no merged frame). Those can
+        be wider than the merged frame's: a key column that was all NULL there (Null) can hold
+        ints since, which a key cast to Null would refuse."""
         if self._spilled is not None:
-            schema, merged = self._spilled.schema, self._spilled.scan()
+            merged = self._spilled.scan()
         elif self._frame is not None:
-            schema, merged = self._frame.schema, self._frame.lazy()
+            merged = self._frame.lazy()
         else:
             return None
-        keys = key_columns(len(schema) - len(state_columns(self._aggregates)))
+        assert self._dtypes is not None
+        dtypes = self._dtypes
+        merged = merged.cast(dict(zip(merged.collect_schema().names(), dtypes, strict=True)))
+        keys = key_columns(len(dtypes) - len(state_columns(self._aggregates)))
         if not self._changed:
             return merged.head(0).collect()
         if not keys:  # a global aggregate: its one group
             return merged.collect()
-        changed = self._changed_keys(list(schema.dtypes())).lazy()
+        changed = self._changed_keys(dtypes).lazy()
         return merged.join(changed, on=keys, how="semi", nulls_equal=True).collect()
 
     def python_groups(self) -> Groups | None:

@@ -24,9 +24,11 @@ from mars.engine.checkpoint_chain import (
     is_delta,
 )
 from mars.engine.columnar_checkpoint import encode_columnar
+from mars.engine.columnar_layout import frame_groups
 from mars.engine.dataset import DataSet, OpenWindows, decode_dataset, encode_dataset
 from mars.engine.errors import DataSetFormatError
 from mars.windows import WindowAssigner
+from reducer.columnar_groups import ColumnarGroups
 from reducer.columnar_windows import ColumnarWindowState
 from reducer.delta_budget import DeltaBudget
 from reducer.open_windows import OpenWindowState
@@ -256,6 +258,20 @@ def test_a_delta_after_a_delta_holds_whole_states_of_the_groups_changed_since() 
         owner.checkpoint()
         assert len(owner.chain) == 3
         assert owner.open_groups(owner.recovered()) == owner.open_groups()
+
+
+def test_a_delta_of_a_key_column_all_null_when_compacted_takes_later_ints() -> None:
+    """A key column with only NULLs at a compaction is of type Null in the merged frame; keys
+    merged since in ints must still find the merged frame's rows (a cast of them to Null
+    failed: the checkpoint raised, and the owner recovered from its last one)."""
+    window = ColumnarGroups((CountAll(),), track_changes=True)
+    window.merge({(None,): [1]})
+    assert window.frame() is not None  # compacted: its key column is Null
+    window.saved()
+    window.merge({(None,): [1], (7,): [1]})
+    changed = window.changed()
+    assert isinstance(changed, pl.DataFrame)
+    assert frame_groups((CountAll(),), changed) == {(None,): [2], (7,): [1]}
 
 
 def test_a_state_that_is_not_incremental_never_offers_a_delta() -> None:
