@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -42,6 +42,7 @@ from reducer.spilled_frames import SpilledFrame, SpillFolder
 
 INT_LIMIT = float(1 << 62)  # sums of absolute values below this cannot leave int64
 COMPACT_ROWS = 65_536  # appended rows that make a merge worth its group_by at the least
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 DTYPES: dict[type, pl.DataType] = {
     int: pl.Int64(),
     float: pl.Float64(),
@@ -246,77 +247,61 @@ class ColumnarGroups:
         groups too, it only must not miss a changed one). A changed group's state is its row in
         the merged frame merged with its rows in the appended frames, the changed keys' rows
         only: a delta costs about what changed, where a compaction of millions of groups at
-        every checkpoint took seconds."""
+        every checkpoint took seconds. The appended frames are filtered too: a delta leaves
+        them appended, so after one they also hold groups changed before it, whose appended
+        rows alone are not their states. Spill files are scanned where they are: read back and
+        spilled again at every checkpoint, they made a spilling owner's checkpoints about 3x
+        slower."""
         assert self._changed is not None, "changes are not tracked"
         if self._fallback is not None:
             return self._fallback
-        if self._has_pending() and self._changed:
-            try:
-                return self._merged_changes()
-            except DoesNotFit:
-                self.frame()  # compacts, or falls back (then every group is a change)
-                return self.changed()
-        rows = self._changed_rows()
-        return {} if rows is None else rows
-
-    def _merged_changes(self) -> pl.DataFrame:
-        """The changed groups' rows of the merged frame and of the appended frames, merged.
-        The appended frames are filtered too: a delta leaves them appended, so after one they
-        also hold groups changed before it, whose rows alone are not their states (the merged
-        frame's row is left out for a group not changed since)."""
-        assert self._dtypes is not None
-        dtypes = self._dtypes  # the appended frames' types may be wider than the merged one's
-        # Those on disk are scanned where they are: read back and spilled again at every
-        # checkpoint, they made a spilling owner's checkpoints about 3x slower.
-        parts = [
-            *(spilled.scan() for spilled in self._spilled_pending),
-            *map(pl.LazyFrame, self._pending),
-        ]
-        appended = pl.concat(
-            [
-                part.cast(dict(zip(part.collect_schema().names(), dtypes, strict=True)))
-                for part in parts
-            ]
-        )
-        keys = key_columns(len(dtypes) - len(state_columns(self._aggregates)))
-        if keys:  # (else the window's one group, changed)
-            appended = appended.join(
-                self._changed_keys(dtypes).lazy(), on=keys, how="semi", nulls_equal=True
-            )
-        rows = self._changed_rows()
-        combined = pl.concat([appended.collect()] if rows is None else [rows, appended.collect()])
-        _check_int_range(combined, state_columns(self._aggregates))
-        return _merged(self._aggregates, combined)
-
-    def _changed_keys(self, dtypes: Sequence[pl.DataType]) -> pl.DataFrame:
-        """The keys merged since `saved` (not empty), each once, as key columns of `dtypes`."""
-        assert self._changed
-        keys = key_columns(len(dtypes) - len(state_columns(self._aggregates)))
-        return pl.concat(
-            [part.cast(dict(zip(keys, dtypes, strict=False))) for part in self._changed]
-        ).unique()
-
-    def _changed_rows(self) -> pl.DataFrame | None:
-        """The merged frame's rows whose keys were merged since `saved`, read from the spill
-        file if it is there, in the window's column types (None: no merged frame). Those can
-        be wider than the merged frame's: a key column that was all NULL there (Null) can hold
-        ints since, which a key cast to Null would refuse."""
+        merged: pl.LazyFrame | None = None
         if self._spilled is not None:
             merged = self._spilled.scan()
         elif self._frame is not None:
             merged = self._frame.lazy()
-        else:
-            return None
-        assert self._dtypes is not None
-        dtypes = self._dtypes
-        merged = merged.cast(dict(zip(merged.collect_schema().names(), dtypes, strict=True)))
-        keys = key_columns(len(dtypes) - len(state_columns(self._aggregates)))
         if not self._changed:
-            return merged.head(0).collect()
-        if not keys:  # a global aggregate: its one group
-            return merged.collect()
-        changed = self._changed_keys(dtypes).lazy()
-        return merged.join(changed, on=keys, how="semi", nulls_equal=True).collect()
+            return {} if merged is None else self._window_typed(merged).head(0).collect()
+        appended = [
+            *(spilled.scan() for spilled in self._spilled_pending),
+            *map(pl.LazyFrame, self._pending),
+        ]
+        parts = [self._window_typed(part) for part in [merged, *appended] if part is not None]
+        if not parts:
+            return {}
+        keys = key_columns(self._key_width())
+        if keys:  # (else the window's one group, changed)
+            changed_keys = pl.concat(
+                [self._window_typed(part, keys_only=True) for part in self._changed]
+            ).unique()
+            parts = [
+                part.join(changed_keys.lazy(), on=keys, how="semi", nulls_equal=True)
+                for part in parts
+            ]
+        rows = pl.concat(parts).collect()
+        if not appended:  # the merged frame's rows: one per key already
+            return rows
+        try:
+            _check_int_range(rows, state_columns(self._aggregates))
+        except DoesNotFit:
+            self.frame()  # compacts, or falls back (then every group is a change)
+            return self.changed()
+        return _merged(self._aggregates, rows)
+
+    def _key_width(self) -> int:
+        """The window's key columns (`key_width` of a frame of its layout)."""
+        assert self._dtypes is not None
+        return len(self._dtypes) - len(state_columns(self._aggregates))
+
+    def _window_typed(self, part: Frame, *, keys_only: bool = False) -> Frame:
+        """`part` (a frame of this window's layout, or its key columns) in the window's column
+        types, which can be wider than its own: Null joins any type, and an AVG sum's ints and
+        floats make floats (a key column all NULL at a compaction is Null in the merged frame,
+        with ints merged since)."""
+        assert self._dtypes is not None
+        dtypes = self._dtypes[: self._key_width()] if keys_only else self._dtypes
+        names = part.collect_schema().names()
+        return part.cast(dict(zip(names, dtypes, strict=True)))
 
     def python_groups(self) -> Groups | None:
         """The window's groups if it fell back to the Python state, else None."""
@@ -333,10 +318,7 @@ class ColumnarGroups:
         """Merge the appended frames into the merged one (DoesNotFit: they stay appended)."""
         self._unspill()
         frames = [f for f in [self._frame, *self._pending] if f is not None]
-        assert self._dtypes is not None
-        combined = pl.concat(
-            [f.cast(dict(zip(f.columns, self._dtypes, strict=True))) for f in frames]
-        )
+        combined = pl.concat([self._window_typed(frame) for frame in frames])
         _check_int_range(combined, state_columns(self._aggregates))
         self._frame = _merged(self._aggregates, combined)
         self._pending, self._pending_rows = [], 0
