@@ -484,7 +484,8 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
                     f"{fmt(found.reducer_idle_rss_mb)}), Redis peak "
                     f"{fmt(found.redis_peak_mb, '.1f')} MiB, checkpoint "
                     f"{fmt(found.checkpoint_s, '.3f')} s {fmt(found.checkpoint_bytes)} B, "
-                    f"{found.spilled_windows:,} windows spilled {found.check}"
+                    f"{found.spilled_windows:,} windows spilled"
+                    + (f"; {found.check}" if found.check else "")
                 )
                 result.runs.append(found)
             if slide_s == WINDOW_S:

@@ -165,7 +165,7 @@ class ColumnarGroups:
         return sum(int(frame.estimated_size()) for frame in frames if frame is not None)
 
     def spilled(self) -> bool:
-        return self._spilled is not None or bool(self._spilled_pending)
+        return bool(self.spill_paths())
 
     def spill_paths(self) -> list[Path]:
         """The window's spill files: the merged frame's, then the appended frames'."""
@@ -197,21 +197,12 @@ class ColumnarGroups:
         return bool(self._pending or self._spilled_pending)
 
     def _unspill(self) -> None:
-        """Read the window's spilled frames back into memory; their files go."""
-        merged = self._spilled.read() if self._spilled is not None else None
-        self._unspill_pending()
-        if merged is not None:
-            self._frame = merged
-            self.discard()
-
-    def _unspill_pending(self) -> None:
-        """Read the spilled appended frames back (before those appended since); their files
-        go."""
-        if self._spilled_pending:
-            self._pending = [spilled.read() for spilled in self._spilled_pending] + self._pending
-            for spilled in self._spilled_pending:
-                spilled.drop()
-            self._spilled_pending = []
+        """Read the window's spilled frames back into memory (the appended ones before those
+        appended since); their files go."""
+        if self._spilled is not None:
+            self._frame = self._spilled.read()
+        self._pending = [spilled.read() for spilled in self._spilled_pending] + self._pending
+        self.discard()
 
     def checkpoint_part(self) -> pl.DataFrame | bytes | Groups | None:
         """What a checkpoint holds of the window: its frame, or a spilled frame's IPC bytes
