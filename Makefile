@@ -27,13 +27,16 @@ test-compose: setup
 	@bash scripts/compose_images.sh
 	MARS_COMPOSE_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider -s --durations=5 tests/compose
 
-# The long modes, outside `make test`: the differential test's 240 random cases, and a million
-# groups in one window through a reducer killed after incremental checkpoints.
+# The long modes, outside `make test`: the differential test's 240 random cases, a million
+# groups in one window through a reducer killed after incremental checkpoints, and the
+# mappers' acceptance volume (a million records).
 test-long: setup
 	MARS_DIFFERENTIAL_CASES=240 MARS_DIFFERENTIAL_BUDGET_S=1200 MARS_DIFFERENTIAL_SEED=2611 \
 		$(PY) -m pytest -q -p no:cacheprovider -s tests/integration/test_differential.py
 	MARS_MANY_GROUPS=1000000 $(PY) -m pytest -q -p no:cacheprovider -s \
 		tests/integration/test_many_groups.py
+	MARS_TEST_MAPPER_RECORDS=1000000 $(PY) -m pytest -q -p no:cacheprovider -s \
+		tests/integration/mapper/test_mapper_exactness.py
 
 unit: setup
 	$(PY) -m pytest -q tests/unit

@@ -8,6 +8,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,19 +93,41 @@ class WatchedPipeline:
         mappers: int = 0,
         reducers: int = 0,
     ) -> Iterator[WatchedPipeline]:
-        """The API (and `mappers`, `reducers`) started; every process stopped afterwards."""
-        watched = cls.start(cluster, name=name, token=token, env=env)
+        """The API (and `mappers`, `reducers`) started side by side; every process stopped
+        afterwards."""
+        procs = cls.processes(cluster, name=name, env=env)
         try:
-            watched.procs.start_many(["mapper"] * mappers + ["reducer"] * reducers)
+            with ThreadPoolExecutor(max_workers=1) as pool:  # (its exit waits for the API)
+                api = pool.submit(cls.start, cluster, name=name, token=token, env=env, procs=procs)
+                procs.start_many(["mapper"] * mappers + ["reducer"] * reducers)
+                watched = api.result()
             yield watched
         finally:
-            watched.stop()
+            procs.stop_all()
 
     @classmethod
     def start(
-        cls, cluster: LocalCluster, *, name: str, token: str, env: Mapping[str, str]
+        cls,
+        cluster: LocalCluster,
+        *,
+        name: str,
+        token: str,
+        env: Mapping[str, str],
+        procs: PipelineProcesses | None = None,
     ) -> WatchedPipeline:
-        procs = PipelineProcesses(
+        """The pipeline's API started (into `procs`, or processes of its own)."""
+        procs = procs or cls.processes(cluster, name=name, env=env)
+        port = free_port()
+        api_name = f"{name}-api-0"
+        procs.handles[api_name] = start_role(
+            cluster, "api", name=api_name, extra_env=dict(procs.env), api_port=port
+        )
+        return cls(cluster=cluster, procs=procs, api_url=f"http://127.0.0.1:{port}", token=token)
+
+    @staticmethod
+    def processes(cluster: LocalCluster, *, name: str, env: Mapping[str, str]) -> PipelineProcesses:
+        """No process yet: the pipeline's ZooKeeper root, consumer group and environment."""
+        return PipelineProcesses(
             cluster=cluster,
             name=name,
             env={
@@ -113,12 +136,6 @@ class WatchedPipeline:
                 **env,
             },
         )
-        port = free_port()
-        api_name = f"{name}-api-0"
-        procs.handles[api_name] = start_role(
-            cluster, "api", name=api_name, extra_env=dict(procs.env), api_port=port
-        )
-        return cls(cluster=cluster, procs=procs, api_url=f"http://127.0.0.1:{port}", token=token)
 
     @property
     def bootstrap(self) -> str:
