@@ -98,7 +98,7 @@ class WatchedPipeline:
         procs = cls.processes(cluster, name=name, env=env)
         try:
             with ThreadPoolExecutor(max_workers=1) as pool:  # (its exit waits for the API)
-                api = pool.submit(cls.start, cluster, name=name, token=token, env=env, procs=procs)
+                api = pool.submit(cls.start_api, procs, token=token)
                 procs.start_many(["mapper"] * mappers + ["reducer"] * reducers)
                 watched = api.result()
             yield watched
@@ -106,23 +106,16 @@ class WatchedPipeline:
             procs.stop_all()
 
     @classmethod
-    def start(
-        cls,
-        cluster: LocalCluster,
-        *,
-        name: str,
-        token: str,
-        env: Mapping[str, str],
-        procs: PipelineProcesses | None = None,
-    ) -> WatchedPipeline:
-        """The pipeline's API started (into `procs`, or processes of its own)."""
-        procs = procs or cls.processes(cluster, name=name, env=env)
+    def start_api(cls, procs: PipelineProcesses, *, token: str) -> WatchedPipeline:
+        """The pipeline of `procs` with its API started among them."""
         port = free_port()
-        api_name = f"{name}-api-0"
+        api_name = f"{procs.name}-api-0"
         procs.handles[api_name] = start_role(
-            cluster, "api", name=api_name, extra_env=dict(procs.env), api_port=port
+            procs.cluster, "api", name=api_name, extra_env=dict(procs.env), api_port=port
         )
-        return cls(cluster=cluster, procs=procs, api_url=f"http://127.0.0.1:{port}", token=token)
+        return cls(
+            cluster=procs.cluster, procs=procs, api_url=f"http://127.0.0.1:{port}", token=token
+        )
 
     @staticmethod
     def processes(cluster: LocalCluster, *, name: str, env: Mapping[str, str]) -> PipelineProcesses:
