@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from tests.duckdb_rows import insert_rows
+
 
 @dataclass(frozen=True, slots=True)
 class Session:
@@ -35,10 +37,7 @@ def expected_sessions(
 ) -> ExpectedSessions:
     con = duckdb.connect()
     con.execute("CREATE TABLE r (p INTEGER, pos INTEGER, k VARCHAR, ts BIGINT, v BIGINT)")
-    con.executemany(
-        "INSERT INTO r VALUES (?, ?, ?, ?, ?)",
-        [(p, i, k, ts, v) for i, (p, k, ts, v) in enumerate(records)],
-    )
+    insert_rows(con, "r", [(p, i, k, ts, v) for i, (p, k, ts, v) in enumerate(records)])
     con.execute(
         """
         CREATE TABLE judged AS

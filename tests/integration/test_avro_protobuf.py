@@ -42,6 +42,7 @@ from mars.formats.protobuf_schema import compile_proto, message_at, message_clas
 from mars.formats.schema_registry import SchemaRegistryClient
 from mars.formats.wire import frame
 from mars.side_topics import REASON_HEADER
+from tests.duckdb_rows import insert_rows
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.watched import WatchedPipeline, make_topic
 
@@ -386,8 +387,9 @@ def _closers(version: int) -> list[dict[str, Any]]:
 def _expected(sent: list[dict[str, Any]]) -> dict[tuple[int, str, str], tuple[int, Any, int]]:
     db = duckdb.connect()
     db.execute("CREATE TABLE r (ts BIGINT, sip VARCHAR, type VARCHAR, bytes BIGINT, app VARCHAR)")
-    db.executemany(
-        "INSERT INTO r VALUES (?, ?, ?, ?, ?)",
+    insert_rows(
+        db,
+        "r",
         [(s["ts"], s["sip"], s["type"], s.get("bytes"), s.get("app")) for s in sent],
     )
     rows = db.execute(

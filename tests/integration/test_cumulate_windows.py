@@ -31,6 +31,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
+from tests.duckdb_rows import insert_rows
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -161,7 +162,7 @@ def _expected(sent: Sent) -> dict[tuple[int, int, str], tuple[int, int]]:
     con = duckdb.connect()
     try:
         con.execute("CREATE TABLE r (p INT, ts BIGINT, k VARCHAR, v BIGINT)")
-        con.executemany("INSERT INTO r VALUES (?, ?, ?, ?)", sent)
+        insert_rows(con, "r", sent)
         rows = con.execute(
             f"""
             WITH hours AS (SELECT *, ts - ts % {HOUR_MS} AS window_start FROM r),

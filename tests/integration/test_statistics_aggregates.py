@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient
 from devtools.local import ClusterState
 from mars.aggregates.quantiles import RANK_ERROR
 from mars.aggregates.quantiles import K as KLL_EXACT_UP_TO
+from tests.duckdb_rows import insert_rows
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -189,8 +190,9 @@ def _within_rank(values: list[float], fraction: float, found: float | None, wher
 def _expected(sent: list[dict[str, Any]]) -> dict[tuple[int, str], dict[str, Any]]:
     db = duckdb.connect()
     db.execute("CREATE TABLE sent (ts BIGINT, device VARCHAR, lat DOUBLE, code BIGINT)")
-    db.executemany(
-        "INSERT INTO sent VALUES (?, ?, ?, ?)",
+    insert_rows(
+        db,
+        "sent",
         [(r["ts"], r["device"], r["lat"], r["code"]) for r in sent],
     )
     cursor = db.execute(ORACLE)
