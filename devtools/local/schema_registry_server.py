@@ -22,8 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import httpx
-
+from devtools.local.http_client import local_http
 from devtools.local.process_handle import ProcessHandle, ServiceError, free_port, spawn, wait_until
 
 NAME = "schema-registry"
@@ -147,5 +146,5 @@ def registry_port(handle: ProcessHandle) -> int:
 
 def probe_schema_registry(url: str) -> bool:
     """The Confluent-compatible API at `url` lists its subjects."""
-    response = httpx.get(f"{url}/subjects", timeout=2.0)
+    response = local_http().get(f"{url}/subjects", timeout=2.0)
     return response.status_code == 200 and isinstance(response.json(), list)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from devtools.local.http_client import local_http
 from devtools.local.process_handle import ProcessHandle, ServiceError, free_port, spawn, wait_until
 
 DAEMON_MEMORY = "256m"
@@ -104,7 +105,7 @@ def start_spark_worker(
 def master_status(ui_port: int) -> dict[str, Any]:
     """The master's `/json/` answer ({} when it does not answer)."""
     try:
-        response = httpx.get(f"http://127.0.0.1:{ui_port}/json/", timeout=2)
+        response = local_http().get(f"http://127.0.0.1:{ui_port}/json/", timeout=2)
         response.raise_for_status()
         answer: dict[str, Any] = response.json()
     except (httpx.HTTPError, ValueError):

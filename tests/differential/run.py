@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from confluent_kafka.admin import AdminClient
 
+from devtools.local.http_client import local_http
 from mars.tasks.spec import TaskSpec
 from tests.differential.cases import Case
 from tests.differential.compare import problems
@@ -182,7 +182,7 @@ def _rows_wanted(case: Case, expected: Expected) -> int:
 def _call(
     pipeline: WatchedPipeline, method: str, path: str, body: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    response = httpx.request(
+    response = local_http().request(
         method,
         pipeline.api_url + path,
         json=body,

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.gen import GeneratorConfig
 from devtools.local import ClusterState
+from devtools.local.http_client import local_http
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -47,7 +48,7 @@ OPTIONS = {"buckets": 2}
 
 
 def _put(pipeline: WatchedPipeline, task: str, sql: str) -> httpx.Response:
-    return httpx.put(
+    return local_http().put(
         f"{pipeline.api_url}/tasks/{task}",
         json={"sql": sql, "options": OPTIONS},
         headers={"Authorization": f"Bearer {pipeline.token}"},

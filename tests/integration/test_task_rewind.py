@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.gen import GeneratorConfig, generate
 from devtools.local import ClusterState
+from devtools.local.http_client import local_http
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -88,7 +89,7 @@ class _EventTimeProducer(threading.Thread):
 
 
 def _post(pipeline: WatchedPipeline, task: str, body: dict[str, Any]) -> httpx.Response:
-    return httpx.post(
+    return local_http().post(
         f"{pipeline.api_url}/tasks/{task}/rewind",
         json=body,
         headers={"Authorization": f"Bearer {pipeline.token}"},

@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from devtools.gen import GeneratorConfig, generate
 from devtools.local import LocalCluster
+from devtools.local.http_client import local_http
 from devtools.local.process_handle import free_port
 from devtools.local.roles import start_role
 from tests.integration.pipeline import (
@@ -61,7 +62,7 @@ class Scrape:
 
 
 def scrape(address: str) -> Scrape:
-    response = httpx.get(f"http://{address}/metrics", timeout=10)
+    response = local_http().get(f"http://{address}/metrics", timeout=10)
     response.raise_for_status()
     assert response.headers["content-type"].startswith("text/plain")
     return Scrape.parse(response.text)
@@ -136,12 +137,12 @@ class WatchedPipeline:
         return self.cluster.state.kafka_bootstrap
 
     def get(self, path: str) -> Any:
-        response = httpx.get(self.api_url + path, timeout=30)
+        response = local_http().get(self.api_url + path, timeout=30)
         response.raise_for_status()
         return response.json()
 
     def register(self, sql: str, *, task_id: str, options: Mapping[str, Any]) -> dict[str, Any]:
-        response = httpx.post(
+        response = local_http().post(
             self.api_url + "/tasks",
             json={"sql": sql, "id": task_id, "options": dict(options)},
             headers={"Authorization": f"Bearer {self.token}"},

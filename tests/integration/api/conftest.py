@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devtools.local import ClusterState
+from devtools.local.http_client import local_http
 from devtools.local.process_handle import free_port
 from mars.config import Settings
 
@@ -43,7 +44,7 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None
         if process.poll() is not None:
             pytest.fail(f"mars api exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+            if local_http().get(f"{url}/healthz", timeout=1.0).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
