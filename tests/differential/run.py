@@ -22,7 +22,6 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from devtools.local.http_client import local_http
 from mars.tasks.spec import TaskSpec
 from tests.differential.cases import Case
 from tests.differential.compare import problems
@@ -182,13 +181,7 @@ def _rows_wanted(case: Case, expected: Expected) -> int:
 def _call(
     pipeline: WatchedPipeline, method: str, path: str, body: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    response = local_http().request(
-        method,
-        pipeline.api_url + path,
-        json=body,
-        headers={"Authorization": f"Bearer {pipeline.token}"},
-        timeout=60,
-    )
+    response = pipeline.call(method, path, body=body, timeout=60)
     assert response.is_success, f"{method} {path}: {response.status_code} {response.text}"
     return dict(response.json()) if response.content else {}
 

@@ -21,7 +21,6 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.gen import GeneratorConfig
 from devtools.local import ClusterState
-from devtools.local.http_client import local_http
 from tests.integration.pipeline import ExpectedTopic, OracleInBackground, wait_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -107,12 +106,7 @@ def test_bucket_count_changes_mid_run_spread_the_load_and_stay_exact(
 def _change_buckets(pipeline: WatchedPipeline, task: str, buckets: int, *, since_s: int) -> None:
     """PATCH the count; the new epoch starts after the windows written so far, which follow
     the wall clock here: after the stream's start, and at most a window ahead of now."""
-    response = local_http().patch(
-        f"{pipeline.api_url}/tasks/{task}",
-        json={"buckets": buckets},
-        headers={"Authorization": f"Bearer {pipeline.token}"},
-        timeout=30,
-    )
+    response = pipeline.call("PATCH", f"/tasks/{task}", body={"buckets": buckets})
     assert response.status_code == 200, response.text
     options: dict[str, Any] = response.json()["spec"]["options"]
     change = options["bucket_changes"][-1]

@@ -31,7 +31,6 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
-from devtools.local.http_client import local_http
 from tests.duckdb_rows import insert_rows
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.watched import (
@@ -121,7 +120,7 @@ def test_cumulate_windows_are_exact_step_by_step_through_a_reducer_killed(
         f"\ncumulate: {len(sent):,} records, {len(got):,} windows x groups exact, "
         f"{rows_at_half} emitted by the kill at half time"
     )
-    pull = local_http().get(f"{pipeline.api_url}/tasks/{task}/windows", timeout=30)
+    pull = pipeline.call("GET", f"/tasks/{task}/windows")
     assert pull.status_code == 422 and "cumulative" in pull.text
 
 
@@ -185,9 +184,9 @@ def _expected(sent: Sent) -> dict[tuple[int, int, str], tuple[int, int]]:
 def _post_task(
     pipeline: WatchedPipeline, sql: str, task_id: str, options: dict[str, Any]
 ) -> httpx.Response:
-    return local_http().post(
-        pipeline.api_url + "/tasks",
-        json={"sql": sql, "id": task_id, "options": options},
-        headers={"Authorization": f"Bearer {pipeline.token}"},
+    return pipeline.call(
+        "POST",
+        "/tasks",
+        body={"sql": sql, "id": task_id, "options": options},
         timeout=60,
     )

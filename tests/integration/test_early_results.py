@@ -22,7 +22,6 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.gen import GeneratorConfig
 from devtools.local import ClusterState
-from devtools.local.http_client import local_http
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -170,7 +169,7 @@ def _check_filters(pipeline: WatchedPipeline, task: str, expected: ExpectedResul
         (window, group, values["n"])
     ]
     assert pipeline.get(f"/tasks/{task}/windows?group.type=no-such-type")["rows"] == []
-    bad = local_http().get(f"{pipeline.api_url}/tasks/{task}/windows?group.sip=1.2.3.4", timeout=30)
+    bad = pipeline.call("GET", f"/tasks/{task}/windows?group.sip=1.2.3.4")
     assert bad.status_code == 422
     assert "group.sip: not a group column" in bad.json()["error"]["message"]
 

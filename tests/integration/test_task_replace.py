@@ -20,7 +20,6 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.gen import GeneratorConfig
 from devtools.local import ClusterState
-from devtools.local.http_client import local_http
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -48,12 +47,7 @@ OPTIONS = {"buckets": 2}
 
 
 def _put(pipeline: WatchedPipeline, task: str, sql: str) -> httpx.Response:
-    return local_http().put(
-        f"{pipeline.api_url}/tasks/{task}",
-        json={"sql": sql, "options": OPTIONS},
-        headers={"Authorization": f"Bearer {pipeline.token}"},
-        timeout=60,
-    )
+    return pipeline.call("PUT", f"/tasks/{task}", body={"sql": sql, "options": OPTIONS}, timeout=60)
 
 
 @pytest.mark.pipeline(mappers=1, reducers=1, env={"MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "1000"})

@@ -30,7 +30,6 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.gen import GeneratorConfig, generate
 from devtools.local import ClusterState
-from devtools.local.http_client import local_http
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -89,12 +88,7 @@ class _EventTimeProducer(threading.Thread):
 
 
 def _post(pipeline: WatchedPipeline, task: str, body: dict[str, Any]) -> httpx.Response:
-    return local_http().post(
-        f"{pipeline.api_url}/tasks/{task}/rewind",
-        json=body,
-        headers={"Authorization": f"Bearer {pipeline.token}"},
-        timeout=60,
-    )
+    return pipeline.call("POST", f"/tasks/{task}/rewind", body=body, timeout=60)
 
 
 def _iso(seconds: int) -> str:

@@ -136,16 +136,28 @@ class WatchedPipeline:
         assert self.cluster.state is not None
         return self.cluster.state.kafka_bootstrap
 
+    def call(
+        self, method: str, path: str, *, body: Any = None, timeout: float = 30
+    ) -> httpx.Response:
+        """`method` on the API's `path`, with the token; the response, whatever its status."""
+        return local_http().request(
+            method,
+            self.api_url + path,
+            json=body,
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=timeout,
+        )
+
     def get(self, path: str) -> Any:
-        response = local_http().get(self.api_url + path, timeout=30)
+        response = self.call("GET", path)
         response.raise_for_status()
         return response.json()
 
     def register(self, sql: str, *, task_id: str, options: Mapping[str, Any]) -> dict[str, Any]:
-        response = local_http().post(
-            self.api_url + "/tasks",
-            json={"sql": sql, "id": task_id, "options": dict(options)},
-            headers={"Authorization": f"Bearer {self.token}"},
+        response = self.call(
+            "POST",
+            "/tasks",
+            body={"sql": sql, "id": task_id, "options": dict(options)},
             timeout=60,
         )
         assert response.status_code == 201, response.text

@@ -22,7 +22,6 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.gen import GeneratorConfig
 from devtools.local import ClusterState, LocalCluster
-from devtools.local.http_client import local_http
 from mars.config import Settings
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.spark.helpers import start_stream
@@ -81,12 +80,7 @@ def test_spark_stream_takes_over_from_a_mapper_and_is_exact_through_a_worker_kil
             cluster.kafka_bootstrap, topic, start_s=start_s, rate=RATE, seconds=PRODUCE_S, seed=SEED
         )
         time.sleep(PRODUCE_S / 5)  # the mapper's share
-        handed = local_http().patch(
-            f"{pipeline.api_url}/tasks/{task}",
-            json={"preaggregation": "spark"},
-            headers={"Authorization": f"Bearer {pipeline.token}"},
-            timeout=30,
-        )
+        handed = pipeline.call("PATCH", f"/tasks/{task}", body={"preaggregation": "spark"})
         assert handed.status_code == 200, handed.text
         stream = start_stream(spark_master, task, pipeline, settings, log=tmp_path / "stream.log")
         time.sleep(PRODUCE_S * 2 / 5)
