@@ -19,6 +19,7 @@ _ARROW_TYPES = {
     "DOUBLE": pa.float64(),
     "VARCHAR": pa.string(),
     "BOOLEAN": pa.bool_(),
+    "JSON": pa.string(),  # the JSON text
 }
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import duckdb
 
 from tests.differential.cases import Case, _path_value, key_group
+from tests.duckdb_rows import insert_rows
 from tests.oracle import event_time_ms
 
 ResultKey = tuple[Any, ...]  # (window_start, [window_end if cumulate,] *group key values)
@@ -74,8 +75,7 @@ def expected_of(case: Case) -> Expected:
             "CREATE TABLE raw (p INT, pos INT, ts BIGINT, k1 VARCHAR, k2 BIGINT, v BIGINT, "
             "f DOUBLE, s VARCHAR, m JSON, kg BIGINT)"
         )
-        if decoded:
-            con.executemany("INSERT INTO raw VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", decoded)
+        insert_rows(con, "raw", decoded)
         con.execute(_nested_sql(case))
         (path_bad,) = con.execute("SELECT count(*) FROM raw WHERE path_bad").fetchone() or (0,)
         con.execute(_judge_sql(case))
