@@ -44,6 +44,7 @@ MMAP_THRESHOLD_BYTES = 32 * 1024**2
 TRIM_THRESHOLD_BYTES = 128 * 1024**2
 TOP_PAD_BYTES = 16 * 1024**2
 POLARS_ALLOCATOR_OPTIONS = "dirty_decay_ms:0,muzzy_decay_ms:0"  # return freed pages at once
+JEMALLOC_OPTIONS_VARIABLE = "_RJEM_MALLOC_CONF"  # read by Polars's jemalloc when Polars loads
 
 
 def keep_freed_heap() -> bool:
@@ -68,10 +69,15 @@ def keep_freed_heap() -> bool:
 
 
 def return_polars_pages() -> bool:
-    """Have Polars's jemalloc return freed pages at once (unless `_RJEM_MALLOC_CONF` is set
-    already); False when Polars is imported already, too late for it."""
+    """Have Polars's jemalloc return freed pages at once; False when Polars is imported
+    already, too late for it. The options go after any `_RJEM_MALLOC_CONF` inherited (the last
+    value of an option wins): a parent that imported Polars passes Polars's defaults on to its
+    children, and until 2026-11-28 they won, so the reducers that the tests, the benchmarks and
+    `mars local` start kept their freed pages."""
     if "polars" in sys.modules:
         log.warning("Polars is imported already: its allocator keeps its freed pages")
         return False
-    os.environ.setdefault("_RJEM_MALLOC_CONF", POLARS_ALLOCATOR_OPTIONS)
+    inherited = os.environ.get(JEMALLOC_OPTIONS_VARIABLE)
+    options = [inherited] if inherited else []
+    os.environ[JEMALLOC_OPTIONS_VARIABLE] = ",".join([*options, POLARS_ALLOCATOR_OPTIONS])
     return True

@@ -9,27 +9,40 @@ import sys
 
 import pytest
 
-from mars.heap import POLARS_ALLOCATOR_OPTIONS, keep_freed_heap
+from mars.heap import JEMALLOC_OPTIONS_VARIABLE, POLARS_ALLOCATOR_OPTIONS, keep_freed_heap
 
 
 def test_glibc_takes_the_settings() -> None:
     assert keep_freed_heap()
 
 
-def allocator_options(command: str) -> str:
-    """`_RJEM_MALLOC_CONF` once `mars <command>` has imported Polars (a fresh interpreter)."""
-    script = (
-        f"import sys; sys.argv = ['mars', {command!r}]; import cli.main, os, polars; "
-        "print(os.environ['_RJEM_MALLOC_CONF'])"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    found = subprocess.run(
+# What a parent that imported Polars passes on to its children (Polars's defaults).
+POLARS_DEFAULTS = "dirty_decay_ms:500,muzzy_decay_ms:1000"
+
+
+def decays(command: str, inherited: str | None) -> tuple[str, str]:
+    """jemalloc's dirty and muzzy decays (ms) in a fresh `mars <command>` interpreter once it
+    has imported Polars, as jemalloc's own statistics at exit (`stats_print`) show them."""
+    script = f"import sys; sys.argv = ['mars', {command!r}]; import cli.main, polars"
+    env = {k: v for k, v in os.environ.items() if k != JEMALLOC_OPTIONS_VARIABLE}
+    options = [inherited] if inherited else []
+    env[JEMALLOC_OPTIONS_VARIABLE] = ",".join([*options, "stats_print:true"])
+    done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
-    return found.stdout.strip()
+    found = {}
+    for line in done.stderr.splitlines():
+        name, _, value = line.strip().partition(": ")
+        if name in ("opt.dirty_decay_ms", "opt.muzzy_decay_ms"):
+            found[name] = value.split()[0]
+    return found["opt.dirty_decay_ms"], found["opt.muzzy_decay_ms"]
 
 
+@pytest.mark.parametrize("inherited", [None, POLARS_DEFAULTS])
 @pytest.mark.parametrize(("command", "returned"), [("reducer", True), ("mapper", False)])
-def test_only_the_reducer_returns_polars_pages_at_once(command: str, returned: bool) -> None:
-    # Polars puts its own defaults first; the last value of an option wins
-    assert allocator_options(command).endswith(POLARS_ALLOCATOR_OPTIONS) is returned
+def test_only_the_reducer_returns_polars_pages_at_once(
+    command: str, returned: bool, inherited: str | None
+) -> None:
+    assert POLARS_ALLOCATOR_OPTIONS == "dirty_decay_ms:0,muzzy_decay_ms:0"
+    expected = ("0", "0") if returned else ("500", "1000")
+    assert decays(command, inherited) == expected
