@@ -88,8 +88,7 @@ class ColumnarGroups:
         self._pending_rows = 0  # of the appended frames in memory and on disk
         self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
         self._fallback: Groups | None = None
-        # the key columns of the groups merged since `saved` (None: not tracked), and the rows
-        # they held after their last deduplication (`_note_changes`)
+        # the key columns of the groups merged since `saved` (None: not tracked), and their rows
         self._changed: list[pl.DataFrame] | None = [] if track_changes else None
         self._changed_rows = 0
 
@@ -163,8 +162,9 @@ class ColumnarGroups:
         every data set's keys (about 5x the merged frame's bytes in RSS at 1,000,000 groups)."""
         assert self._changed is not None
         self._changed.append(frame.select(key_columns(key_width(self._aggregates, frame))))
-        rows = sum(part.height for part in self._changed)
-        if len(self._changed) > 1 and rows >= max(2 * self._changed_rows, COMPACT_ROWS):
+        self._changed_rows += frame.height
+        first = self._changed[0].height  # (the last deduplication's, if any)
+        if len(self._changed) > 1 and self._changed_rows >= max(2 * first, COMPACT_ROWS):
             keys = [self._window_typed(part, keys_only=True) for part in self._changed]
             self._changed = [pl.concat(keys).unique()]
             self._changed_rows = self._changed[0].height
