@@ -23,6 +23,10 @@ OUTPUT_QUEUE_MESSAGES = 10_000  # records not yet acked by the broker, at most (
 
 _FENCED_CODES = frozenset(
     {
+        # A call refused because the producer has raised a fatal error already: a produce()
+        # after AddPartitionsToTxn's answer told it of its fencing, mid-transaction. The error
+        # it carries is not itself flagged fatal.
+        KafkaError._FATAL,
         KafkaError._FENCED,
         KafkaError.PRODUCER_FENCED,
         KafkaError.INVALID_PRODUCER_EPOCH,
