@@ -15,7 +15,7 @@ from typing import Protocol
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from mars.clients.kafka_config import client_config
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER, client_config
 from mars.config import KafkaSettings
 from mars.engine.records import RejectedRecord
 from mars.tasks.spec import TaskSpec
@@ -62,7 +62,7 @@ class SideTopicProducer:
             client_config(
                 kafka,
                 {
-                    "enable.idempotence": True,
+                    **IDEMPOTENT_PRODUCER,
                     "acks": "all",
                     "linger.ms": 5,
                     "compression.type": "lz4",

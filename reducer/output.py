@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from mars.clients.kafka_config import client_config
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER, client_config
 from mars.config import KafkaSettings
 
 OUTPUT_QUEUE_MESSAGES = 10_000  # records not yet acked by the broker, at most (a full queue waits)
@@ -81,7 +81,7 @@ class TransactionalOutput:
                 {
                     "transactional.id": transactional_id,
                     "transaction.timeout.ms": transaction_timeout_ms,
-                    "enable.idempotence": True,
+                    **IDEMPOTENT_PRODUCER,
                     "linger.ms": 5,
                     # librdkafka keeps a copy of each record (about 460 B with its overhead)
                     # until the broker acks it; by default up to 100,000 of them, which made a

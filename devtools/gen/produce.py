@@ -20,7 +20,7 @@ from devtools.gen.config import GeneratorConfig
 from devtools.gen.pacing import Clock, RatePacer, Sleep
 from devtools.gen.partitioning import PartitionChooser, PartitionStrategy
 from devtools.gen.tuples import BLOCK_SIZE, iter_chunks
-from mars.clients.kafka_config import admin_client, client_config
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER, admin_client, client_config
 from mars.config import KafkaSettings
 from mars.tasks.topics import Replication, TopicPlan, ensure_topics, partition_count
 
@@ -31,7 +31,7 @@ THROUGHPUT_CONFIG: Mapping[str, Any] = {
     "batch.size": 1_000_000,
     "compression.type": "lz4",
     "acks": "all",
-    "enable.idempotence": True,
+    **IDEMPOTENT_PRODUCER,
     "queue.buffering.max.messages": 1_000_000,
     "queue.buffering.max.kbytes": 1_048_576,
     "delivery.report.only.error": True,  # successes are counted as total - failures

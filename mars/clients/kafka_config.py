@@ -28,6 +28,18 @@ _JAAS_MODULES = {
 }
 
 
+# Every idempotent (and so every transactional) producer's settings. librdkafka (2.16) sets an
+# idempotent producer's broker thread to wake at once when a partition's batch is ready, then
+# allows the partition `5 - (messages in flight)` new requests: with 5 in flight it polls
+# without waiting until an ack comes (docs/reducer.md, "Output producers"). With at most 4
+# requests in flight per connection, requests of one message each (a trickle) cannot get
+# there: the fifth waits unsent and the backpressure threshold (1) stops the serve first.
+IDEMPOTENT_PRODUCER: Mapping[str, Any] = {
+    "enable.idempotence": True,
+    "max.in.flight.requests.per.connection": 4,
+}
+
+
 def client_config(kafka: KafkaSettings, own: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The configuration of one librdkafka client (Producer, Consumer, AdminClient)."""
     return {"bootstrap.servers": kafka.bootstrap_servers, **kafka.client_properties, **(own or {})}

@@ -33,6 +33,7 @@ from devtools.gen.produce import ProduceReport, produce
 from devtools.local import LocalCluster
 from devtools.local.process_handle import ProcessHandle, log_tail
 from devtools.local.roles import start_role
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER
 from mars.config import KafkaSettings
 from mars.registry.cluster_view import cluster_view
 from mars.tasks.spec import TaskSpec
@@ -367,7 +368,7 @@ class OracleInBackground:
 def produce_in_order(bootstrap: str, topic: str, records: Iterable[tuple[int, bytes]]) -> None:
     """Produce `(partition, value)` records, each partition's in the given order (idempotent
     producer: a retry cannot reorder or repeat them)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, **IDEMPOTENT_PRODUCER})
     for partition, value in records:
         producer.produce(topic, value, partition=partition)
     assert producer.flush(30) == 0, "records left unsent"

@@ -31,6 +31,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER
 from tests.duckdb_rows import insert_rows
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.watched import (
@@ -128,7 +129,7 @@ def _produce(bootstrap: str, topic: str, sent: Sent) -> None:
     """Event time = T0 + SPEEDUP x the wall time since the start, up to `EVENT_SPAN_MS`, each
     record up to 20 s of event time older (within GRACE) at random."""
     rng = random.Random(5)
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, **IDEMPOTENT_PRODUCER})
     started = time.monotonic()
     while True:
         now = T0 + int((time.monotonic() - started) * 1000 * SPEEDUP)
@@ -149,7 +150,7 @@ def _produce(bootstrap: str, topic: str, sent: Sent) -> None:
 def _close_both_hours(bootstrap: str, topic: str) -> None:
     """One record per partition three hours on: every window of the two hours closes (the
     records' own hour stays open, so they are in no result)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, **IDEMPOTENT_PRODUCER})
     for partition in range(PARTITIONS):
         record = {"ts": T0 + 3 * HOUR_MS, "k": "closer", "v": 0}
         producer.produce(topic, json.dumps(record).encode(), partition=partition)

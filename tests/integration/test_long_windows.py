@@ -27,6 +27,7 @@ from kazoo.client import KazooClient
 
 from devtools.gen import GeneratorConfig, generate
 from devtools.local import ClusterState, LocalCluster
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER
 from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.store import SeqStore
@@ -202,7 +203,7 @@ def push_every_partition(bootstrap: str, topic: str) -> None:
     """One record per partition far past the stream: every window of the stream closes."""
     record = json.loads(generate(GeneratorConfig(count=1, seed=1)).values[0])
     record["timestamp"] = CONFIG.start_s + CONFIG.span_s + PUSHER_DELAY_S
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, **IDEMPOTENT_PRODUCER})
     for partition in range(PARTITIONS):
         producer.produce(topic, json.dumps(record).encode(), partition=partition)
     assert producer.flush(30) == 0

@@ -24,6 +24,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -158,7 +159,7 @@ def _open_sessions(pipeline: WatchedPipeline, task: str) -> list[tuple[str, int,
 def _produce_sessions(bootstrap: str, topic: str, sent: list[tuple[int, str, int, int]]) -> None:
     """Live bursts per user (event time = the wall clock, with disorder), then the closers."""
     rng = random.Random(7)
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, **IDEMPOTENT_PRODUCER})
     # Per user: the wall-clock time its current burst ends and its next one starts.
     bursts = {f"u{i}": (0.0, 0.0) for i in range(USERS)}
     started = time.time()

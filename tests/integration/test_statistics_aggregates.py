@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient
 from devtools.local import ClusterState
 from mars.aggregates.quantiles import RANK_ERROR
 from mars.aggregates.quantiles import K as KLL_EXACT_UP_TO
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER
 from tests.duckdb_rows import insert_rows
 from tests.integration.pipeline import TopicReader, wait_for
 from tests.integration.watched import (
@@ -206,7 +207,7 @@ def _produce(bootstrap: str, topic: str, sent: list[dict[str, Any]], bad: list[b
     hour on, which closes every window before it (its own window, of device `closer`, stays
     open and is not expected)."""
     rng = random.Random(11)
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, **IDEMPOTENT_PRODUCER})
     weights = [1 / (i + 1) for i in range(DEVICES)]  # skewed: d0 sends most
     started = time.time()
     while time.time() - started < PRODUCE_S:

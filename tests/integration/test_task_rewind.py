@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.gen import GeneratorConfig, generate
 from devtools.local import ClusterState
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER
 from tests.integration.pipeline import OracleInBackground, TopicReader, check_exact, wait_for
 from tests.integration.watched import (
     WatchedPipeline,
@@ -68,7 +69,7 @@ class _EventTimeProducer(threading.Thread):
 
     def run(self) -> None:
         try:
-            producer = Producer({"bootstrap.servers": self._brokers, "enable.idempotence": True})
+            producer = Producer({"bootstrap.servers": self._brokers, **IDEMPOTENT_PRODUCER})
             first = json.loads(self._values[0])["timestamp"]
             started = time.monotonic()
             for i, value in enumerate(self._values):

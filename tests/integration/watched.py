@@ -23,6 +23,7 @@ from devtools.local import LocalCluster
 from devtools.local.http_client import local_http
 from devtools.local.process_handle import free_port
 from devtools.local.roles import start_role
+from mars.clients.kafka_config import IDEMPOTENT_PRODUCER
 from tests.integration.pipeline import (
     CLOSING_DELAY_S,
     BackgroundProducer,
@@ -278,7 +279,7 @@ def close_every_window(
     record = json.loads(generate(GeneratorConfig(count=1, seed=1)).values[0])
     record["timestamp"] = after_s + CLOSING_DELAY_S
     producer = Producer(
-        {"bootstrap.servers": bootstrap, **(client_properties or {}), "enable.idempotence": True}
+        {"bootstrap.servers": bootstrap, **(client_properties or {}), **IDEMPOTENT_PRODUCER}
     )
     for partition in range(partitions):
         producer.produce(topic, json.dumps(record).encode(), partition=partition)
