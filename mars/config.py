@@ -183,11 +183,11 @@ class ReducerSettings(_Section):
         'full one\'s (docs/reducer.md, "Incremental checkpoints"; 0: every checkpoint is full)',
     )
     columnar_state: bool = Field(
-        default=False,
+        default=True,
         description="hold the open windows of tasks whose aggregates are all COUNT, SUM, MIN, "
         "MAX or AVG (tumbling or hopping windows, no EMIT CHANGES or top-k) in Polars columns "
-        'rather than Python objects (docs/reducer.md, "Columnar open windows"; off by default: '
-        "it pays from tens of thousands of groups per window and costs CPU below)",
+        'rather than Python objects (docs/reducer.md, "Columnar open windows"; false: Python '
+        "objects for every task, the reference the columnar state is tested against)",
     )
     state_budget_bytes: int | None = Field(
         default=None,

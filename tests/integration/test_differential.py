@@ -86,7 +86,11 @@ def _wanted(seed: int) -> bool:
 @pytest.mark.pipeline(
     mappers=2,
     reducers=1,
-    env={"MARS_MAPPER__BATCH_SIZE": "64", "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "500"},
+    env={
+        "MARS_MAPPER__BATCH_SIZE": "64",
+        "MARS_REDUCER__CHECKPOINT_INTERVAL_MS": "500",
+        "MARS_REDUCER__COLUMNAR_STATE": "false",  # the first reducer: the Python state
+    },
 )
 @pytest.mark.timeout(int(BUDGET_S) + 600)
 def test_random_tasks_over_random_streams_equal_the_oracle(
