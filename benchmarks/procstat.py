@@ -30,13 +30,35 @@ def _status_mb(pid: int, field: str) -> float | None:
 
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of the process (its reaped children included)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+    fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+    if fields is None:
         return None
-    fields = stat[stat.rindex(")") + 2 :].split()
     utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
     return (utime + stime + cutime + cstime) / _TICKS
+
+
+def thread_cpu_seconds(pid: int, *, name_prefix: str = "") -> dict[int, float]:
+    """User + system CPU seconds of each running thread of the process whose name (`comm`)
+    starts with `name_prefix`: thread id -> seconds (threads that end meanwhile left out)."""
+    found: dict[int, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        fields = _stat_fields(task / "stat") if name.startswith(name_prefix) else None
+        if fields is not None:
+            found[int(task.name)] = (int(fields[11]) + int(fields[12])) / _TICKS
+    return found
+
+
+def _stat_fields(path: Path) -> list[str] | None:
+    """The fields of a `stat` file after the command name (`state` first), None when gone."""
+    try:
+        stat = path.read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return stat[stat.rindex(")") + 2 :].split()
 
 
 def descendants(pid: int) -> list[int]:

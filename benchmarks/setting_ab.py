@@ -5,10 +5,11 @@
 
 prints one JSON line per run, then the median seconds and CPU seconds per value and encoding.
 It preloads the reference tuples once per encoding on a fresh local cluster (its own run
-folder), then runs experiment 3's Mars run (`exp_end_to_end.mars_run`: 2 mappers, 1 reducer,
-from the registration until every window is readable) once per value and encoding in each
-round, the values' order reversed every other round, so a drift of the machine's load falls
-on both sides. The processes of a run inherit the variable from this one.
+folder), then runs experiment 3's Mars run (`exp_end_to_end.mars_run` with `BenchConfig`'s
+processes, 2 mappers and 1 reducer, from the registration until every window is readable) once
+per value and encoding in each round, the values' order reversed every other round, so a drift
+of the machine's load falls on both sides. The processes of a run inherit the variable from
+this one.
 
 A comparison measured in one invocation, where two `mars bench` invocations a few minutes
 apart differ by more than most changes do (docs/benchmarks.md, "Method and caveats").
@@ -20,10 +21,9 @@ import argparse
 import json
 import os
 import statistics
-from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_config import PROJECT_ROOT
+from benchmarks.bench_config import PROJECT_ROOT, BenchConfig
 from benchmarks.exp_end_to_end import mars_run
 from benchmarks.harness import BenchCluster
 from benchmarks.workload import Dataset, preload
@@ -44,15 +44,23 @@ def main() -> None:
     if not name or len(values) < 2:
         parser.error("give a variable and at least two values: NAME=a,b")
     encodings = [Encoding(e) for e in args.encodings.split(",")]
+    # experiment 3's partitions, span, processes and timeout: `mars bench`'s own defaults
+    config = BenchConfig.build(quick=False, runs=1, experiments=(), command="setting_ab")
     runs: list[dict[str, Any]] = []
     bench = BenchCluster(run_dir=RUN_DIR)
     try:
-        data = {e: _preloaded(bench, e, args.records) for e in encodings}
+        data = {e: _preloaded(bench, config, e, args.records) for e in encodings}
         for round_ in range(args.rounds):
             for encoding, dataset in data.items():
                 for value in values if round_ % 2 == 0 else values[::-1]:
                     os.environ[name] = value
-                    found = mars_run(bench, dataset, mappers=2, reducers=1, timeout_s=900)
+                    found = mars_run(
+                        bench,
+                        dataset,
+                        mappers=config.mappers,
+                        reducers=config.reducers,
+                        timeout_s=config.timeout_s,
+                    )
                     run = {
                         "round": round_,
                         "encoding": encoding.value,
@@ -77,15 +85,17 @@ def main() -> None:
             )
 
 
-def _preloaded(bench: BenchCluster, encoding: Encoding, records: int) -> Dataset:
+def _preloaded(
+    bench: BenchCluster, config: BenchConfig, encoding: Encoding, records: int
+) -> Dataset:
     return preload(
         bench.kafka,
         topic=f"S_ab_{encoding.value}",
         records=records,
-        partitions=4,
-        span_s=600,
+        partitions=config.partitions,
+        span_s=config.span_s,
         encoding=encoding,
-        schema_dir=Path(RUN_DIR),
+        schema_dir=RUN_DIR,
     )
 
 

@@ -20,11 +20,11 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from benchmarks.procstat import thread_cpu_seconds
 from devtools.local import ClusterState
 from mars.config import Settings
 from reducer.output import OutRecord, TransactionalOutput
@@ -37,21 +37,10 @@ REQUESTS = 8  # more than librdkafka lets be in flight per partition (5)
 WAIT_S = 3.0  # the broker frozen with them in flight
 MAX_CPU_S = 0.5  # of librdkafka's threads in that wait; spinning took about WAIT_S
 
-_TICKS = os.sysconf("SC_CLK_TCK")
-
 
 def _librdkafka_threads() -> dict[int, float]:
     """This process's librdkafka threads (`rdk:*`): thread id -> CPU seconds."""
-    found: dict[int, float] = {}
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            if not (task / "comm").read_text().startswith("rdk:"):
-                continue
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the thread ended
-            continue
-        found[int(task.name)] = (int(fields[11]) + int(fields[12])) / _TICKS
-    return found
+    return thread_cpu_seconds(os.getpid(), name_prefix="rdk:")
 
 
 def test_a_transaction_waiting_on_a_frozen_broker_does_not_spin(
