@@ -9,11 +9,15 @@ setup:
 run: setup
 	$(PY) -m cli.main demo
 
-# The tests that need no server on both cores, then the integration tests (one cluster, one at
-# a time: their timing assumes the cores are theirs).
+# The tests that need no server on both cores; then the integration tests, two at a time (a
+# worker and a cluster each, a test file per worker: most of them wait on servers and clocks);
+# then, one at a time on one cluster, those marked `exclusive`, whose load or timing needs the
+# cores to itself.
 test: setup lint
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 --ignore=tests/integration
-	$(PY) -m pytest -q -p no:cacheprovider --durations=20 tests/integration
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile -m "not exclusive" \
+		--durations=15 tests/integration
+	$(PY) -m pytest -q -p no:cacheprovider -m exclusive --durations=15 tests/integration
 
 lint:
 	$(PY) -m ruff check .

@@ -15,6 +15,7 @@ from hypothesis import settings as hypothesis_settings
 from kazoo.client import KazooClient
 
 from devtools.local import ClusterState, LocalCluster
+from devtools.local.process_handle import FREE_PORTS, FREE_PORTS_ENV
 from mars.config import Settings, load_settings
 from reducer.progress_reader import close_readers
 
@@ -22,6 +23,15 @@ from reducer.progress_reader import close_readers
 # deadline (200 ms) only adds failures that say nothing about the code.
 hypothesis_settings.register_profile("mars", deadline=None)
 hypothesis_settings.load_profile("mars")
+
+# `make test` runs integration tests on two pytest-xdist workers, each with a cluster of its own:
+# each worker (and every process its tests start) picks ports from its own slice of FREE_PORTS.
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    _slices = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    _low, _high = FREE_PORTS
+    _width = (_high - _low + 1) // _slices
+    _first = _low + int(worker.removeprefix("gw")) * _width
+    os.environ[FREE_PORTS_ENV] = f"{_first}-{_first + _width - 1}"
 
 # tests/compose builds container images and runs the compose cluster: `make test-compose` runs
 # it (MARS_COMPOSE_TESTS=1), plain `pytest` (`make test`) leaves it out.

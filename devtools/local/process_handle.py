@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -21,10 +22,37 @@ class ServiceError(RuntimeError):
     """A service could not start or answer; the message names it and shows its log tail."""
 
 
+# Servers listen on ports picked here and bound seconds later (a JVM starting). They come from
+# below the kernel's ephemeral range (32768-60999), so no client connection takes one in
+# between; clusters started side by side (the test runner's workers) each get a slice of their
+# own through FREE_PORTS_ENV ("low-high"), and one process never hands a port out twice.
+FREE_PORTS_ENV = "MARS_FREE_PORTS"
+FREE_PORTS = (20000, 32767)
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port no server listens on, from FREE_PORTS or FREE_PORTS_ENV's range."""
+    low, high = free_port_range()
+    for _ in range(1000):
+        port = random.randint(low, high)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise ServiceError(f"no free port in {low}-{high}")
+
+
+def free_port_range() -> tuple[int, int]:
+    if not (bounds := os.environ.get(FREE_PORTS_ENV)):
+        return FREE_PORTS
+    low, high = (int(bound) for bound in bounds.split("-"))
+    return low, high
 
 
 def port_is_open(port: int, host: str = "127.0.0.1") -> bool:

@@ -50,7 +50,7 @@ from tests.integration.pipeline import (
 )
 from tests.oracle import ExpectedResults
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 RECORDS = int(os.environ.get("MARS_TEST_ACCURACY_RECORDS", "2000000"))
 # A bounded rate. The stream slows down while each fault recovers (`inject_faults`), so it lasts

@@ -30,7 +30,7 @@ from tests.integration.watched import (
     windowed_sql,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 RATE = 1_500
 PRODUCE_S = 50

@@ -42,7 +42,7 @@ from tests.integration.pipeline import (
     wait_for,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 RECORDS = 100_000
 PRODUCE_S = 40.0

@@ -46,7 +46,7 @@ from tests.integration.watched import (
     wait_taken_over,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 GROUPS = int(os.environ.get("MARS_MANY_GROUPS", "100000"))
 WINDOW_M = int(os.environ.get("MARS_MANY_GROUPS_WINDOW_M", "10"))

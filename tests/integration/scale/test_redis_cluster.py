@@ -43,7 +43,11 @@ DOWN_S = 3
 PARTITIONS = 2
 SEED = 31
 
-pytestmark = [pytest.mark.integration, pytest.mark.own_cluster(redis_cluster_masters=MASTERS)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.exclusive,
+    pytest.mark.own_cluster(redis_cluster_masters=MASTERS),
+]
 
 
 @pytest.mark.timeout(300)

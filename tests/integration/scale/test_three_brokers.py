@@ -43,7 +43,11 @@ DOWN_S = 4
 PARTITIONS = 2
 SEED = 23
 
-pytestmark = [pytest.mark.integration, pytest.mark.own_cluster(kafka_brokers=BROKERS)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.exclusive,
+    pytest.mark.own_cluster(kafka_brokers=BROKERS),
+]
 
 
 @pytest.mark.timeout(300)

@@ -49,7 +49,7 @@ from tests.integration.spark.helpers import (
 from tests.integration.task_topics import assert_task_topics_as_planned
 from tests.oracle import expected_results
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 HISTORY = 50_000  # the 1,000,000-record run with the real pipeline: test_backfill_pipeline.py
 LIVE = 5_000

@@ -69,7 +69,7 @@ from tests.integration.spark.helpers import (
     history_and_live,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 # History records per case: a million on the standalone cluster (the backfill's acceptance
 # volume, docs/spark.md), fewer in local[2], whose cases check the order of events rather than

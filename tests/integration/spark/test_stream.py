@@ -34,7 +34,7 @@ from tests.integration.watched import (
     total,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 RATE = 1_000
 PRODUCE_S = 40

@@ -28,7 +28,7 @@ from tests.integration.test_key_watermarks import (
 )
 from tests.integration.watched import WatchedPipeline, kill_an_owner, make_topic
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 
 @pytest.mark.pipeline(mappers=0, reducers=2)
