@@ -1,5 +1,6 @@
-"""Session fixtures: ONE real local cluster (Kafka KRaft, ZooKeeper, Redis) for all integration
-tests, started through the same launcher as `mars local up`, on fresh ports and folders."""
+"""Session fixtures: ONE real local cluster (Kafka KRaft, ZooKeeper, Redis) for the integration
+tests of a pytest process (each xdist worker has its own), started through the same launcher as
+`mars local up`, on fresh ports and folders."""
 
 from __future__ import annotations
 
