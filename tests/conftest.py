@@ -25,14 +25,19 @@ from reducer.progress_reader import close_readers
 hypothesis_settings.register_profile("mars", deadline=None)
 hypothesis_settings.load_profile("mars")
 
+
+def _worker_ports(worker: str, workers: int) -> str:
+    """Worker `gw<i>`'s slice of FREE_PORTS, as FREE_PORTS_ENV takes it ("low-high")."""
+    low, high = FREE_PORTS
+    width = (high - low + 1) // workers
+    first = low + int(worker.removeprefix("gw")) * width
+    return f"{first}-{first + width - 1}"
+
+
 # `make test` runs integration tests on two pytest-xdist workers, each with a cluster of its own:
 # each worker (and every process its tests start) picks ports from its own slice of FREE_PORTS.
 if worker := os.environ.get("PYTEST_XDIST_WORKER"):
-    _slices = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
-    _low, _high = FREE_PORTS
-    _width = (_high - _low + 1) // _slices
-    _first = _low + int(worker.removeprefix("gw")) * _width
-    os.environ[FREE_PORTS_ENV] = f"{_first}-{_first + _width - 1}"
+    os.environ[FREE_PORTS_ENV] = _worker_ports(worker, int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
 
 # tests/compose builds container images and runs the compose cluster: `make test-compose` runs
 # it (MARS_COMPOSE_TESTS=1), plain `pytest` (`make test`) leaves it out.

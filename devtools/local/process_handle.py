@@ -49,6 +49,7 @@ def free_port() -> int:
 
 
 def free_port_range() -> tuple[int, int]:
+    """FREE_PORTS_ENV's range ("low-high") when set, else FREE_PORTS."""
     if not (bounds := os.environ.get(FREE_PORTS_ENV)):
         return FREE_PORTS
     low, high = (int(bound) for bound in bounds.split("-"))
