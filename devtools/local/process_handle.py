@@ -33,27 +33,33 @@ _handed_out: set[int] = set()
 
 def free_port() -> int:
     """A loopback port no server listens on, from FREE_PORTS or FREE_PORTS_ENV's range."""
-    low, high = free_port_range()
+    low, high = _free_port_range()
     for _ in range(1000):
         port = random.randint(low, high)
-        if port in _handed_out:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        return port
+        # no SO_REUSEADDR: a port in TIME_WAIT is not offered either
+        if port not in _handed_out and _can_bind(port, reuse_address=False):
+            _handed_out.add(port)
+            return port
     raise ServiceError(f"no free port in {low}-{high}")
 
 
-def free_port_range() -> tuple[int, int]:
+def _free_port_range() -> tuple[int, int]:
     """FREE_PORTS_ENV's range ("low-high") when set, else FREE_PORTS."""
     if not (bounds := os.environ.get(FREE_PORTS_ENV)):
         return FREE_PORTS
     low, high = (int(bound) for bound in bounds.split("-"))
     return low, high
+
+
+def _can_bind(port: int, *, reuse_address: bool, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        if reuse_address:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 def port_is_open(port: int, host: str = "127.0.0.1") -> bool:
@@ -66,17 +72,9 @@ def wait_port_free(port: int, *, timeout_s: float, host: str = "127.0.0.1") -> N
     """Wait until a server could bind `port` (with SO_REUSEADDR, as servers do, so TIME_WAIT
     does not count): a process killed a moment ago may still hold its listening socket."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((host, port))
-                return
-            except OSError:
-                if time.monotonic() >= deadline:
-                    raise ServiceError(
-                        f"port {port} is still taken after {timeout_s:.0f}s"
-                    ) from None
+    while not _can_bind(port, reuse_address=True, host=host):
+        if time.monotonic() >= deadline:
+            raise ServiceError(f"port {port} is still taken after {timeout_s:.0f}s")
         time.sleep(0.1)
 
 
