@@ -11,16 +11,23 @@ LSO back (other owners' last milliseconds; a crashed producer's is aborted by it
 owner or by the transaction timeout). Transactions that open later do not matter: waiting for
 a moment with none open in the partition starved owners when dozens of units committed into it.
 
-Each read scans with a consumer of its own, assigned from the beginning: a consumer reused for
-a second read could hand it records fetched for the first, and one kept assigned for good
+Reads of one partition share a scan: owners starting at once (the units of ten tasks, 8 progress
+partitions) join the scan that waits for its turn in their partition, and it answers each of
+them; a read that comes once that scan has started has one of its own. The condition above
+holds for all of them: each joined after its own init_transactions, and the scan reads the
+high watermark only after it stopped taking reads. Scanning once per key, 80 owners made 80
+scans of the same 8 partitions, 8 at a time.
+
+Each scan has a consumer of its own, assigned from the beginning: a consumer reused for
+a second scan could hand it records fetched for the first, and one kept assigned for good
 answers from a table that a broker restart's offset reset can leave older than its position.
 The high watermark comes from one read_uncommitted probe per process and cluster (it holds no
 position), replaced when it fails ([RdkafkaWatermarkUnknown]). A scan consumer is closed on a
 daemon thread nobody waits for: a consumer's close can hang while the group coordinator does
-not answer ([RdkafkaCloseHang]), and closes that hung held the read slots of a 50-task run's
+not answer ([RdkafkaCloseHang]), and closes that hung held the scan slots of a 50-task run's
 reducer, whose owners then went silent for 11 minutes (the likeliest reading of its log). A
-read that gets no slot within its timeout fails (the owner logs it and recovers again) instead
-of waiting without end.
+scan that gets no slot within its timeout fails, and with it every read that joined it (each
+owner logs it and recovers again), instead of waiting without end.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import contextlib
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -43,20 +51,37 @@ from mars.clients.kafka_config import client_config
 from mars.config import KafkaSettings
 from reducer.progress_record import ProgressRecord, partition_for
 
-# Progress reads at once per process: each opens a Kafka client beside the owners' producers,
-# and a process holds at most about a thousand (confluent-kafka takes a thread-local-storage key
-# per client: 660 owners of 100 tasks recovering at once failed with "Failed to initialize
-# thread local storage", over and over).
+# Scans at once per process: each opens a Kafka client beside the owners' producers, and a
+# process holds at most about a thousand (confluent-kafka takes a thread-local-storage key per
+# client: 660 owners of 100 tasks recovering at once failed with "Failed to initialize thread
+# local storage", over and over).
 READS_AT_ONCE = 8
 _reads = threading.BoundedSemaphore(READS_AT_ONCE)
 _Cluster = tuple[str, tuple[tuple[str, str], ...]]  # bootstrap servers, client properties
+_Partition = tuple[_Cluster, str, int]  # and topic, partition
 _probes: dict[_Cluster, Consumer] = {}
 _probes_lock = threading.Lock()
 
 
 class ProgressReadTimeoutError(TimeoutError):
     """The partition did not become stable up to the read's end offset within the timeout (a long
-    open transaction), or no read slot came free within it."""
+    open transaction), or no scan slot came free within it."""
+
+
+@dataclass(slots=True)
+class _SharedScan:
+    """One scan of a partition and the reads it answers: the keys wanted, joined until it starts
+    (`taking` False), then each key's newest value, or the error that ended it."""
+
+    wanted: set[bytes] = field(default_factory=set)
+    taking: bool = True
+    found: dict[bytes, bytes] = field(default_factory=dict)
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+_waiting: dict[_Partition, _SharedScan] = {}  # per partition, the scan still taking reads
+_waiting_lock = threading.Lock()
 
 
 def read_progress(
@@ -70,14 +95,55 @@ def read_progress(
     """The value of the newest committed record with `key`, or None if there is none. Call it
     after init_transactions of the key's unit: only records below the partition's end at the
     call are looked for."""
+    where = (_cluster(kafka), topic, partition_for(key, partitions))
+    wanted = key.encode()
+    with _waiting_lock:
+        scan = _waiting.get(where)
+        runs_it = scan is None
+        if scan is None:
+            scan = _waiting[where] = _SharedScan()
+        scan.wanted.add(wanted)
+    if runs_it:
+        _run_scan(kafka, where, scan, timeout_s=timeout_s)
+    elif not scan.done.wait(timeout_s):
+        raise ProgressReadTimeoutError(f"{topic}[{where[2]}] not read in {timeout_s} s")
+    if scan.error is not None:
+        raise scan.error
+    value = scan.found.get(wanted)
+    return None if value is None else ProgressRecord.from_bytes(value)
+
+
+def _run_scan(
+    kafka: KafkaSettings, where: _Partition, scan: _SharedScan, *, timeout_s: float
+) -> None:
+    """Take a scan slot, stop `scan` taking reads, scan for its keys; `scan.done` in any case."""
+    _, topic, partition = where
     started = time.monotonic()
-    if not _reads.acquire(timeout=timeout_s):
-        raise ProgressReadTimeoutError(f"no progress read slot came free in {timeout_s} s")
     try:
-        left_s = max(0.0, timeout_s - (time.monotonic() - started))
-        return _read(kafka=kafka, topic=topic, key=key, partitions=partitions, timeout_s=left_s)
+        if not _reads.acquire(timeout=timeout_s):
+            raise ProgressReadTimeoutError(f"no progress scan slot came free in {timeout_s} s")
+        try:
+            with _waiting_lock:
+                scan.taking = False
+                del _waiting[where]
+            left_s = max(0.0, timeout_s - (time.monotonic() - started))
+            scan.found = _read(
+                kafka,
+                topic=topic,
+                partition=partition,
+                wanted=frozenset(scan.wanted),
+                timeout_s=left_s,
+            )
+        finally:
+            _reads.release()
+    except BaseException as exc:
+        scan.error = exc
     finally:
-        _reads.release()
+        with _waiting_lock:
+            if scan.taking:  # no slot came: the reads joined since fail with it
+                scan.taking = False
+                del _waiting[where]
+        scan.done.set()
 
 
 def close_readers() -> None:
@@ -90,9 +156,9 @@ def close_readers() -> None:
 
 
 def _read(
-    *, kafka: KafkaSettings, topic: str, key: str, partitions: int, timeout_s: float
-) -> ProgressRecord | None:
-    partition = partition_for(key, partitions)
+    kafka: KafkaSettings, *, topic: str, partition: int, wanted: frozenset[bytes], timeout_s: float
+) -> dict[bytes, bytes]:
+    """Each key of `wanted` with a committed record in the partition: its newest value."""
     target = _end_offset(kafka, topic, partition)
     consumer = _consumer(kafka, isolation="read_committed")
     try:
@@ -101,7 +167,7 @@ def _read(
             consumer,
             topic=topic,
             partition=partition,
-            wanted=key.encode(),
+            wanted=wanted,
             target=target,
             deadline=time.monotonic() + timeout_s,
             timeout_s=timeout_s,
@@ -115,14 +181,14 @@ def _scan(
     *,
     topic: str,
     partition: int,
-    wanted: bytes,
+    wanted: frozenset[bytes],
     target: int,
     deadline: float,
     timeout_s: float,
-) -> ProgressRecord | None:
-    """The newest committed record with key `wanted` below offset `target` (None: none, or a
-    tombstone: it forgets the unit)."""
-    latest: bytes | None = None
+) -> dict[bytes, bytes]:
+    """The newest committed record of each key of `wanted` below offset `target` (a key without
+    one, or whose newest is a tombstone, which forgets the unit, is left out)."""
+    latest: dict[bytes, bytes | None] = {}
     while True:
         if time.monotonic() > deadline:
             raise ProgressReadTimeoutError(
@@ -136,13 +202,14 @@ def _scan(
         error = message.error()
         if error is not None:
             raise KafkaException(error)
-        if message.key() == wanted:
-            latest = message.value()
+        key = message.key()
+        if key in wanted:
+            latest[key] = message.value()
         # Records arrive in offset order: once one at `target - 1` or beyond is here, every
         # committed record below `target` was read (a steady stream may never give an EOF).
         if (message.offset() or 0) >= target - 1:
             break
-    return None if latest is None else ProgressRecord.from_bytes(latest)
+    return {key: value for key, value in latest.items() if value is not None}
 
 
 def _is_eof(message: Message) -> bool:
@@ -155,11 +222,15 @@ def _end_offset(kafka: KafkaSettings, topic: str, partition: int) -> int:
     LSO instead, hence a read_uncommitted probe). A probe that fails is dropped and a new one
     asked once: after a broker was killed, a shared probe kept answering "Unknown partition"
     for minutes, without refreshing its metadata, while new clients read the partition."""
-    cluster = (kafka.bootstrap_servers, tuple(sorted(kafka.client_properties.items())))
+    cluster = _cluster(kafka)
     try:
         return _ask_probe(kafka, cluster, TopicPartition(topic, partition))
     except KafkaException:
         return _ask_probe(kafka, cluster, TopicPartition(topic, partition))  # a new probe
+
+
+def _cluster(kafka: KafkaSettings) -> _Cluster:
+    return (kafka.bootstrap_servers, tuple(sorted(kafka.client_properties.items())))
 
 
 def _ask_probe(kafka: KafkaSettings, cluster: _Cluster, tp: TopicPartition) -> int:

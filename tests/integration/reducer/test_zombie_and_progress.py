@@ -5,13 +5,14 @@ from __future__ import annotations
 import random
 import threading
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from devtools.local import ClusterState
-from mars.config import Settings
+from mars.config import KafkaSettings, Settings
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
 from mars.tasks.topics import (
@@ -21,6 +22,7 @@ from mars.tasks.topics import (
     TopicPlan,
     ensure_topics,
 )
+from reducer import progress_reader
 from reducer.output import FencedError, OutRecord, TransactionalOutput, transactional_id
 from reducer.progress_reader import read_progress
 from reducer.progress_record import ProgressRecord, partition_for, progress_key
@@ -220,10 +222,19 @@ def test_no_progress_reads_as_none(cluster: ClusterState, progress_topic: str) -
 
 
 def test_reads_at_once_each_find_their_own_key(
-    cluster: ClusterState, progress_topic: str, unique_name: str
+    cluster: ClusterState, progress_topic: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Forty owners recovering at once, over every progress partition, more than the read slots:
-    each read finds its own key's newest record (the reads share one high-watermark probe)."""
+    """Forty owners recovering at once, over every progress partition, more than the scan slots:
+    each read finds its own key's newest record (the reads share one high-watermark probe), and
+    reads of one partition share scans: far fewer scans than reads."""
+    scans: list[frozenset[bytes]] = []
+    scan_partition = progress_reader._read
+
+    def counted(kafka: KafkaSettings, **kwargs: Any) -> dict[bytes, bytes]:
+        scans.append(kwargs["wanted"])
+        return scan_partition(kafka, **kwargs)
+
+    monkeypatch.setattr(progress_reader, "_read", counted)
     units = [f"{unique_name}/{bucket}" for bucket in range(40)]
     producer = Producer({"bootstrap.servers": cluster.kafka_bootstrap})
     for watermark, key in enumerate(units):
@@ -248,3 +259,6 @@ def test_reads_at_once_each_find_their_own_key(
     for thread in threads:
         thread.join(timeout=120)
     assert found == {key: watermark for watermark, key in enumerate(units)}
+    # The first read of each partition may scan alone; the rest join the next scan there.
+    assert sum(map(len, scans)) == len(units)
+    assert len(scans) <= 3 * PROGRESS_TOPIC_PLAN.partitions < len(units)
