@@ -55,8 +55,8 @@ from reducer.progress_record import ProgressRecord, partition_for
 # process holds at most about a thousand (confluent-kafka takes a thread-local-storage key per
 # client: 660 owners of 100 tasks recovering at once failed with "Failed to initialize thread
 # local storage", over and over).
-READS_AT_ONCE = 8
-_reads = threading.BoundedSemaphore(READS_AT_ONCE)
+SCANS_AT_ONCE = 8
+_scan_slots = threading.BoundedSemaphore(SCANS_AT_ONCE)
 _Cluster = tuple[str, tuple[tuple[str, str], ...]]  # bootstrap servers, client properties
 _Partition = tuple[_Cluster, str, int]  # and topic, partition
 _probes: dict[_Cluster, Consumer] = {}
@@ -120,7 +120,7 @@ def _run_scan(
     _, topic, partition = where
     started = time.monotonic()
     try:
-        if not _reads.acquire(timeout=timeout_s):
+        if not _scan_slots.acquire(timeout=timeout_s):
             raise ProgressReadTimeoutError(f"no progress scan slot came free in {timeout_s} s")
         try:
             with _waiting_lock:
@@ -135,7 +135,7 @@ def _run_scan(
                 timeout_s=left_s,
             )
         finally:
-            _reads.release()
+            _scan_slots.release()
     except BaseException as exc:
         scan.error = exc
     finally:

@@ -5,6 +5,7 @@ test_zombie_and_progress.py reads real partitions)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -109,21 +110,28 @@ def wait_for(condition: Callable[[], bool]) -> None:
         time.sleep(0.01)
 
 
+@contextlib.contextmanager
+def every_slot_taken() -> Iterator[None]:
+    """No scan can start meanwhile: the reads started join the scans waiting for a slot."""
+    for _ in range(progress_reader.SCANS_AT_ONCE):
+        assert progress_reader._scan_slots.acquire(timeout=1)
+    try:
+        yield
+    finally:
+        for _ in range(progress_reader.SCANS_AT_ONCE):
+            progress_reader._scan_slots.release()
+
+
 def test_reads_waiting_for_a_slot_share_one_scan(
     scans: Callable[[dict[str, bytes]], StandInScans],
 ) -> None:
     keys = keys_of_one_partition(5)
     stand_in = scans({key: record(i) for i, key in enumerate(keys[:4])})  # the last: none
-    held = [progress_reader._reads.acquire(timeout=1) for _ in range(progress_reader.READS_AT_ONCE)]
-    assert all(held)
     reads = Reads()
-    try:
+    with every_slot_taken():
         for key in keys:
             reads.start(key)
         wait_for(lambda: waiting_keys() == len(keys))
-    finally:
-        for _ in held:
-            progress_reader._reads.release()
     stand_in.go.set()
     got = reads.join()
     assert stand_in.asked == [frozenset(key.encode() for key in keys)]
@@ -151,15 +159,11 @@ def test_a_failed_scan_fails_every_read_that_joined_it(
     keys = keys_of_one_partition(3)
     stand_in = scans({})
     stand_in.error = progress_reader.ProgressReadTimeoutError("not stable")
-    held = [progress_reader._reads.acquire(timeout=1) for _ in range(progress_reader.READS_AT_ONCE)]
     reads = Reads()
-    try:
+    with every_slot_taken():
         for key in keys:
             reads.start(key)
         wait_for(lambda: waiting_keys() == len(keys))
-    finally:
-        for _ in held:
-            progress_reader._reads.release()
     stand_in.go.set()
     got = reads.join()
     assert len(stand_in.asked) == 1
