@@ -122,18 +122,23 @@ def every_slot_taken() -> Iterator[None]:
             progress_reader._scan_slots.release()
 
 
-def test_reads_waiting_for_a_slot_share_one_scan(
-    scans: Callable[[dict[str, bytes]], StandInScans],
-) -> None:
-    keys = keys_of_one_partition(5)
-    stand_in = scans({key: record(i) for i, key in enumerate(keys[:4])})  # the last: none
+def read_while_slots_taken(keys: list[str], stand_in: StandInScans) -> dict[str, object]:
+    """Read `keys` at once while no scan can start (so they all join one), then let it run."""
     reads = Reads()
     with every_slot_taken():
         for key in keys:
             reads.start(key)
         wait_for(lambda: waiting_keys() == len(keys))
     stand_in.go.set()
-    got = reads.join()
+    return reads.join()
+
+
+def test_reads_waiting_for_a_slot_share_one_scan(
+    scans: Callable[[dict[str, bytes]], StandInScans],
+) -> None:
+    keys = keys_of_one_partition(5)
+    stand_in = scans({key: record(i) for i, key in enumerate(keys[:4])})  # the last: none
+    got = read_while_slots_taken(keys, stand_in)
     assert stand_in.asked == [frozenset(key.encode() for key in keys)]
     assert got == {**{key: i for i, key in enumerate(keys[:4])}, keys[4]: None}
 
@@ -159,13 +164,7 @@ def test_a_failed_scan_fails_every_read_that_joined_it(
     keys = keys_of_one_partition(3)
     stand_in = scans({})
     stand_in.error = progress_reader.ProgressReadTimeoutError("not stable")
-    reads = Reads()
-    with every_slot_taken():
-        for key in keys:
-            reads.start(key)
-        wait_for(lambda: waiting_keys() == len(keys))
-    stand_in.go.set()
-    got = reads.join()
+    got = read_while_slots_taken(keys, stand_in)
     assert len(stand_in.asked) == 1
     assert all(
         isinstance(error, progress_reader.ProgressReadTimeoutError) for error in got.values()
