@@ -60,7 +60,7 @@ from benchmarks.harness import fresh_id
 from benchmarks.peers import PeerUnavailable
 from benchmarks.procstat import rss_mb
 from benchmarks.report_format import fmt
-from benchmarks.results_reader import ResultReader, Row
+from benchmarks.results_reader import ResultReader
 from benchmarks.stats import bytes_per_added
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import KEEP_RECORDS
@@ -192,17 +192,14 @@ GROUP_ROW = ("window_start", "sip", "count_star", "sum_bytes")
 class GroupRows(ResultReader):
     """A result reader that also keeps each row's `sip`, count and sum of bytes."""
 
+    key_fields: tuple[str, ...] = ("sip",)
+    kept_fields: tuple[str, ...] = ("sum_bytes",)
     rows: list[tuple[int, str, int, int]] = field(default_factory=list)
 
-    def add_rows(self, rows: list[Row], arrival: float) -> None:
-        ResultReader.add_rows(self, rows, arrival)
-        kept: list[tuple[int, str, int, int]] = []
-        for row, _ in rows:
-            start, sip, count, total = map(row.get, GROUP_ROW)
+    def keep(self, rows: list[tuple[object, ...]], arrival: float) -> None:
+        for start, count, sip, total in rows:
             if isinstance(start, int) and isinstance(count, int) and isinstance(total, int):
-                kept.append((start, str(sip), count, total))
-        with self._lock:
-            self.rows += kept
+                self.rows.append((start, str(sip), count, total))
 
     def frame(self) -> pl.DataFrame:
         """The data windows' rows (the sentinels' windows left out)."""
@@ -315,7 +312,7 @@ def cluster_run(
         time.sleep(2.0)  # imports done: the idle figure
         found.reducer_idle_rss_mb = sum(rss_mb(h.pid) or 0.0 for h in reducers)
         task_id = fresh_id("groups-")
-        reader = bench.read_results(GroupRows, default_output_topic(task_id), key_fields=("sip",))
+        reader = bench.read_results(GroupRows, default_output_topic(task_id))
         with bench.redis_sampler() as redis_peak:
             started = time.time()
             spec = run.register(mars_sql(topic, slide_s), task_id=task_id)
@@ -376,7 +373,7 @@ def flink_run(
         run_id=output.removeprefix("flink-"),
         parallelism=settings.flink_parallelism,
     )
-    reader = bench.read_results(GroupRows, output, key_fields=("sip",))
+    reader = bench.read_results(GroupRows, output)
     try:
         ran = run_flink_job(
             job,

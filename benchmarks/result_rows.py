@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.results_reader import ResultReader, Row
+from benchmarks.results_reader import ResultReader, decode_row
 
 
 @dataclass(slots=True)
@@ -19,9 +19,10 @@ class RowCollector(ResultReader):
 
     rows: list[tuple[dict[str, Any], float]] = field(default_factory=list)
 
-    def add_rows(self, rows: list[Row], arrival: float) -> None:
+    def add_values(self, values: list[bytes], timestamps: list[int], arrival: float) -> None:
+        rows = [(decode_row(value), arrival) for value in values]
         with self._lock:
-            self.rows += [(dict(row), arrival) for row, _ in rows]
+            self.rows += rows
 
     def taken(self) -> list[tuple[dict[str, Any], float]]:
         with self._lock:
