@@ -60,7 +60,7 @@ from benchmarks.harness import fresh_id
 from benchmarks.peers import PeerUnavailable
 from benchmarks.procstat import rss_mb
 from benchmarks.report_format import fmt
-from benchmarks.results_reader import ResultReader
+from benchmarks.results_reader import Fields, ResultReader
 from benchmarks.stats import bytes_per_added
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import KEEP_RECORDS
@@ -196,7 +196,7 @@ class GroupRows(ResultReader):
     kept_fields: tuple[str, ...] = ("sum_bytes",)
     rows: list[tuple[int, str, int, int]] = field(default_factory=list)
 
-    def keep(self, rows: list[tuple[object, ...]], arrival: float) -> None:
+    def keep(self, rows: list[Fields], arrival: float) -> None:
         for start, count, sip, total in rows:
             if isinstance(start, int) and isinstance(count, int) and isinstance(total, int):
                 self.rows.append((start, str(sip), count, total))

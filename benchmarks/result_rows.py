@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.results_reader import ResultReader, decode_row
+from mars.engine.joined_values import JoinedValues
 
 
 @dataclass(slots=True)
@@ -19,8 +20,8 @@ class RowCollector(ResultReader):
 
     rows: list[tuple[dict[str, Any], float]] = field(default_factory=list)
 
-    def add_values(self, values: list[bytes], timestamps: list[int], arrival: float) -> None:
-        rows = [(decode_row(value), arrival) for value in values]
+    def add_values(self, values: JoinedValues, arrival: float) -> None:
+        rows = [(decode_row(value), arrival) for value in values if value]
         with self._lock:
             self.rows += rows
 

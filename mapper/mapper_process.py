@@ -29,6 +29,7 @@ from mapper.rewind_reader import RewindReader
 from mapper.status_publisher import ZkStatusPublisher
 from mapper.task_router import TaskRouter
 from mars.clients import admin_client, client_config, connect_redis
+from mars.clients.kafka_config import BACKLOG_CONSUMER
 from mars.clients.native_consumer import NativeConsumer, SourceConsumer
 from mars.config import Settings
 from mars.engine import Preaggregator
@@ -42,8 +43,6 @@ from mars.side_topics import SideTopicProducer
 from mars.store import SeqStore
 
 log = logging.getLogger(__name__)
-
-FETCH_QUEUE_BACKOFF_MS = 10
 
 
 def consumer_config(settings: Settings, *, member_id: str) -> dict[str, Any]:
@@ -63,10 +62,7 @@ def consumer_config(settings: Settings, *, member_id: str) -> dict[str, Any]:
             "heartbeat.interval.ms": 1000,
             "max.poll.interval.ms": 300_000,
             "enable.partition.eof": False,
-            # librdkafka stops fetching a partition whose prefetch queue is full and, by
-            # default, waits 1 s before asking again: a mapper reading a backlog emptied its
-            # queue in half that and then waited, 60 % of its time (docs/mapper.md).
-            "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+            **BACKLOG_CONSUMER,
         },
     )
 

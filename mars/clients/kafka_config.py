@@ -28,6 +28,20 @@ _JAAS_MODULES = {
 }
 
 
+# Every consumer that reads a backlog as fast as it can (the mappers; the benchmarks' result
+# readers; docs/mapper.md, "What the mapper waited on").
+# - librdkafka stops fetching a partition whose prefetch queue is full and, by default, waits
+#   1 s before asking again: a mapper reading a backlog emptied its queue in half that and then
+#   waited, 60 % of its time; a benchmark's reader of 289,329 result records read them in three
+#   bursts about 0.6 s apart, all committed before the first.
+# - A fetch brings at most 1 MiB of a partition by default: 16 MiB took the reference query's
+#   1,000,000 JSON records through 2 mappers about 18 % faster (experiment 16, 8,000 groups).
+#   The prefetch stays bounded by `queued.max.messages.kbytes` (64 MiB) as before.
+BACKLOG_CONSUMER: Mapping[str, Any] = {
+    "fetch.queue.backoff.ms": 10,
+    "max.partition.fetch.bytes": 16 << 20,
+}
+
 # Every idempotent (and so every transactional) producer's settings. librdkafka (2.16) sets an
 # idempotent producer's broker thread to wake at once when a partition's batch is ready, then
 # allows the partition `5 - (messages in flight)` new requests: with 5 in flight it polls

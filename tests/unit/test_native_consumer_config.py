@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaException
 
-from mapper.mapper_process import FETCH_QUEUE_BACKOFF_MS, consumer_config, source_consumer
+from mapper.mapper_process import consumer_config, source_consumer
+from mars.clients.kafka_config import BACKLOG_CONSUMER
 from mars.clients.native_consumer import NativeConsumer, _librdkafka_config
 from mars.config import load_settings
 
@@ -23,7 +24,7 @@ def test_python_values_become_librdkafka_strings() -> None:
 
 def test_the_mapper_config_is_accepted_by_the_native_consumer() -> None:
     config = consumer_config(load_settings(), member_id="m")
-    assert config["fetch.queue.backoff.ms"] == FETCH_QUEUE_BACKOFF_MS
+    assert config["fetch.queue.backoff.ms"] == BACKLOG_CONSUMER["fetch.queue.backoff.ms"]
     NativeConsumer(config).close()  # librdkafka validates every property on creation
 
 

@@ -35,6 +35,7 @@ from benchmarks.exp_group_scale import (
 from benchmarks.flink_json import FlinkJsonJob, job_file
 from benchmarks.targets import check_targets
 from mars.config import KafkaSettings
+from mars.engine.joined_values import JoinedValues
 from mars.sql import parse_task
 
 JAR = Path("/jars/flink-sql-connector-kafka-5.0.0-2.2.jar")
@@ -105,9 +106,9 @@ def test_the_reader_keeps_the_data_windows_rows_and_still_counts() -> None:
     reader = GroupRows(kafka=KafkaSettings(), topic="out", count_field="count_star")
     first = {"window_start": T0, "sip": "10.0.0.1", "count_star": 3, "sum_bytes": 90}
     no_sum = {"window_start": T0, "sip": "10.0.0.2", "count_star": 1}
-    reader.add_values([msgspec.json.encode(first), msgspec.json.encode(no_sum)], [0, 0], 1.0)
+    reader.add_values(JoinedValues.of([msgspec.json.encode(r) for r in (first, no_sum)]), 1.0)
     sentinel = {"window_start": DATA_END_MS * 3, "sip": "0.0.0.0", "count_star": 1}
-    reader.add_values([msgspec.json.encode({**sentinel, "sum_bytes": 0})], [0], 3.0)
+    reader.add_values(JoinedValues.of([msgspec.json.encode({**sentinel, "sum_bytes": 0})]), 3.0)
     assert reader.frame().rows() == [(T0, "10.0.0.1", 3, 90)]
     assert reader.total(before_ms=DATA_END_MS) == 4
 

@@ -8,17 +8,26 @@ import msgspec
 from benchmarks.result_rows import RowCollector
 from benchmarks.results_reader import ResultReader, fields_decoder
 from mars.config import KafkaSettings
+from mars.engine.joined_values import JoinedValues
 
 KAFKA = KafkaSettings()
 
 
-def encoded(*rows: dict[str, object]) -> list[bytes]:
-    return [msgspec.json.encode(row) for row in rows]
+def encoded(*rows: dict[str, object]) -> JoinedValues:
+    return JoinedValues.of([msgspec.json.encode(row) for row in rows])
 
 
 def test_fields_decoder_takes_the_named_fields_in_order() -> None:
     decode = fields_decoder(("b", "a", "missing", "b"))
-    assert decode(b'{"a": 1, "b": [2], "c": {"d": 3}}') == ([2], 1, None, [2])
+    values = encoded({"a": 1, "b": [2], "c": {"d": 3}}, {"b": "x\ny"})
+    assert decode(values) == [([2], 1, None, [2]), ("x\ny", None, None, "x\ny")]
+
+
+def test_fields_decoder_skips_empty_values() -> None:
+    decode = fields_decoder(("a",))
+    values = JoinedValues.of([b'{"a": 1}', b"", b'{"a": 2}'])
+    assert decode(values) == [(1,), (2,)]
+    assert decode(JoinedValues.of([])) == []
 
 
 def test_reader_counts_per_window_and_finds_duplicates() -> None:
@@ -31,12 +40,11 @@ def test_reader_counts_per_window_and_finds_duplicates() -> None:
         {"window_start": 0, "sip": "c", "type": 1, "count_star": None},  # not counted
         {"note": "a record of no window"},
     )
-    reader.add_values(values, [10, 20, 30, 40, 50, 60], arrival=5.0)
+    reader.add_values(values, arrival=5.0)
     assert {start: (w.rows, w.count) for start, w in reader.snapshot().items()} == {
         0: (3, 7),
         60: (1, 1),
     }
-    assert reader.windows[0].max_kafka_ts_ms == 40
     assert reader.total(before_ms=60) == 7
     assert reader.duplicates() == 1
     assert reader.completion_time_s(before_ms=None) == 5.0
@@ -44,6 +52,6 @@ def test_reader_counts_per_window_and_finds_duplicates() -> None:
 
 def test_row_collector_keeps_whole_rows() -> None:
     collector = RowCollector(kafka=KAFKA, topic="t", count_field="")
-    collector.add_values(encoded({"a": 1, "b": {"c": 2}}), [1], arrival=2.0)
+    collector.add_values(encoded({"a": 1, "b": {"c": 2}}), arrival=2.0)
     assert collector.taken() == [({"a": 1, "b": {"c": 2}}, 2.0)]
     assert collector.windows == {}
