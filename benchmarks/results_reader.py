@@ -239,8 +239,13 @@ class TopicsReader:
             for topic, partitions in batches.items():
                 reader = self.readers.get(topic)
                 if reader is not None:
-                    values = JoinedValues.concat([batch.values for batch in partitions.values()])
-                    reader.add_values(values, arrival)
+                    values = [_joined(batch.values) for batch in partitions.values()]
+                    reader.add_values(JoinedValues.concat(values), arrival)
+
+
+def _joined(values: Sequence[bytes]) -> JoinedValues:
+    """The native consumer's values are joined already."""
+    return values if isinstance(values, JoinedValues) else JoinedValues.of(values)
 
 
 def _committed_reader(kafka: KafkaSettings) -> dict[str, Any]:
