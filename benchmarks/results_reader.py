@@ -198,7 +198,7 @@ class TopicsReader:
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> TopicsReader:
-        config = _committed_reader(self.kafka)
+        config = _committed_reader_config(self.kafka)
         metadata = Consumer(config)
         try:
             partitions = [
@@ -239,17 +239,13 @@ class TopicsReader:
             for topic, partitions in batches.items():
                 reader = self.readers.get(topic)
                 if reader is not None:
-                    values = [_joined(batch.values) for batch in partitions.values()]
+                    values = [JoinedValues.of(batch.values) for batch in partitions.values()]
                     reader.add_values(JoinedValues.concat(values), arrival)
 
 
-def _joined(values: Sequence[bytes]) -> JoinedValues:
-    """The native consumer's values are joined already."""
-    return values if isinstance(values, JoinedValues) else JoinedValues.of(values)
-
-
-def _committed_reader(kafka: KafkaSettings) -> dict[str, Any]:
-    """A consumer of its own group that reads only committed results, with little delay.
+def _committed_reader_config(kafka: KafkaSettings) -> dict[str, Any]:
+    """The settings of a consumer of its own group that reads only committed results, with
+    little delay.
 
     A fetch of a just-created topic can fail with "offset out of range" at offset 0; the
     reset then goes back to the beginning, not to the end (librdkafka's default), which would

@@ -33,7 +33,10 @@ class JoinedValues(Sequence[bytes]):
 
     @classmethod
     def of(cls, values: Sequence[bytes]) -> JoinedValues:
-        """`values` joined (for tests and callers that hold the values one by one)."""
+        """`values` joined (for tests and callers that hold the values one by one); values
+        joined already (the native consumer's) are returned as they are."""
+        if isinstance(values, JoinedValues):
+            return values
         lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         return cls(b"\n".join(values), np.cumsum(lengths + 1, dtype=np.int64) - 1)
 

@@ -78,7 +78,7 @@ class NativeJsonReader:
         """The batch's columns, or None: declined (the msgspec path decodes it)."""
         if self._decoder is None or not values:
             return None
-        joined = values if isinstance(values, JoinedValues) else JoinedValues.of(values)
+        joined = JoinedValues.of(values)
         decoded = self._decoder.decode(joined.data, joined.ends.tobytes())
         return NativeColumns.of(self.fields, len(joined), decoded)
 

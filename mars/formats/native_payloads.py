@@ -22,6 +22,6 @@ class NativePayloadReader:
         """The batch's columns, each payload after `header`; None: declined."""
         if not values:
             return None
-        joined = values if isinstance(values, JoinedValues) else JoinedValues.of(values)
+        joined = JoinedValues.of(values)
         decoded = self._decoder.decode(joined.data, joined.ends.tobytes(), header)
         return NativeColumns.of(self.fields, len(joined), decoded)

@@ -26,6 +26,11 @@ def test_reads_as_the_list_it_joins(values: list[bytes], start: int, stop: int) 
     assert joined.value_bytes() == sum(map(len, values))
 
 
+def test_values_joined_already_are_taken_as_they_are() -> None:
+    joined = JoinedValues.of([b"a", b"b\nc"])
+    assert JoinedValues.of(joined) is joined
+
+
 @settings(max_examples=300, deadline=None)
 @given(values=values_lists, separator=st.sampled_from([b"\n", b",", b""]))
 def test_joined_is_the_values_joined(values: list[bytes], separator: bytes) -> None:
