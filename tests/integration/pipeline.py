@@ -45,17 +45,21 @@ def wait_for(
     condition: Callable[[], bool],
     *,
     timeout_s: float,
-    what: str,
+    what: str | Callable[[], str],
     logs: Callable[[], str] = lambda: "",
     every: Callable[[], None] | None = None,
 ) -> float:
-    """Poll `condition` (calling `every` between polls); return the seconds it took."""
+    """Poll `condition` (calling `every` between polls); return the seconds it took. `what`
+    may be a callable, to describe the state at the timeout."""
     started = time.monotonic()
     while True:
         if condition():
             return time.monotonic() - started
         if time.monotonic() - started > timeout_s:
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}\n{logs()}")
+            waited_for = what() if callable(what) else what
+            raise AssertionError(
+                f"timed out after {timeout_s:.0f} s waiting for {waited_for}\n{logs()}"
+            )
         if every is not None:
             every()
         else:
