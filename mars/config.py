@@ -138,6 +138,9 @@ class MapperSettings(_Section):
     )
 
 
+OutputCompression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
+
+
 class ReducerSettings(_Section):
     poll_interval_ms: int = Field(
         default=100,
@@ -181,6 +184,12 @@ class ReducerSettings(_Section):
         "many deltas (the groups changed since the checkpoint before) on top of a full "
         "checkpoint, while their groups and those of windows closed since number at most the "
         'full one\'s (docs/reducer.md, "Incremental checkpoints"; 0: every checkpoint is full)',
+    )
+    output_compression: OutputCompression = Field(
+        default="lz4",
+        description="how the owners compress the records they write to Kafka (results, late "
+        "records, progress): librdkafka's `compression.type`; consumers decompress on their "
+        'own (docs/reducer.md, "Output producers")',
     )
     columnar_state: bool = Field(
         default=True,

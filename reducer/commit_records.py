@@ -1,6 +1,6 @@
 """`commit_records`: what one commit of a unit writes to Kafka, as a pure function.
 
-The owner sends `CommitRecords.records()` in ONE transaction: the closed windows' result records,
+The owner sends `CommitRecords.to_write()` in ONE transaction: the closed windows' result records,
 the update records (EMIT CHANGES), the late records and, last, the unit's progress record. The
 progress record is built here from the previous one, so its cumulative counters grow by exactly
 what the same transaction carries (exactly once: results and progress commit together or not
@@ -19,7 +19,7 @@ from mars.engine.finalize import finalize_frame
 from mars.tasks.spec import TaskSpec
 from mars.windows import window_end
 from reducer.open_windows import ClosedWindow, LateContribution, WindowGroups
-from reducer.output import OutRecord
+from reducer.output import OutRecord, ToWrite, flat_records
 from reducer.progress_record import COUNTER_NAMES, CheckpointRef, ProgressRecord, partition_for
 from reducer.results import (
     FinalizedWindow,
@@ -67,12 +67,16 @@ class CommitRecords:
         """Result rows of the closed windows."""
         return self.results.rows
 
-    def records(self) -> Iterator[OutRecord]:
+    def to_write(self) -> Iterator[ToWrite]:
         """In transaction order; the results of windows finalized in columns are made while
-        this is iterated (once per transaction)."""
-        yield from self.results
+        this is iterated (once per transaction), a slice of a window at a time."""
+        yield from self.results.to_write()
         yield from self.others
         yield self.progress_record
+
+    def records(self) -> Iterator[OutRecord]:
+        """`to_write()` one record at a time."""
+        return flat_records(self.to_write())
 
 
 def commit_records(

@@ -228,6 +228,7 @@ class ReducerProcess:
                 kafka=cfg.kafka,
                 transactional_id=transactional_id(spec.id, unit.bucket),
                 transaction_timeout_ms=cfg.reducer.transaction_timeout_ms,
+                compression=cfg.reducer.output_compression,
             ),
             read_progress=lambda: read_progress(
                 kafka=cfg.kafka,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
 import polars as pl
@@ -28,7 +27,7 @@ from mars.engine.finalize import iso_utc, windows_rows
 from mars.tasks.spec import TaskSpec
 from mars.windows import window_end
 from reducer.open_windows import LateContribution, WindowGroups
-from reducer.output import OutRecord
+from reducer.output import OutRecord, RecordRun, ToWrite, flat_records
 from reducer.results_in_columns import json_bytes as _dumps
 from reducer.results_in_columns import records_in_columns
 
@@ -101,10 +100,14 @@ class ResultRecords:
         self.rows = len(made) + sum(window.outputs.height for window in self._finalized)
 
     def __iter__(self) -> Iterator[OutRecord]:
+        return flat_records(self.to_write())
+
+    def to_write(self) -> Iterator[ToWrite]:
+        """The records, a window's slice finalized in columns as one `RecordRun`."""
         yield from self._made
         for window in self._finalized:
             for part in window.outputs.iter_slices(ROWS_PER_SLICE):
-                yield from self._records(window, part)
+                yield from self._slice(window, part)
 
     def latest_values(self, count: int) -> list[bytes]:
         """The values of the last `count` records, in order (the REST cache keeps those)."""
@@ -113,13 +116,14 @@ class ResultRecords:
             missing = count - len(values)
             if missing <= 0:
                 break
-            values[:0] = [r.value for r in self._records(window, window.outputs.tail(missing))]
+            tail = self._slice(window, window.outputs.tail(missing))
+            values[:0] = [record.value for record in flat_records(tail)]
         missing = count - len(values)
         if missing > 0:
             values[:0] = [record.value for record in self._made[-missing:]]
         return [value for value in values if value is not None]
 
-    def _records(self, window: FinalizedWindow, part: pl.DataFrame) -> list[OutRecord]:
+    def _slice(self, window: FinalizedWindow, part: pl.DataFrame) -> Sequence[ToWrite]:
         spec = self._spec
         first: dict[str, Any] = {
             "task": spec.id,
@@ -130,9 +134,8 @@ class ResultRecords:
         }
         encoded = records_in_columns(spec, first, part, window.revision)
         if encoded is not None:
-            keys, values = encoded  # (`_make` of tuples: half the time of keyword calls)
-            fields = zip(repeat(spec.output_topic), keys, values, repeat(None))
-            return list(map(OutRecord._make, fields))
+            keys, values = encoded
+            return [RecordRun(spec.output_topic, keys, values)]
         rows = [{**first, **row} for row in part.to_dicts()]
         if window.revision:
             for row in rows:

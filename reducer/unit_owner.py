@@ -65,7 +65,7 @@ from reducer.open_key_sessions import OpenKeySessionState
 from reducer.open_key_windows import OpenKeyWindowState
 from reducer.open_sessions import OpenSessionState
 from reducer.open_windows import ClosedWindow, LateContribution, OpenWindowState, WindowGroups
-from reducer.output import FencedError, OutputError, OutRecord
+from reducer.output import FencedError, OutputError, ToWrite
 from reducer.progress_record import CheckpointRef, ProgressRecord, progress_key
 from reducer.reducer_metrics import ReducerMetrics
 from reducer.spilled_frames import SpillFolder
@@ -83,7 +83,7 @@ class Output(Protocol):
     """What an owner needs from its transactional producer (`TransactionalOutput`)."""
 
     def start(self) -> None: ...
-    def commit(self, records: Iterable[OutRecord]) -> None: ...
+    def commit(self, records: Iterable[ToWrite]) -> None: ...
     def abort(self) -> None: ...
     def close(self) -> None: ...
 
@@ -567,7 +567,7 @@ class UnitOwner:
         )
         started = time.monotonic()
         with _collector_paused(state):  # a closed window's records, by the hundred thousand
-            session.output.commit(commit.records())
+            session.output.commit(commit.to_write())
         seconds = time.monotonic() - started
         session.committed = commit.progress
         if updates:

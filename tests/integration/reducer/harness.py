@@ -13,7 +13,7 @@ from mars.engine.records import SourceRecord
 from mars.store import SeqStore, SourceState
 from mars.tasks.spec import TaskSpec
 from mars.tasks.topics import PROGRESS_TOPIC
-from reducer.output import OutRecord
+from reducer.output import OutRecord, ToWrite, flat_records
 from reducer.progress_record import ProgressRecord
 from reducer.unit_owner import OwnerWiring, UnitOwner
 from reducer.wakeups import WriteWakeups
@@ -96,8 +96,8 @@ class MemoryOutput:
     def start(self) -> None:
         self.starts += 1
 
-    def commit(self, records: Iterable[OutRecord]) -> None:
-        self.commits.append(list(records))
+    def commit(self, records: Iterable[ToWrite]) -> None:
+        self.commits.append(list(flat_records(records)))
 
     def abort(self) -> None:
         pass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ import redis
 
 from mars.store import SeqStore, TaskKeys
 from mars.tasks.spec import TaskSpec
-from reducer.output import OutputError, OutRecord
+from reducer.output import OutputError, ToWrite
 from tests.integration.reducer.harness import FakeClock, MemoryOutput, ScriptedMapper, make_owner
 from tests.integration.reducer.test_window_semantics import count_spec
 
@@ -24,7 +25,7 @@ class FailingOutput(MemoryOutput):
         self.fail_at = fail_at
         self.attempts = 0
 
-    def commit(self, records: list[OutRecord]) -> None:
+    def commit(self, records: Iterable[ToWrite]) -> None:
         self.attempts += 1
         if self.attempts == self.fail_at:
             raise OutputError("injected: crash before the commit")
