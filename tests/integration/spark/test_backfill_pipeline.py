@@ -273,7 +273,7 @@ def test_backfill_with_live_mappers_and_reducers_emits_every_window_once(
             timeout_s=240,
             what=lambda: (
                 f"the results to count every record ({_counted(reader, spec):,} "
-                f"of {history + LIVE:,} counted)"
+                f"of {history + LIVE:,} counted; {_shortfall(reader, spec, oracle, store)})"
             ),
             logs=procs.logs,
             every=lambda: reader.poll_for(1.0),
@@ -318,3 +318,27 @@ def _start_processes(procs: PipelineProcesses) -> None:
 def _counted(reader: TopicReader, spec: TaskSpec) -> int:
     """Records counted by the results read so far."""
     return sum(int(row["cnt"]) for row in reader.values(spec.output_topic))
+
+
+def _shortfall(reader: TopicReader, spec: TaskSpec, oracle: StreamsOracle, store: SeqStore) -> str:
+    """Where the results differ from the oracle's, per window, and each bucket's data set
+    marks in Redis: what a timeout needs to tell a window never closed from one emitted twice."""
+    counted: Counter[int] = Counter()
+    for row in reader.values(spec.output_topic):
+        counted[int(row["window_start"])] += int(row["cnt"])
+    expected: Counter[int] = Counter()
+    for (start, *_), value in oracle.result(timeout_s=60).items():
+        expected[start] += int(value["cnt"])
+    differing = {
+        start: (counted[start], expected[start])
+        for start in sorted(counted.keys() | expected.keys())
+        if counted[start] != expected[start]
+    }
+    marks = {}
+    for bucket in range(spec.options.buckets):
+        snapshot = store.snapshot(spec.id, bucket)
+        marks[bucket] = (snapshot.rseq, snapshot.seq)
+    return (
+        f"{len(differing)} windows differ, (counted, expected) by start: "
+        f"{dict(list(differing.items())[:8])}; buckets' Redis (rseq, seq): {marks}"
+    )
