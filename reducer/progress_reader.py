@@ -18,16 +18,23 @@ holds for all of them: each joined after its own init_transactions, and the scan
 high watermark only after it stopped taking reads. Scanning once per key, 80 owners made 80
 scans of the same 8 partitions, 8 at a time.
 
-Each scan has a consumer of its own, assigned from the beginning: a consumer reused for
-a second scan could hand it records fetched for the first, and one kept assigned for good
-answers from a table that a broker restart's offset reset can leave older than its position.
-The high watermark comes from one read_uncommitted probe per process and cluster (it holds no
-position), replaced when it fails ([RdkafkaWatermarkUnknown]). A scan consumer is closed on a
-daemon thread nobody waits for: a consumer's close can hang while the group coordinator does
-not answer ([RdkafkaCloseHang]), and closes that hung held the scan slots of a 50-task run's
-reducer, whose owners then went silent for 11 minutes (the likeliest reading of its log). A
-scan that gets no slot within its timeout fails, and with it every read that joined it (each
-owner logs it and recovers again), instead of waiting without end.
+Each scan has a consumer of its own, assigned at the partition's log start offset: a
+consumer reused for a second scan could hand it records fetched for the first, and one kept
+assigned for good answers from a table that a broker restart's offset reset can leave older
+than its position. The log start offset and the high watermark come from one read_uncommitted
+probe per process and cluster (it holds no position), replaced when it fails
+([RdkafkaWatermarkUnknown]). The scan is assigned that offset as a number, not as
+OFFSET_BEGINNING: librdkafka resolves a logical offset with a ListOffsets request that, for a
+consumer whose metadata has not come yet, it retries on a fixed 500 ms timer, so every scan of
+a partition with records took half a second more (0.55 s against 0.06 s on a local broker).
+A partition with nothing below the high watermark needs no scan at all.
+
+A scan consumer is closed on a daemon thread nobody waits for: a consumer's close can hang
+while the group coordinator does not answer ([RdkafkaCloseHang]), and closes that hung held the
+scan slots of a 50-task run's reducer, whose owners then went silent for 11 minutes (the
+likeliest reading of its log). A scan that gets no slot within its timeout fails, and with it
+every read that joined it (each owner logs it and recovers again), instead of waiting without
+end.
 """
 
 from __future__ import annotations
@@ -39,7 +46,6 @@ import uuid
 from dataclasses import dataclass, field
 
 from confluent_kafka import (
-    OFFSET_BEGINNING,
     Consumer,
     KafkaError,
     KafkaException,
@@ -159,10 +165,12 @@ def _read(
     kafka: KafkaSettings, *, topic: str, partition: int, wanted: frozenset[bytes], timeout_s: float
 ) -> dict[bytes, bytes]:
     """Each key of `wanted` with a committed record in the partition: its newest value."""
-    target = _end_offset(kafka, topic, partition)
+    start, target = _bounds(kafka, topic, partition)
+    if target <= start:
+        return {}  # no record below the high watermark
     consumer = _consumer(kafka, isolation="read_committed")
     try:
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        consumer.assign([TopicPartition(topic, partition, start)])
         return _scan(
             consumer,
             topic=topic,
@@ -217,11 +225,12 @@ def _is_eof(message: Message) -> bool:
     return error is not None and error.code() == KafkaError._PARTITION_EOF
 
 
-def _end_offset(kafka: KafkaSettings, topic: str, partition: int) -> int:
-    """The partition's high watermark now (a read_committed consumer's ListOffsets answers the
-    LSO instead, hence a read_uncommitted probe). A probe that fails is dropped and a new one
-    asked once: after a broker was killed, a shared probe kept answering "Unknown partition"
-    for minutes, without refreshing its metadata, while new clients read the partition."""
+def _bounds(kafka: KafkaSettings, topic: str, partition: int) -> tuple[int, int]:
+    """The partition's log start offset and high watermark now (a read_committed consumer's
+    ListOffsets answers the LSO instead, hence a read_uncommitted probe). A probe that fails
+    is dropped and a new one asked once: after a broker was killed, a shared probe kept
+    answering "Unknown partition" for minutes, without refreshing its metadata, while new
+    clients read the partition."""
     cluster = _cluster(kafka)
     try:
         return _ask_probe(kafka, cluster, TopicPartition(topic, partition))
@@ -233,21 +242,21 @@ def _cluster(kafka: KafkaSettings) -> _Cluster:
     return (kafka.bootstrap_servers, tuple(sorted(kafka.client_properties.items())))
 
 
-def _ask_probe(kafka: KafkaSettings, cluster: _Cluster, tp: TopicPartition) -> int:
+def _ask_probe(kafka: KafkaSettings, cluster: _Cluster, tp: TopicPartition) -> tuple[int, int]:
     """The cluster's probe's answer; a probe that fails is dropped before the error is raised."""
     with _probes_lock:
         probe = _probes.get(cluster)
         if probe is None:
             probe = _probes[cluster] = _consumer(kafka, isolation="read_uncommitted")
     try:
-        _, high = probe.get_watermark_offsets(tp, timeout=10)
+        low, high = probe.get_watermark_offsets(tp, timeout=10)
     except KafkaException:
         with _probes_lock:
             if _probes.get(cluster) is probe:
                 del _probes[cluster]
         _close_in_background(probe)
         raise
-    return int(high)
+    return int(low), int(high)
 
 
 def _close_in_background(consumer: Consumer) -> None:
@@ -277,7 +286,5 @@ def _consumer(kafka: KafkaSettings, *, isolation: str) -> Consumer:
 def _read_through(consumer: Consumer, topic: str, partition: int, target: int) -> bool:
     """True once the consumer's position reached `target` (the high watermark when the read
     started): every committed record below it was read."""
-    if target == 0:
-        return True
     position = consumer.position([TopicPartition(topic, partition)])[0].offset
     return position >= 0 and position >= target
