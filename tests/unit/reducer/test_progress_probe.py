@@ -1,9 +1,10 @@
-"""The progress reader's shared high-watermark probe: one that fails is replaced.
+"""The progress reader's shared probe: one that fails is replaced, and a scan starts at the log
+start offset it gives.
 
-A 3-broker run under CPU load showed why: after the controller's broker was killed, the
-reducer's shared probe answered "Unknown partition" for minutes and one unit never recovered
-(`tests/integration/scale/test_three_brokers.py`). The probes here are stand-ins: what is
-tested is which client the reader asks, not Kafka.
+A 3-broker run under CPU load showed why a probe is replaced: after the controller's broker was
+killed, the reducer's shared probe answered "Unknown partition" for minutes and one unit never
+recovered (`tests/integration/scale/test_three_brokers.py`). The probes and scan consumers here
+are stand-ins: what is tested is which client the reader asks and where it starts, not Kafka.
 """
 
 from __future__ import annotations
