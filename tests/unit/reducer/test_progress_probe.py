@@ -19,14 +19,15 @@ from reducer import progress_reader
 
 
 class StandInProbe:
-    def __init__(self, answer: int | None) -> None:
-        self.answer = answer  # None: fails as the stale probe did
+    def __init__(self, answer: int | None, *, low: int = 7) -> None:
+        self.answer = answer  # the high watermark; None: fails as the stale probe did
+        self.low = low  # the log start offset
         self.closed = False
 
     def get_watermark_offsets(self, tp: TopicPartition, timeout: float) -> tuple[int, int]:
         if self.answer is None:
             raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
-        return 7, self.answer
+        return self.low, self.answer
 
     def close(self) -> None:
         self.closed = True
@@ -95,8 +96,7 @@ class StandInScan:
 
 def scans_of(monkeypatch: pytest.MonkeyPatch, low: int, high: int) -> list[StandInScan]:
     """A probe answering (`low`, `high`) for every partition; the scan consumers made, in order."""
-    probe, scans = StandInProbe(high), []
-    probe.get_watermark_offsets = lambda tp, timeout: (low, high)  # type: ignore[method-assign]
+    probe, scans = StandInProbe(high, low=low), []
 
     def consumer(kafka: KafkaSettings, *, isolation: str) -> StandInProbe | StandInScan:
         if isolation == "read_uncommitted":
