@@ -191,6 +191,13 @@ class ReducerSettings(_Section):
         "records, progress): librdkafka's `compression.type`; consumers decompress on their "
         'own (docs/reducer.md, "Output producers")',
     )
+    output_producer: Literal["unit", "process"] = Field(
+        default="process",
+        description="`unit`: a transactional producer per unit, fenced by its transactional "
+        "id; `process`: one per reducer process, committing its owners' commits together and "
+        "fenced by the units' holder nodes in ZooKeeper (docs/reducer.md, \"One producer per "
+        'process")',
+    )
     columnar_state: bool = Field(
         default=True,
         description="hold the open windows of tasks whose aggregates are all COUNT, SUM, MIN, "

@@ -125,6 +125,9 @@ class TransactionalOutput:
             )
         )
         self._in_transaction = False
+        # False once fenced, or once an abort failed (a transaction may still be open): the
+        # producer must not be used again, and what it held must be fenced by the next holder.
+        self.usable = True
 
     def start(self) -> None:
         """init_transactions: fence older producers of this id and abort their open work."""
@@ -147,7 +150,9 @@ class TransactionalOutput:
             self._in_transaction = False
         except KafkaException as exc:
             error = _classify(exc)
-            if not isinstance(error, FencedError):
+            if isinstance(error, FencedError):
+                self.usable = False
+            else:
                 self.abort()
             raise error from exc
 
@@ -157,8 +162,10 @@ class TransactionalOutput:
             return
         self._in_transaction = False
         # Fenced or fatal: the broker aborts it at the next init or at the transaction timeout.
-        with contextlib.suppress(KafkaException):
+        try:
             self._producer.abort_transaction(self._timeout_s)
+        except KafkaException:
+            self.usable = False
 
     def close(self) -> None:
         """Release the producer. Never raises: it runs in the owner's `finally`, where a fenced

@@ -9,7 +9,8 @@ the assignment's other units of such a task run nothing.
 Session safety: on SUSPENDED/LOST the wanted set is emptied and every owner is told to stop at
 once; an owner checks `coordinator.owns(unit)` right before each commit and aborts instead.
 After reconnection the coordinator re-delivers the assignment and owners restart from their
-committed progress. Kafka's transactional-id fencing covers the rest (docs/reducer.md).
+committed progress. The units' holder nodes and the fence of a holder's Kafka producer cover
+the rest (`reducer/process_output.py`; docs/reducer.md, "One producer per process").
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from mars.clients import REDIS_ERRORS, admin_client, connect_redis
 from mars.config import Settings
 from mars.cpu_meter import CpuMeter
 from mars.metrics_server import serve_metrics
 from mars.registry import TaskRecord, TaskRegistry, TaskStatus
+from mars.registry.paths import ZkPaths
+from mars.registry.unit_holders import UnitHolders
 from mars.registry.units import Unit
 from mars.store import SeqStore
 from mars.tasks.spec import TaskSpec
@@ -44,11 +48,12 @@ from mars.tasks.topics import (
 from reducer.coordination import ReducerCoordinator
 from reducer.coordination.balance import balance_unit_counts
 from reducer.coordination.load_balance import LoadBalancer, published_figures
-from reducer.output import TransactionalOutput, transactional_id
+from reducer.output import OutputError, TransactionalOutput, transactional_id
+from reducer.process_output import ProcessOutput
 from reducer.progress_reader import close_readers, read_progress
 from reducer.progress_record import progress_key
 from reducer.reducer_metrics import ReducerMetrics
-from reducer.unit_owner import OwnerWiring, StopReason, UnitOwner
+from reducer.unit_owner import Output, OwnerWiring, StopReason, UnitOwner
 from reducer.wakeups import WriteWakeups
 
 log = logging.getLogger(__name__)
@@ -95,6 +100,10 @@ class ReducerProcess:
         self._progress_partitions = PROGRESS_TOPIC_PLAN.partitions
         self._cpu = CpuMeter()
         self._wakeups: WriteWakeups | None = None
+        self._holders: UnitHolders | None = None
+        self._output_lock = threading.Lock()
+        self._shared_output: ProcessOutput | None = None
+        self._released_at = 0.0  # the last pass of `_release_idle_units`
 
     # -- coordinator callbacks (quick: flags only) --------------------------------------------
 
@@ -132,6 +141,7 @@ class ReducerProcess:
         ensure_topics(admin, [PROGRESS_TOPIC_PLAN], Replication.of(cfg.kafka))
         self._progress_partitions = partition_count(admin, PROGRESS_TOPIC)
         task_watch = TaskRegistry(zk, root=cfg.zookeeper.root).watch(self._on_tasks)
+        self._holders = UnitHolders(zk, ZkPaths(root=cfg.zookeeper.root))
         coordinator = ReducerCoordinator(
             zk,
             member_id=self.member_id,
@@ -144,17 +154,25 @@ class ReducerProcess:
         )
         self._coordinator = coordinator
         coordinator.start()
+        if cfg.reducer.output_producer == "process":
+            try:  # its init_transactions before the first unit needs it
+                self._process_output()
+            except (OutputError, KazooException) as exc:  # the first owner tries again
+                log.warning("member %s: no producer yet: %s", self.member_id, exc)
         log.info("reducer %s started (metrics on %s)", self.member_id, metrics_server.address)
         last_publish = 0.0
         try:
             while not stop.is_set():
                 self._reconcile(store=store, metrics=metrics, admin=admin)
+                self._release_idle_units()
                 if time.monotonic() - last_publish >= 1.0:
                     last_publish = time.monotonic()
                     self._publish(metrics)
                 stop.wait(0.1)
         finally:
             self._stop_all()
+            if self._shared_output is not None:
+                self._shared_output.close()
             close_readers()
             self._wakeups.stop()
             task_watch.stop()
@@ -205,6 +223,54 @@ class ReducerProcess:
                 continue
             self._start_owner(unit, spec, buckets, store=store, metrics=metrics, admin=admin)
 
+    def _unit_output(self, task_id: str, unit: Unit) -> Output:
+        """The owner's producer: its own, or its process's (`reducer.output_producer`)."""
+        cfg = self.settings
+        if cfg.reducer.output_producer == "unit":
+            return TransactionalOutput(
+                kafka=cfg.kafka,
+                transactional_id=transactional_id(task_id, unit.bucket),
+                transaction_timeout_ms=cfg.reducer.transaction_timeout_ms,
+                compression=cfg.reducer.output_compression,
+            )
+        coordinator = self._coordinator
+        assert coordinator is not None
+        return self._process_output().unit_output(unit, may_take=lambda: coordinator.owns(unit))
+
+    def _process_output(self) -> ProcessOutput:
+        """The incarnation owners commit through; a new one once it is fenced or its
+        ZooKeeper session (and with it its node) is gone."""
+        assert self._holders is not None
+        with self._output_lock:
+            current = self._shared_output
+            if current is not None and current.usable():
+                return current
+            if current is not None:
+                current.close()
+            cfg = self.settings
+            self._shared_output = ProcessOutput(
+                kafka=cfg.kafka,
+                holders=self._holders,
+                member_id=self.member_id,
+                transaction_timeout_ms=cfg.reducer.transaction_timeout_ms,
+                compression=cfg.reducer.output_compression,
+            )
+            return self._shared_output
+
+    def _release_idle_units(self) -> None:
+        """Release the units the incarnation holds with no owner running (their owners
+        stopped while ZooKeeper was out of reach, so their release did not land); once a
+        second at most."""
+        with self._output_lock:
+            shared = self._shared_output
+        if shared is None or time.monotonic() - self._released_at < 1.0:
+            return
+        self._released_at = time.monotonic()
+        with self._lock:
+            running = set(self._running)
+        for unit in shared.held_units() - running:
+            shared.release(unit)
+
     def _start_owner(
         self,
         unit: Unit,
@@ -224,12 +290,7 @@ class ReducerProcess:
         assert coordinator is not None
         wiring = OwnerWiring(
             store=store,
-            make_output=lambda: TransactionalOutput(
-                kafka=cfg.kafka,
-                transactional_id=transactional_id(spec.id, unit.bucket),
-                transaction_timeout_ms=cfg.reducer.transaction_timeout_ms,
-                compression=cfg.reducer.output_compression,
-            ),
+            make_output=lambda: self._unit_output(spec.id, unit),
             read_progress=lambda: read_progress(
                 kafka=cfg.kafka,
                 topic=PROGRESS_TOPIC,

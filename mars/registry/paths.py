@@ -49,6 +49,23 @@ class ZkPaths:
         return self._under("election")
 
     @property
+    def incarnations(self) -> str:
+        """Parent of the ephemeral nodes of the live reducer incarnations (one transactional
+        producer each: `reducer/process_output.py`)."""
+        return self._under("incarnations")
+
+    def incarnation(self, incarnation_id: str) -> str:
+        return f"{self.incarnations}/{incarnation_id}"
+
+    @property
+    def holders(self) -> str:
+        """Parent of the units' holder nodes `<holders>/<task id>/<bucket>` (persistent)."""
+        return self._under("holders")
+
+    def holder(self, task_id: str, bucket: int) -> str:
+        return f"{self.holders}/{task_id}/{bucket}"
+
+    @property
     def assignment(self) -> str:
         """The one node holding the current (task, bucket) -> reducer assignment."""
         return self._under("assignment")

@@ -12,7 +12,8 @@
 Callbacks: `on_assignment` and `on_suspended` never run concurrently with each other, and
 `on_suspended` runs on kazoo's connection thread, so both must be quick (flip a flag, hand
 work to the reducer's own threads). Ownership is advisory between two owners for a moment
-during a move; the per-bucket Kafka transactional id is what fences a zombie owner.
+during a move; the unit's holder node and the fence of its holder's Kafka producer are what
+stop a zombie owner (`reducer/process_output.py`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,236 @@
+"""Real Kafka and ZooKeeper: one producer per reducer process (`reducer/process_output.py`).
+
+A unit changes hands only after its holder released it or was fenced, so a zombie's
+transaction never lands, and the owners' commits share one transaction."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
+
+from devtools.local import ClusterState
+from mars.config import Settings
+from mars.registry.paths import ZkPaths
+from mars.registry.unit_holders import UnitHolders
+from mars.registry.units import Unit
+from mars.store import SeqStore
+from mars.tasks.spec import TaskSpec
+from mars.tasks.topics import (
+    PROGRESS_TOPIC,
+    PROGRESS_TOPIC_PLAN,
+    Replication,
+    TopicPlan,
+    ensure_topics,
+)
+from reducer.output import FencedError, OutputError
+from reducer.process_output import ProcessOutput
+from reducer.progress_record import progress_key
+from reducer.unit_owner import OwnerWiring, UnitOwner
+from tests.integration.reducer.cluster_harness import CommittedReader
+from tests.integration.reducer.harness import FakeClock, ScriptedMapper
+from tests.integration.reducer.test_owner_recovery import produce
+from tests.integration.reducer.test_window_semantics import count_spec
+from tests.integration.reducer.test_zombie_and_progress import progress_topic, read_back
+
+__all__ = ["progress_topic"]  # the fixture, used by name
+
+
+@pytest.fixture
+def holders_root(zk_client: KazooClient, unique_name: str) -> Iterator[ZkPaths]:
+    paths = ZkPaths(root=f"/{unique_name}")
+    yield paths
+    zk_client.delete(paths.root, recursive=True)
+
+
+def process_output(cluster: ClusterState, zk: KazooClient, paths: ZkPaths) -> ProcessOutput:
+    return ProcessOutput(
+        kafka=cluster.kafka(),
+        holders=UnitHolders(zk, paths),
+        member_id="test",
+        transaction_timeout_ms=10_000,
+        compression="lz4",
+    )
+
+
+def owner_on(
+    process: ProcessOutput, spec: TaskSpec, store: SeqStore, clock: FakeClock, cluster: ClusterState
+) -> UnitOwner:
+    return UnitOwner(
+        spec=spec,
+        unit_bucket=0,
+        buckets=[0],
+        wiring=OwnerWiring(
+            store=store,
+            make_output=lambda: process.unit_output(Unit(spec.id, 0), may_take=lambda: True),
+            read_progress=lambda: read_back(cluster, progress_key(spec.id, 0)),
+            metrics=None,
+            progress_topic=PROGRESS_TOPIC,
+            progress_partitions=PROGRESS_TOPIC_PLAN.partitions,
+            clock=clock,
+        ),
+        settings=Settings().reducer,
+        member_id="test",
+    )
+
+
+def new_session(cluster: ClusterState) -> KazooClient:
+    client = KazooClient(hosts=cluster.zk_hosts, timeout=10)
+    client.start(timeout=15)
+    return client
+
+
+def exactly(reader: CommittedReader, expected: Counter[tuple[int, str]]) -> None:
+    reader.wait_until(len(expected), timeout_s=30, settle_s=2)
+    got = [(r["window_start"], r["k"]) for r in reader.records]
+    assert len(got) == len(set(got))
+    assert {(r["window_start"], r["k"]): r["c"] for r in reader.records} == dict(expected)
+
+
+def at_once(steps: list[Callable[[], object]]) -> None:
+    threads = [threading.Thread(target=step) for step in steps]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+
+def test_a_gone_incarnation_is_fenced_and_its_zombie_owner_cannot_commit(
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    progress_topic: str,
+    store: SeqStore,
+    task_id: str,
+    holders_root: ZkPaths,
+) -> None:
+    """The old incarnation's session ends (its node goes) while its owner still runs: the
+    next holder fences its producer before reading the progress."""
+    spec = count_spec(task_id)
+    ensure_topics(kafka_admin, [TopicPlan(name=spec.output_topic, partitions=2)], Replication())
+    clock = FakeClock()
+    mapper = ScriptedMapper(spec, store, clock)
+    mapper.heartbeat(caught_up=False)
+    rng = random.Random(5)
+    expected = produce(mapper, rng, 70)
+    old_session, new_zk = new_session(cluster), new_session(cluster)
+    old_process = process_output(cluster, old_session, holders_root)
+    new_process = process_output(cluster, new_zk, holders_root)
+    try:
+        old = owner_on(old_process, spec, store, clock, cluster)
+        assert old.step().committed
+        expected += produce(mapper, rng, 70)
+        old_session.stop()  # its ephemeral node goes with the session; the owner runs on
+        new = owner_on(new_process, spec, store, clock, cluster)
+        new.recover()  # takes the unit: fences the gone incarnation first
+        with pytest.raises(FencedError):
+            old.step()
+        assert new.step().committed
+        clock.advance(5_000)
+        mapper.heartbeat(caught_up=True)
+        new.step()
+        reader = CommittedReader(cluster.kafka_bootstrap, spec.output_topic)
+        try:
+            exactly(reader, expected)
+        finally:
+            reader.close()
+    finally:
+        new_process.close()
+        old_process.close()
+        old_session.close()
+        new_zk.stop()
+        new_zk.close()
+
+
+def test_a_live_holder_keeps_the_unit_until_it_releases_it(
+    cluster: ClusterState,
+    zk_client: KazooClient,
+    store: SeqStore,
+    task_id: str,
+    holders_root: ZkPaths,
+) -> None:
+    spec = count_spec(task_id)
+    unit = Unit(spec.id, 0)
+    first = process_output(cluster, zk_client, holders_root)
+    second = process_output(cluster, zk_client, holders_root)
+    try:
+        held = first.unit_output(unit, may_take=lambda: True)
+        held.start()
+        taken = threading.Event()
+
+        def take() -> None:
+            second.unit_output(unit, may_take=lambda: True).start()
+            taken.set()
+
+        taker = threading.Thread(target=take)
+        taker.start()
+        time.sleep(1.0)
+        assert not taken.is_set(), "took a unit a live incarnation still holds"
+        held.close()  # released after its last transaction
+        taker.join(timeout=10)
+        assert taken.is_set()
+        assert first.usable(), "a released unit was taken by fencing its holder"
+        holder = UnitHolders(zk_client, holders_root).read(spec.id, 0).holder
+        assert holder is not None and holder.incarnation == second.incarnation
+    finally:
+        second.close()
+        first.close()
+
+
+def test_a_unit_moved_away_is_not_taken(
+    cluster: ClusterState, zk_client: KazooClient, task_id: str, holders_root: ZkPaths
+) -> None:
+    process = process_output(cluster, zk_client, holders_root)
+    try:
+        with pytest.raises(OutputError, match="not the owner"):
+            process.unit_output(Unit(task_id, 0), may_take=lambda: False).start()
+    finally:
+        process.close()
+
+
+def test_owners_commit_together_and_exactly_once(
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    progress_topic: str,
+    store: SeqStore,
+    task_id: str,
+    holders_root: ZkPaths,
+    zk_client: KazooClient,
+) -> None:
+    """Two tasks' owners on one process producer, stepping at once."""
+    specs = [count_spec(f"{task_id}-{i}") for i in range(2)]
+    process = process_output(cluster, zk_client, holders_root)
+    clock = FakeClock()
+    expected: dict[str, Counter[tuple[int, str]]] = {}
+    owners: list[UnitOwner] = []
+    mappers: list[ScriptedMapper] = []
+    try:
+        for i, spec in enumerate(specs):
+            ensure_topics(
+                kafka_admin, [TopicPlan(name=spec.output_topic, partitions=2)], Replication()
+            )
+            mapper = ScriptedMapper(spec, store, clock)
+            mappers.append(mapper)
+            mapper.heartbeat(caught_up=False)
+            expected[spec.id] = produce(mapper, random.Random(i), 60)
+            owners.append(owner_on(process, spec, store, clock, cluster))
+        at_once([owner.step for owner in owners])
+        clock.advance(5_000)
+        for mapper in mappers:
+            mapper.heartbeat(caught_up=True)
+        at_once([owner.step for owner in owners])  # closes the last windows
+        for spec in specs:
+            reader = CommittedReader(cluster.kafka_bootstrap, spec.output_topic)
+            try:
+                exactly(reader, expected[spec.id])
+            finally:
+                reader.close()
+    finally:
+        for owner in owners:
+            owner.close()
+        process.close()
