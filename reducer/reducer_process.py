@@ -260,9 +260,12 @@ class ReducerProcess:
     def _release_idle_units(self) -> None:
         """Release the units the incarnation holds with no owner running (their owners
         stopped while ZooKeeper was out of reach, so their release did not land); once a
-        second at most."""
-        with self._output_lock:
-            shared = self._shared_output
+        second at most. Skipped while an owner makes a new incarnation (which holds the lock
+        for as long as its init_transactions takes): the main loop must not wait on it."""
+        if not self._output_lock.acquire(blocking=False):
+            return
+        shared = self._shared_output
+        self._output_lock.release()
         if shared is None or time.monotonic() - self._released_at < 1.0:
             return
         self._released_at = time.monotonic()

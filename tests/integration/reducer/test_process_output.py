@@ -29,7 +29,7 @@ from mars.tasks.topics import (
     TopicPlan,
     ensure_topics,
 )
-from reducer.output import FencedError, OutputError
+from reducer.output import FencedError, OutputError, OutRecord
 from reducer.process_output import ProcessOutput
 from reducer.progress_record import progress_key
 from reducer.unit_owner import OwnerWiring, UnitOwner
@@ -234,3 +234,33 @@ def test_owners_commit_together_and_exactly_once(
         for owner in owners:
             owner.close()
         process.close()
+
+
+def test_a_release_zookeeper_did_not_take_stays_to_do_and_the_next_holder_fences(
+    cluster: ClusterState,
+    kafka_admin: AdminClient,
+    zk_client: KazooClient,
+    task_id: str,
+    holders_root: ZkPaths,
+) -> None:
+    topic = count_spec(task_id).output_topic
+    ensure_topics(kafka_admin, [TopicPlan(name=topic, partitions=1)], Replication())
+    session = new_session(cluster)
+    first = process_output(cluster, session, holders_root)
+    second = process_output(cluster, zk_client, holders_root)
+    unit = Unit(task_id, 0)
+    try:
+        held = first.unit_output(unit, may_take=lambda: True)
+        held.start()
+        session.stop()  # ZooKeeper out of reach: the release cannot land
+        held.close()
+        assert unit in first.held_units()
+        second.unit_output(unit, may_take=lambda: True).start()  # fences the gone incarnation
+        with pytest.raises(FencedError):
+            first.commit([OutRecord(topic, b"k", b"from the fenced incarnation")])
+        holder = UnitHolders(zk_client, holders_root).read(task_id, 0).holder
+        assert holder is not None and holder.incarnation == second.incarnation
+    finally:
+        second.close()
+        first.close()
+        session.close()
