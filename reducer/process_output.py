@@ -3,10 +3,11 @@
 
 A producer per unit (`TransactionalOutput` with the unit's transactional id) fences a zombie
 owner by the id alone: the next owner's `init_transactions` aborts its open transaction and
-refuses its later ones. It costs a client and a transaction per unit and close: ten tasks are
-80 producers. Here a process runs as an *incarnation* (a fresh id at each start and after its
-producer or its ZooKeeper session is lost) with one producer, whose committer thread writes
-the commits its owners handed it since its last transaction in one transaction.
+refuses its later ones. It costs a client and a transaction per unit and close: ten tasks of
+eight buckets are 80 producers. Here a process runs as an *incarnation* (a fresh id at each
+start and after its producer or its ZooKeeper session is lost) with one producer, whose
+committer thread writes the commits its owners handed it since its last transaction in one
+transaction.
 
 What fences instead is the unit's holder node (`mars.registry.unit_holders`). An owner takes
 its unit before it reads the progress: from nobody, from a holder that released it, or from

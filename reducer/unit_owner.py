@@ -80,7 +80,9 @@ UnitState = OpenWindowState | OpenSessionState | OpenCumulativeState
 
 
 class Output(Protocol):
-    """What an owner needs from its transactional producer (`TransactionalOutput`)."""
+    """What an owner needs from its transactional producer: its process's
+    (`process_output.HeldUnitOutput`: `start` takes the unit, `close` releases it) or its own
+    (`TransactionalOutput`: `start` is init_transactions)."""
 
     def start(self) -> None: ...
     def commit(self, records: Iterable[ToWrite]) -> None: ...
@@ -202,7 +204,8 @@ class UnitOwner:
     # -- lifecycle ------------------------------------------------------------------------
 
     def recover(self) -> OwnerSession:
-        """(Re)start from the committed progress: fence older producers, then replay."""
+        """(Re)start from the committed progress: take the unit (fencing older producers as
+        needed), then replay."""
         self.close()
         began = time.monotonic()
         output = self._wiring.make_output()
@@ -230,7 +233,7 @@ class UnitOwner:
         )
         log.info(
             "unit %s: recovered (closed watermark %s, rseq %s, checkpoint %s) in %.2f s: "
-            "init_transactions %.2f s, progress read %.2f s, checkpoint load %.2f s",
+            "taking the unit %.2f s, progress read %.2f s, checkpoint load %.2f s",
             self._key,
             progress.closed_watermark,
             dict(progress.rseqs),
