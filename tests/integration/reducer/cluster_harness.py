@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +146,18 @@ class CommittedReader:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def assert_counted_once(bootstrap: str, topic: str, expected: Counter[tuple[int, str]]) -> None:
+    """`topic`'s committed rows are `expected`'s (window start, k) -> count, each once."""
+    reader = CommittedReader(bootstrap, topic)
+    try:
+        reader.wait_until(len(expected), timeout_s=30, settle_s=2)
+        got = [(r["window_start"], r["k"]) for r in reader.records]
+        assert len(got) == len(set(got))
+        assert {(r["window_start"], r["k"]): r["c"] for r in reader.records} == dict(expected)
+    finally:
+        reader.close()
 
 
 def iter_rows(records: list[dict[str, Any]]) -> Iterator[tuple[int, Any, int]]:

@@ -33,11 +33,15 @@ from reducer.output import FencedError, OutputError, OutRecord
 from reducer.process_output import ProcessOutput
 from reducer.progress_record import progress_key
 from reducer.unit_owner import OwnerWiring, UnitOwner
-from tests.integration.reducer.cluster_harness import CommittedReader
+from tests.integration.reducer.cluster_harness import assert_counted_once
 from tests.integration.reducer.harness import FakeClock, ScriptedMapper
 from tests.integration.reducer.test_owner_recovery import produce
 from tests.integration.reducer.test_window_semantics import count_spec
-from tests.integration.reducer.test_zombie_and_progress import progress_topic, read_back
+from tests.integration.reducer.test_zombie_and_progress import (
+    assert_zombie_fenced,
+    progress_topic,
+    read_back,
+)
 
 __all__ = ["progress_topic"]  # the fixture, used by name
 
@@ -86,13 +90,6 @@ def new_session(cluster: ClusterState) -> KazooClient:
     return client
 
 
-def exactly(reader: CommittedReader, expected: Counter[tuple[int, str]]) -> None:
-    reader.wait_until(len(expected), timeout_s=30, settle_s=2)
-    got = [(r["window_start"], r["k"]) for r in reader.records]
-    assert len(got) == len(set(got))
-    assert {(r["window_start"], r["k"]): r["c"] for r in reader.records} == dict(expected)
-
-
 def at_once(steps: list[Callable[[], object]]) -> None:
     threads = [threading.Thread(target=step) for step in steps]
     for thread in threads:
@@ -113,32 +110,18 @@ def test_a_gone_incarnation_is_fenced_and_its_zombie_owner_cannot_commit(
     next holder fences its producer before reading the progress."""
     spec = count_spec(task_id)
     ensure_topics(kafka_admin, [TopicPlan(name=spec.output_topic, partitions=2)], Replication())
-    clock = FakeClock()
-    mapper = ScriptedMapper(spec, store, clock)
-    mapper.heartbeat(caught_up=False)
-    rng = random.Random(5)
-    expected = produce(mapper, rng, 70)
     old_session, new_zk = new_session(cluster), new_session(cluster)
     old_process = process_output(cluster, old_session, holders_root)
     new_process = process_output(cluster, new_zk, holders_root)
     try:
-        old = owner_on(old_process, spec, store, clock, cluster)
-        assert old.step().committed
-        expected += produce(mapper, rng, 70)
-        old_session.stop()  # its ephemeral node goes with the session; the owner runs on
-        new = owner_on(new_process, spec, store, clock, cluster)
-        new.recover()  # takes the unit: fences the gone incarnation first
-        with pytest.raises(FencedError):
-            old.step()
-        assert new.step().committed
-        clock.advance(5_000)
-        mapper.heartbeat(caught_up=True)
-        new.step()
-        reader = CommittedReader(cluster.kafka_bootstrap, spec.output_topic)
-        try:
-            exactly(reader, expected)
-        finally:
-            reader.close()
+        assert_zombie_fenced(
+            spec,
+            store,
+            cluster,
+            lambda clock: owner_on(old_process, spec, store, clock, cluster),
+            lambda clock: owner_on(new_process, spec, store, clock, cluster),
+            cut_off=old_session.stop,  # its ephemeral node goes; the owner runs on
+        )
     finally:
         new_process.close()
         old_process.close()
@@ -225,11 +208,7 @@ def test_owners_commit_together_and_exactly_once(
             mapper.heartbeat(caught_up=True)
         at_once([owner.step for owner in owners])  # closes the last windows
         for spec in specs:
-            reader = CommittedReader(cluster.kafka_bootstrap, spec.output_topic)
-            try:
-                exactly(reader, expected[spec.id])
-            finally:
-                reader.close()
+            assert_counted_once(cluster.kafka_bootstrap, spec.output_topic, expected[spec.id])
     finally:
         for owner in owners:
             owner.close()
