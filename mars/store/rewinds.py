@@ -4,13 +4,14 @@ markers and the watermark hold, one Lua script), read them, end one (docs/rewind
 `mars:{T}:rewinds` holds `last` (the last generation) and per generation its record
 (`TaskRewind.to_redis`). The hold is a field `rewind:<g>` of `mars:{T}:backfill:holds`, so
 reducers hold the watermark for it exactly as for a backfill job
-(`watermark_held_by_backfills`): a hold gone when an owner reads the holds before its
-snapshots means every data set of the re-read is numbered at or below the snapshot's seq.
+(`watermark_held_by_backfills`): a hold gone when an owner reads the holds with its snapshots
+(`SeqStore.snapshot_unit`, one atomic step) means every data set of the re-read is numbered at
+or below the snapshot's seq.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from mars.clients.redis_connection import RedisClient
 from mars.store.keys import TaskKeys
@@ -48,9 +49,7 @@ class RewindStore:
 
     def rewinds(self, task: str) -> list[TaskRewind]:
         """Every rewind of the task, oldest first."""
-        raw = self._redis.hgetall(TaskKeys(task).rewinds)
-        found = [TaskRewind.from_redis(text_of(v)) for k, v in raw.items() if text_of(k) != "last"]
-        return sorted(found, key=lambda r: r.generation)
+        return rewinds_of(self._redis.hgetall(TaskKeys(task).rewinds).items())
 
     def pending(self, task: str) -> list[TaskRewind]:
         """The rewinds whose re-read is not finished (their hold is still there)."""
@@ -62,3 +61,9 @@ class RewindStore:
     def finish(self, task: str, rewind: TaskRewind) -> None:
         """The re-read reached every hand-over offset: release the watermark."""
         self._redis.hdel(TaskKeys(task).backfill_holds, rewind.hold)
+
+
+def rewinds_of(fields: Iterable[tuple[bytes | str, bytes | str]]) -> list[TaskRewind]:
+    """The rewinds in the fields of a task's rewinds hash, oldest first."""
+    found = [TaskRewind.from_redis(text_of(v)) for k, v in fields if text_of(k) != "last"]
+    return sorted(found, key=lambda r: r.generation)

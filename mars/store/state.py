@@ -131,15 +131,16 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnitSnapshot:
-    """The snapshots of a reducer unit's buckets and the task's backfill holds, read *before*
-    them: a hold gone at that instant means every backfill data set is numbered at or below the
-    seqs shown (docs/spark.md), so closing windows by these snapshots is safe once no hold is
-    left."""
+    """The snapshots of a reducer unit's buckets and the task's backfill holds, read in the
+    same atomic step (never after them): a hold gone at that instant means every backfill data
+    set is numbered at or below the seqs shown (docs/spark.md), so closing windows by these
+    snapshots is safe once no hold is left."""
 
     backfill_holds: frozenset[str]
     snapshots: Mapping[int, Snapshot]
-    # The task's rewinds, read *after* the snapshots: a data set numbered above a rewind's
-    # marker S[b] exists only after the marker, so no snapshot shows one without it.
+    # The task's rewinds, read in the same step (never before the snapshots): a data set
+    # numbered above a rewind's marker S[b] exists only after the marker, so no snapshot shows
+    # one without it.
     rewinds: tuple[TaskRewind, ...] = ()
 
 
