@@ -1,9 +1,10 @@
 """`ColumnarWindowState`: `OpenWindowState` with each open window's groups in columns.
 
 For tumbling and hopping windows whose aggregates all have a fixed-width columnar merge
-(`columnar_aggregates`) and no EMIT CHANGES or top-k (those read single groups of open
-windows): the bookkeeping (SEQ order, rseq, closed watermark, late contributions) is
-`OpenWindowState`'s, through its storage hooks (`_merge_open`, `_open_starts`, `_pop_closed`);
+(`columnar_aggregates`) and no EMIT CHANGES (it reads single groups of open windows; a top-k
+task's unit takes its top k from the closed frame): the bookkeeping (SEQ order, rseq, closed
+watermark, late contributions) is `OpenWindowState`'s, through its storage hooks
+(`_merge_open`, `_open_starts`, `_pop_closed`);
 the groups are `ColumnarGroups` (a window turned into Python objects keeps exact results, see
 there), which take an encoded data set's windows as frames decoded natively (`merge_encoded`,
 the reducer's path; `merge` of a decoded data set is the reference and the fallback); a closed

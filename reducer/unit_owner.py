@@ -182,6 +182,7 @@ class UnitOwner:
             progress_topic=wiring.progress_topic,
             progress_partitions=wiring.progress_partitions,
             owner=member_id,
+            results_kept=settings.results_kept,
         )
         self._cleanup = CommitCleanup(
             wiring.store,

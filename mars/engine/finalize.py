@@ -141,13 +141,21 @@ def _largest(column: pl.Series) -> int:
 
 def select_top_k(top_k: TopK | None, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The first `top_k.limit` rows by `top_k.order_by` (NULLs last); all rows without top-k.
-
-    Ties are broken by the rows' other columns so the choice is the same in every process and
-    on every replay. The reducer calls this on the union of all buckets' rows of a window.
-    """
+    The reducer calls this on the union of all buckets' rows of a window held as Python groups
+    (`top_k_frame` on one finalized in columns)."""
     if top_k is None or not rows:
         return [dict(row) for row in rows]
-    frame = pl.DataFrame([dict(row) for row in rows], strict=False)
+    return top_k_frame(top_k, pl.DataFrame([dict(row) for row in rows], strict=False)).to_dicts()
+
+
+def top_k_frame(top_k: TopK, frame: pl.DataFrame) -> pl.DataFrame:
+    """The first `top_k.limit` rows of one window's `frame` by `top_k.order_by` (NULLs last).
+
+    Ties are broken by the frame's other flat columns, ascending, so the choice is the same in
+    every process and on every replay, and the same from a window's rows (`select_top_k`) as
+    from its columns (`finalize_frame`'s outputs): the window columns the rows have besides
+    are the same in every row of a window.
+    """
     order = "__order"
     frame = frame.with_columns(to_polars(top_k.order_by).alias(order))
     tie_breakers = [
@@ -160,7 +168,7 @@ def select_top_k(top_k: TopK | None, rows: Sequence[Mapping[str, Any]]) -> list[
         descending=[top_k.descending] + [False] * len(tie_breakers),
         nulls_last=True,
     )
-    return ranked.head(top_k.limit).drop(order).to_dicts()
+    return ranked.head(top_k.limit).drop(order)
 
 
 def result_spec(spec: TaskSpec) -> TaskSpec:

@@ -1,7 +1,7 @@
 """A columnar window's results finalized in columns (`finalize_frame`, `ResultRecords`) are the
 records, byte for byte and in order, that the Python rows of the same groups give: random
-tasks (aggregates, HAVING, output expressions, a revision's NULL aggregate), random keys and
-states, slices of a few rows, rewinds' revisions."""
+tasks (aggregates, HAVING, output expressions, top-k, a revision's NULL aggregate), random keys
+and states, slices of a few rows, rewinds' revisions."""
 
 from __future__ import annotations
 
@@ -54,9 +54,14 @@ def tasks(draw: st.DrawFn) -> TaskSpec:
     calls = draw(st.lists(st.sampled_from(sorted(CALLS)), min_size=1, max_size=4, unique=True))
     width = draw(st.integers(1, 2))
     keys = ", ".join(f"k{j}" for j in range(width))
+    top_k = ""
+    if draw(st.booleans()):  # taken in columns from the finalized frame (`top_k_frame`)
+        ranked = draw(st.sampled_from([CALLS[call] for call in calls] + ["k0"]))
+        order = draw(st.sampled_from(["DESC", "ASC"]))
+        top_k = f" ORDER BY {ranked} {order} LIMIT {draw(st.integers(1, 4))}"
     sql = (
         f"SELECT {keys}, {', '.join(calls)}{draw(st.sampled_from(EXTRA_OUTPUTS))} FROM S "
-        f"GROUP BY {keys}{draw(st.sampled_from(HAVINGS))} WINDOWING 60 s"
+        f"GROUP BY {keys}{draw(st.sampled_from(HAVINGS))}{top_k} WINDOWING 60 s"
     )
     spec = parse_task(sql, task_id="t")
     if draw(st.booleans()):  # a revision added the last aggregate: NULL before its window
@@ -99,7 +104,9 @@ def windows(draw: st.DrawFn, spec: TaskSpec) -> dict[tuple[Any, ...], list[Any]]
     return groups
 
 
-def commit(spec: TaskSpec, window: ClosedWindow, revision: int) -> CommitRecords:
+def commit(
+    spec: TaskSpec, window: ClosedWindow, revision: int, *, results_kept: int = 0
+) -> CommitRecords:
     target = CommitTarget(
         spec=spec,
         result_spec=result_spec(spec),
@@ -107,6 +114,7 @@ def commit(spec: TaskSpec, window: ClosedWindow, revision: int) -> CommitRecords
         progress_topic="mars.progress",
         progress_partitions=8,
         owner="r",
+        results_kept=results_kept,
     )
     return commit_records(
         target,
@@ -137,7 +145,9 @@ def test_a_window_finalized_in_columns_gives_the_python_rows_records(
     assume(frame is not None)  # what does not fit columns stays Python groups (tested there)
     assert frame is not None
     revision = data.draw(st.sampled_from([0, 3]))
-    in_columns = commit(spec, ClosedWindow(start=start, groups={}, frame=frame), revision)
+    kept = data.draw(st.sampled_from([0, 1, 3, 50]))
+    closed = ClosedWindow(start=start, groups={}, frame=frame)
+    in_columns = commit(spec, closed, revision, results_kept=kept)
     in_rows = commit(
         spec, ClosedWindow(start=start, groups=frame_groups(aggregates, frame)), revision
     )
@@ -148,6 +158,13 @@ def test_a_window_finalized_in_columns_gives_the_python_rows_records(
     assert in_columns.progress == in_rows.progress
     for count in (1, 2, 50):
         assert in_columns.results.latest_values(count) == in_rows.results.latest_values(count)
+    # The values kept while the transaction's records were made are those made again after.
+    made_again = commit(spec, closed, revision).results
+    for count in range(1, kept + 1):
+        expected = made_again.latest_values(count)
+        with patch.object(reducer.results, "records_in_columns") as encode:
+            assert in_columns.results.latest_values(count) == expected
+        encode.assert_not_called()
 
 
 def test_an_average_of_ints_beyond_2_53_is_python_s_correctly_rounded_one() -> None:
