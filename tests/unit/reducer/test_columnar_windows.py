@@ -336,6 +336,17 @@ def test_a_type_change_turns_the_window_into_python_objects() -> None:
     assert window.groups() == {("a",): [1.5], ("b",): [2]}
 
 
+def test_sums_that_may_leave_int64_turn_the_window_into_python_objects() -> None:
+    """Two SUMs of 2**62 make 2**63, past int64: the compaction declines, Python's ints sum
+    exactly. A column of small ints beside them does not hide the large one."""
+    aggregates = (CountAll(), Sum())
+    window = ColumnarGroups(aggregates)
+    window.merge({("a",): [1, 2**62], ("b",): [1, 1]})
+    window.merge({("a",): [1, 2**62]})
+    assert window.frame() is None
+    assert window.groups() == {("a",): [2, 2**63], ("b",): [1, 1]}
+
+
 def test_only_fixed_width_aggregates_are_columnar() -> None:
     assert columnar_aggregates((CountAll(), Sum(), Min(), Max(), Average(), CountNonNull()))
     from mars.aggregates import CountDistinct
