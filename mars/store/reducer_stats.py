@@ -51,19 +51,23 @@ class ReducerStats:
 
     def __init__(self, client: RedisClient) -> None:
         self._redis = client
-        self._advance_late = client.register_script(lua_source("advance_late"))
+        self._publish_unit = client.register_script(lua_source("publish_unit"))
 
     def publish_unit(
         self, task: str, bucket: int, figures: Mapping[str, Figure], *, late_records: int
     ) -> None:
         """The unit's figures (None: unknown, stored empty), and its committed late records
-        added to the task's `late_reducer` counter by their growth only (exact)."""
+        added to the task's `late_reducer` counter by their growth only (exact); one script."""
         prefix = f"{bucket}."
-        fields = {prefix + name: "" if v is None else str(v) for name, v in figures.items()}
-        key = TaskKeys(task).reducer_stats
-        self._redis.hset(key, mapping=fields)  # type: ignore[arg-type]
-        self._advance_late(
-            keys=[key, TaskKeys(task).stats], args=[prefix + "late_records", str(late_records)]
+        fields = [
+            part
+            for name, value in figures.items()
+            for part in (prefix + name, "" if value is None else str(value))
+        ]
+        keys = TaskKeys(task)
+        self._publish_unit(
+            keys=[keys.reducer_stats, keys.stats],
+            args=[prefix + "late_records", str(late_records), *fields],
         )
 
     def units(self, task: str) -> dict[int, dict[str, str]]:

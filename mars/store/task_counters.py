@@ -1,7 +1,7 @@
 """A task's counters in Redis (`mars:{T}:stats`): records in, accepted, bad, late, batches...
 
 `apply_batch` moves the mappers' counters in its own script, with the data (exact); this class
-adds the rest (paused time, the reducers' late records go through `lua/advance_late.lua`) and
+adds the rest (paused time, the reducers' late records go through `lua/publish_unit.lua`) and
 reads them all for the API and the tests.
 """
 
