@@ -20,6 +20,12 @@ def tasks_section(found: TasksResult) -> str:
         records=fmt(found.records),
         mappers=found.mappers,
         reducers=found.reducers,
+        warmup=(
+            f", after one run of {found.warmup_tasks} tasks that is not counted (the bench's "
+            "broker starts with the invocation, and its JIT compiles through the first runs)"
+            if found.warmup_tasks
+            else ""
+        ),
         rows="\n".join(_row(int(count), point) for count, point in found.by_count.items()),
         verdict=tasks_verdict(found).text(),
         shapes=bullets(f"{s.name}: {s.what}; `{_select(s.sql)}`" for s in found.shapes),

@@ -60,6 +60,7 @@ class TasksResult:
     shapes: list[Shape] = field(default_factory=list)
     by_count: dict[str, CountFigures] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    warmup_tasks: int = 0  # the tasks of the run before the measured ones, not counted
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -185,6 +185,16 @@ def test_quick_runs_fewer_tasks() -> None:
     full = BenchConfig.build(quick=False, runs=None, experiments=("tasks",), command="x")
     assert quick.of("tasks").counts == (1, 3) and quick.records < full.records
     assert full.of("tasks").counts == (1, 10, 50, 100) and full.runs == 3
+    assert quick.of("tasks").warmup_tasks == 0 and full.of("tasks").warmup_tasks == 10
+
+
+def test_the_section_names_the_warm_up_run_when_there_was_one() -> None:
+    found = tasks_result([12.0, 13.5, 14.0])
+    assert "not counted" not in tasks_section(found)
+    warmed = tasks_section(dataclasses.replace(found, warmup_tasks=10))
+    assert "interleaved over the task counts, after one run of 10 tasks that is not counted" in (
+        warmed
+    )
 
 
 def test_an_incomplete_count_says_how_many_tasks_completed() -> None:
