@@ -201,7 +201,7 @@ class ReducerSettings(_Section):
     columnar_state: bool = Field(
         default=True,
         description="hold the open windows of tasks whose aggregates are all COUNT, SUM, MIN, "
-        "MAX or AVG (tumbling or hopping windows, no EMIT CHANGES or top-k) in Polars columns "
+        "MAX or AVG (tumbling or hopping windows, no EMIT CHANGES) in Polars columns "
         'rather than Python objects (docs/reducer.md, "Columnar open windows"; false: Python '
         "objects for every task, the reference the columnar state is tested against)",
     )
