@@ -15,7 +15,7 @@ from typing import Any
 
 from mars.aggregates import state_aggregates
 from mars.engine.dataset import GroupKey
-from mars.engine.finalize import finalize_frame, top_k_frame
+from mars.engine.finalize import finalize_frame
 from mars.tasks.spec import TaskSpec
 from mars.windows import window_end
 from reducer.open_windows import ClosedWindow, LateContribution, WindowGroups
@@ -155,8 +155,8 @@ def _finalize_split(
     result_spec: TaskSpec, closed: Sequence[ClosedWindow], revision: Callable[[int], int] | None
 ) -> tuple[list[WindowGroups], list[FinalizedWindow]]:
     """The closed windows whose rows are made as Python objects (finalized together, as one
-    frame), and those finalized in columns: a frame's (the columnar state's, top-k taken in
-    columns too), unless the columns cannot give its results exactly (`finalize_frame`)."""
+    frame), and those finalized in columns: a frame's (the columnar state's), unless the
+    columns cannot give its results exactly (`finalize_frame`)."""
     in_rows: list[WindowGroups] = []
     in_columns: list[FinalizedWindow] = []
     for window in closed:
@@ -164,8 +164,6 @@ def _finalize_split(
             in_rows.append(window)
             continue
         outputs = finalize_frame(result_spec, window.start, window.frame)
-        if outputs is not None and result_spec.top_k is not None:
-            outputs = top_k_frame(result_spec.top_k, outputs)
         if outputs is None:
             groups = window.all_groups(state_aggregates(result_spec))
             in_rows.append(WindowGroups(start=window.start, groups=groups))

@@ -98,12 +98,13 @@ def finalize_windows(
 
 
 def finalize_frame(spec: TaskSpec, window_start: int, frame: pl.DataFrame) -> pl.DataFrame | None:
-    """`finalize_window` of a tumbling or hopping window whose groups are a frame in
+    """`window_rows` of a tumbling or hopping window whose groups are a frame in
     `mars.engine.columnar_layout` (the columnar state's), in columns: the output columns of the
-    rows that pass HAVING, whose `window_start` / `window_end` are the window's. No Python
-    object per group: a window of millions of groups closes in a few frames. None: the frame
-    cannot give Python's results exactly (an AVG over ints whose sum exceeds 2**53, where
-    Python's int / int rounds once and a float column twice); take its Python groups then."""
+    rows that pass HAVING (then top-k, `top_k_frame`), whose `window_start` / `window_end` are
+    the window's. No Python object per group: a window of millions of groups closes in a few
+    frames. None: the frame cannot give Python's results exactly (an AVG over ints whose sum
+    exceeds 2**53, where Python's int / int rounds once and a float column twice); take its
+    Python groups then."""
     assert not (spec.window.session or spec.window.cumulate), "one end per window only"
     aggregates = aggregates_for(spec.aggregates)
     added_from = null_before(spec)
@@ -129,9 +130,10 @@ def finalize_frame(spec: TaskSpec, window_start: int, frame: pl.DataFrame) -> pl
     finalized = frame.select(columns)
     if spec.having:
         finalized = finalized.filter(to_polars(spec.having).fill_null(False))
-    return finalized.select(
+    outputs = finalized.select(
         [to_polars(output.expression).alias(output.name) for output in spec.outputs]
     )
+    return outputs if spec.top_k is None else top_k_frame(spec.top_k, outputs)
 
 
 def _largest(column: pl.Series) -> int:
