@@ -23,6 +23,7 @@ from mars.aggregates import (
     Sum,
     decode_states,
     encode_states,
+    msgpack_wire,
 )
 
 INT_AGGREGATES: list[Aggregate[Any]] = [
@@ -203,3 +204,26 @@ def test_decode_rejects_unknown_version() -> None:
         decode_states(msgspec.msgpack.encode([99, ["count"], [1]]))
     with pytest.raises(PartialEncodingError):
         decode_states(b"\xc1garbage")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.lists(st.tuples(st.integers(0, 5), st.none() | st.integers(-(2**63), 2**63 - 1))),
+        st.lists(st.tuples(st.integers(0, 5), st.none() | st.text(max_size=4))),
+        st.lists(st.tuples(st.integers(0, 5), st.none() | st.floats(allow_nan=True))),
+    )
+)
+def test_count_distinct_wires_from_a_frame_are_each_state_sorted(
+    rows: list[tuple[int, Any]],
+) -> None:
+    """The wires of a grouped frame encode as `to_wire` of each group's state (the reference),
+    whether Polars sorts them (integers, strings) or Python does (floats; NaN compared by its
+    bytes)."""
+    agg = CountDistinct()
+    frame = pl.DataFrame(rows, schema=["g", "x"], orient="row")
+    grouped = frame.group_by("g", maintain_order=True).agg(agg.partial_exprs(pl.col("x"), "p_"))
+    reference = [agg.to_wire(state) for state in agg.states_from_frame(grouped, "p_")]
+    assert msgpack_wire.encode(agg.wires_from_frame(grouped, "p_")) == msgpack_wire.encode(
+        reference
+    )
