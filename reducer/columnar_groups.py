@@ -42,6 +42,7 @@ from reducer.spilled_frames import SpilledFrame, SpillFolder
 
 INT_LIMIT = float(1 << 62)  # sums of absolute values below this cannot leave int64
 COMPACT_ROWS = 65_536  # appended rows that make a merge worth its group_by at the least
+_HASH = "\0key_hash"  # the changed keys' hashes (no column of the layout has this name)
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 DTYPES: dict[type, pl.DataType] = {
     int: pl.Int64(),
@@ -66,6 +67,7 @@ class ColumnarGroups:
 
     __slots__ = (
         "_aggregates",
+        "_all_changed",
         "_changed",
         "_changed_rows",
         "_dtypes",
@@ -88,9 +90,10 @@ class ColumnarGroups:
         self._pending_rows = 0  # of the appended frames in memory and on disk
         self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
         self._fallback: Groups | None = None
-        # the key columns of the groups merged since `saved` (None: not tracked), and their rows
+        # the key hashes of the groups merged since `saved` (None: not tracked), and their rows
         self._changed: list[pl.DataFrame] | None = [] if track_changes else None
         self._changed_rows = 0
+        self._all_changed = False  # a key column's type changed since `saved`: hashes differ
 
     @classmethod
     def of_frame(
@@ -140,10 +143,14 @@ class ColumnarGroups:
         """Append a data set's frame (merged at the next compaction): True; or, when its column
         types do not join the window's, turn the window into Python groups without it: False."""
         try:
-            self._dtypes = _joined_dtypes(self._dtypes, frame)
+            dtypes = _joined_dtypes(self._dtypes, frame)
         except DoesNotFit:
             self._fall_back()
             return False
+        if self._dtypes is not None and self._changed:
+            width = self._key_width()
+            self._all_changed |= dtypes[:width] != self._dtypes[:width]
+        self._dtypes = dtypes
         self._pending.append(frame)
         self._pending_rows += frame.height
         if self._changed is not None:
@@ -156,17 +163,25 @@ class ColumnarGroups:
         return True
 
     def _note_changes(self, frame: pl.DataFrame) -> None:
-        """Keep `frame`'s keys as changed. Every data set brings its keys again, so the list is
-        deduplicated into one frame whenever it doubled: it holds at most about twice the
-        changed groups' keys, where a checkpoint interval at high cardinality held a copy of
-        every data set's keys (about 5x the merged frame's bytes in RSS at 1,000,000 groups)."""
+        """Keep a 64-bit hash of each of `frame`'s keys as changed: a delta takes the rows whose
+        key hashes to one of them, so a collision adds an unchanged group to it, never misses a
+        changed one. The keys themselves cost about 100 bytes of RSS per open group at
+        1,000,000 groups (string keys; the hashes about 13). Every data set brings its keys
+        again, so the list is deduplicated into one frame whenever it doubled: it holds at most
+        about twice the changed groups' hashes, where a checkpoint interval at high cardinality
+        held a copy of every data set's keys."""
         assert self._changed is not None
-        self._changed.append(frame.select(key_columns(key_width(self._aggregates, frame))))
-        self._changed_rows += frame.height
+        keys = key_columns(key_width(self._aggregates, frame))
+        if keys:
+            typed = self._window_typed(frame.select(keys), keys_only=True)
+            hashes = typed.select(_key_hash(keys))
+        else:  # the window's one group
+            hashes = pl.DataFrame({_HASH: [0]}, schema={_HASH: pl.UInt64})
+        self._changed.append(hashes)
+        self._changed_rows += hashes.height
         first = self._changed[0].height  # (the last deduplication's, if any)
         if len(self._changed) > 1 and self._changed_rows >= max(2 * first, COMPACT_ROWS):
-            keys = [self._window_typed(part, keys_only=True) for part in self._changed]
-            self._changed = [pl.concat(keys).unique()]
+            self._changed = [pl.concat(self._changed).unique()]
             self._changed_rows = self._changed[0].height
 
     def _merged_rows(self) -> int:
@@ -176,7 +191,7 @@ class ColumnarGroups:
 
     def memory_bytes(self) -> int:
         """The frames held in memory (Polars' estimate): the merged one unless spilled, the
-        appended ones, the keys of changes."""
+        appended ones, the hashes of changed keys."""
         frames = [self._frame, *self._pending, *(self._changed or [])]
         return sum(int(frame.estimated_size()) for frame in frames if frame is not None)
 
@@ -247,18 +262,20 @@ class ColumnarGroups:
         """A checkpoint holds the groups as they are now: changes count from here."""
         if self._changed is not None:
             self._changed, self._changed_rows = [], 0
+            self._all_changed = False
 
     def changed(self) -> pl.DataFrame | Groups:
         """The groups merged since `saved` (or since the start), with their current states; or
         Python groups once the window fell back (then all of them: a delta may hold unchanged
         groups too, it only must not miss a changed one). A changed group's state is its row in
-        the merged frame merged with its rows in the appended frames, the changed keys' rows
-        only: a delta costs about what changed, where a compaction of millions of groups at
-        every checkpoint took seconds. The appended frames are filtered too: a delta leaves
-        them appended, so after one they also hold groups changed before it, whose appended
-        rows alone are not their states. Spill files are scanned where they are: read back and
-        spilled again at every checkpoint, they made a spilling owner's checkpoints about 3x
-        slower."""
+        the merged frame merged with its rows in the appended frames, the rows of keys whose
+        hash is a changed one only (every row once a key column's type changed since `saved`:
+        the hashes noted before it were of the other type): a delta costs about what changed,
+        where a compaction of millions of groups at every checkpoint took seconds. The appended
+        frames are filtered too: a delta leaves them appended, so after one they also hold
+        groups changed before it, whose appended rows alone are not their states. Spill files
+        are scanned where they are: read back and spilled again at every checkpoint, they made
+        a spilling owner's checkpoints about 3x slower."""
         assert self._changed is not None, "changes are not tracked"
         if self._fallback is not None:
             return self._fallback
@@ -277,12 +294,10 @@ class ColumnarGroups:
         if not parts:
             return {}
         keys = key_columns(self._key_width())
-        if keys:  # (else the window's one group, changed)
-            changed_keys = pl.concat(
-                [self._window_typed(part, keys_only=True) for part in self._changed]
-            ).unique()
+        if keys and not self._all_changed:  # (else the window's one group, changed)
+            changed = pl.concat(self._changed).unique().lazy()
             parts = [
-                part.join(changed_keys.lazy(), on=keys, how="semi", nulls_equal=True)
+                part.with_columns(_key_hash(keys)).join(changed, on=_HASH, how="semi").drop(_HASH)
                 for part in parts
             ]
         rows = pl.concat(parts).collect()
@@ -339,6 +354,12 @@ class ColumnarGroups:
             merge_groups(self._aggregates, groups, frame_groups(self._aggregates, frame))
         self._frame, self._pending, self._pending_rows = None, [], 0
         self._fallback = groups
+
+
+def _key_hash(keys: list[str]) -> pl.Expr:
+    """A row's key columns (in the window's types) as one 64-bit hash, the same in every frame
+    of the window (Polars's hash with fixed seeds; held in memory only, never written)."""
+    return pl.struct(keys).hash(seed=0).alias(_HASH)
 
 
 def groups_frame(

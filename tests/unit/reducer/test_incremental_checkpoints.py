@@ -289,6 +289,35 @@ def test_a_delta_of_a_key_column_all_null_when_compacted_takes_later_ints() -> N
     assert frame_groups((CountAll(),), changed) == {(None,): [2], (7,): [1]}
 
 
+def test_a_delta_keeps_a_change_noted_before_its_key_column_took_a_type() -> None:
+    """Changes are noted as hashes of the keys in the window's types: a NULL key noted while
+    its column was of type Null hashes differently once ints typed the column, so a type change
+    since the checkpoint makes every group a change, and the NULL group is not lost."""
+    window = ColumnarGroups((CountAll(),), track_changes=True)
+    window.merge({(None,): [1]})
+    window.frame()
+    window.saved()
+    window.merge({(None,): [1]})  # noted while the window's key column is of type Null
+    window.merge({(7,): [1]})
+    changed = window.changed()
+    assert isinstance(changed, pl.DataFrame)
+    assert frame_groups((CountAll(),), changed)[(None,)] == [2]
+
+
+def test_a_collision_of_changed_key_hashes_only_adds_groups_to_a_delta() -> None:
+    window = ColumnarGroups((CountAll(),), track_changes=True)
+    window.merge({(f"10.0.0.{k}",): [1] for k in range(200)})
+    window.frame()
+    window.saved()
+    window.merge({("10.0.0.5",): [1]})
+    with patch.object(
+        columnar_groups, "_key_hash", lambda keys: pl.lit(0, pl.UInt64).alias(columnar_groups._HASH)
+    ):  # every key hashes alike: the delta holds every group, none missed
+        window.merge({("10.0.0.9",): [1]})
+        everything = window.changed()
+    assert isinstance(everything, pl.DataFrame) and everything.height == 200
+
+
 def test_a_state_that_is_not_incremental_never_offers_a_delta() -> None:
     state = OpenWindowState.starting(assigner=ASSIGNER, aggregates=AGGREGATES, rseqs={0: 1})
     state.merge(0, 1, DataSet(aggregates=AGGREGATES, windows={0: {(1,): [1, 1, 1]}}))
