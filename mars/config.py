@@ -209,7 +209,8 @@ class ReducerSettings(_Section):
         default=None,
         ge=0,
         description="with `columnar_state`: the bytes of open-window frames an owner holds in "
-        "memory; past them it spills merged frames to `spill_dir`, the latest windows first "
+        "memory; past them it spills merged frames to `spill_dir`, the latest windows first, "
+        "in hash partitions of about a quarter of it, merged and closed a partition at a time "
         '(docs/reducer.md, "State beyond memory"; unset: no spilling)',
     )
     spill_dir: Path = Field(

@@ -43,6 +43,8 @@ from reducer.spilled_frames import SpilledFrame, SpillFolder
 INT_LIMIT = float(1 << 62)  # sums of absolute values below this cannot leave int64
 COMPACT_ROWS = 65_536  # appended rows that make a merge worth its group_by at the least
 _HASH = "\0key_hash"  # the changed keys' hashes (no column of the layout has this name)
+_PART = "\0partition"  # a row's hash partition, while a spilled window is split
+MAX_PARTS = 64  # hash partitions of a spilled window, at most
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 DTYPES: dict[type, pl.DataType] = {
     int: pl.Int64(),
@@ -72,7 +74,10 @@ class ColumnarGroups:
         "_changed_rows",
         "_dtypes",
         "_fallback",
+        "_folder",
         "_frame",
+        "_part_rows",
+        "_parts",
         "_pending",
         "_pending_rows",
         "_spilled",
@@ -87,6 +92,9 @@ class ColumnarGroups:
         self._spilled: SpilledFrame | None = None  # the merged frame, when on disk instead
         self._pending: list[pl.DataFrame] = []
         self._spilled_pending: list[SpilledFrame] = []  # appended frames on disk (older)
+        self._folder: SpillFolder | None = None  # where the window spills, from its first spill
+        self._parts = 1  # the hash partitions its spill files are written in (`_split`)
+        self._part_rows = 0  # the rows a partition is meant to hold (0: never spilled)
         self._pending_rows = 0  # of the appended frames in memory and on disk
         self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
         self._fallback: Groups | None = None
@@ -203,19 +211,49 @@ class ColumnarGroups:
         files = [self._spilled] if self._spilled is not None else []
         return [spilled.path for spilled in [*files, *self._spilled_pending]]
 
-    def spill(self, folder: SpillFolder) -> int:
-        """Write the merged frame and the frames appended since to `folder` and let them go;
-        the bytes of memory freed (0: nothing to spill: nothing in memory, or the window fell
-        back)."""
-        freed = 0
-        if self._frame is not None and self._frame.height:
-            freed += int(self._frame.estimated_size())
-            self._spilled, self._frame = folder.write(self._frame), None
-        if self._pending:
-            freed += sum(int(frame.estimated_size()) for frame in self._pending)
-            self._spilled_pending += [folder.write(frame) for frame in self._pending]
-            self._pending = []
+    def spill(self, folder: SpillFolder, *, part_bytes: int = 0) -> int:
+        """Write the merged frame and the frames appended since to `folder`, each as the hash
+        partitions of its keys (`_split`: of about `part_bytes` each at the first spill, at most
+        `MAX_PARTS`), and let them go; the bytes of memory freed (0: nothing to spill: nothing
+        in memory, or the window fell back)."""
+        merged = self._frame if self._frame is not None and self._frame.height else None
+        frames = [frame for frame in [merged, *self._pending] if frame is not None]
+        if not frames:
+            return 0
+        freed = sum(int(frame.estimated_size()) for frame in frames)
+        if not self._part_rows:
+            self._folder = folder
+            rows = sum(frame.height for frame in frames)
+            self._part_rows = max(1, rows * part_bytes // max(freed, 1))
+            self._parts = self._parts_for(rows)
+        if merged is not None:
+            self._spilled, self._frame = folder.write_parts(self._split(merged)), None
+        self._spilled_pending += [folder.write_parts(self._split(f)) for f in self._pending]
+        self._pending = []
         return freed
+
+    def _parts_for(self, rows: int) -> int:
+        """The partitions for `rows` of about `_part_rows` each: the current count doubled until
+        they fit, at most `MAX_PARTS` (a key's partition for a count is one of its partitions
+        for the double: a part of the old files feeds two of the new); one without keys."""
+        if not self._key_width():
+            return 1
+        parts = self._parts
+        while parts < MAX_PARTS and rows > parts * self._part_rows:
+            parts *= 2
+        return parts
+
+    def _split(self, frame: pl.DataFrame) -> list[pl.DataFrame]:
+        """`frame`'s rows in the window's types, partition by partition (empty ones too)."""
+        typed = self._window_typed(frame)
+        if self._parts == 1:
+            return [typed]
+        keys = key_columns(self._key_width())
+        found = typed.with_columns(_partition(keys, self._parts)).partition_by(
+            _PART, as_dict=True, include_key=False
+        )
+        empty = typed.head(0)
+        return [found.get((index,), empty) for index in range(self._parts)]
 
     def discard(self) -> None:
         """The window is dropped (closed or rewound): its spill files go too."""
@@ -227,6 +265,9 @@ class ColumnarGroups:
     def _has_pending(self) -> bool:
         return bool(self._pending or self._spilled_pending)
 
+    def _on_disk(self) -> bool:
+        return self._spilled is not None or bool(self._spilled_pending)
+
     def _unspill(self) -> None:
         """Read the window's spilled frames back into memory (the appended ones before those
         appended since); their files go."""
@@ -237,8 +278,13 @@ class ColumnarGroups:
 
     def checkpoint_part(self) -> pl.DataFrame | bytes | Groups | None:
         """What a checkpoint holds of the window: its frame, or a spilled frame's IPC bytes
-        as they are (nothing appended since), or Python groups once it fell back; None: no
-        group yet."""
+        as they are (merged on disk first, a partition at a time, if frames were appended
+        since), or Python groups once it fell back; None: no group yet."""
+        if self._fallback is None and self._on_disk() and self._has_pending():
+            try:
+                self._compact()
+            except DoesNotFit:
+                self._fall_back()
         if self._spilled is not None and not self._has_pending():
             return self._spilled.ipc()
         frame = self.frame()
@@ -300,7 +346,8 @@ class ColumnarGroups:
                 part.with_columns(_key_hash(keys)).join(changed, on=_HASH, how="semi").drop(_HASH)
                 for part in parts
             ]
-        rows = pl.concat(parts).collect()
+        # spill files are streamed through the join (a collect in memory reads each whole)
+        rows = pl.concat(parts).collect(engine="streaming" if self._on_disk() else "auto")
         if not appended:  # the merged frame's rows: one per key already
             return rows
         try:
@@ -338,14 +385,58 @@ class ColumnarGroups:
             return self._fallback
         return {} if frame is None else frame_groups(self._aggregates, frame)
 
+    def spilled_groups(self) -> SpilledFrame | None:
+        """For the close: the window's groups merged in a spill file of its own, its partitions
+        to be read back one at a time (`SpilledFrame.part`; the caller removes the file), the
+        window left empty; None when its groups are not on disk (in memory, or fallen back)."""
+        if self._fallback is not None or not self._on_disk():
+            return None
+        if self._has_pending():
+            try:
+                self._compact()
+            except DoesNotFit:
+                self._fall_back()
+                return None
+        spilled, self._spilled = self._spilled, None
+        return spilled
+
     def _compact(self) -> None:
-        """Merge the appended frames into the merged one (DoesNotFit: they stay appended)."""
-        self._unspill()
+        """Merge the appended frames into the merged one (DoesNotFit: they stay appended), on
+        disk a partition at a time when the window is spilled."""
+        if self._on_disk():
+            self._compact_on_disk()
+            return
         frames = [f for f in [self._frame, *self._pending] if f is not None]
         combined = pl.concat([self._window_typed(frame) for frame in frames])
         _check_int_range(combined, state_columns(self._aggregates))
         self._frame = _merged(self._aggregates, combined)
         self._pending, self._pending_rows = [], 0
+
+    def _compact_on_disk(self) -> None:
+        """`_compact` of a spilled window: its merged file and appended frames merged one
+        partition at a time into a new merged file (the partitions doubled while they hold more
+        than `_part_rows` each), so it holds one partition in memory, not the window."""
+        assert self._folder is not None
+        rows = (0 if self._spilled is None else self._spilled.height) + self._pending_rows
+        parts = self._parts_for(rows)
+        merged = self._folder.write_parts(
+            self._merged_partition(index, parts) for index in range(parts)
+        )
+        self.discard()
+        self._spilled, self._pending, self._pending_rows = merged, [], 0
+        self._parts = parts
+
+    def _merged_partition(self, index: int, parts: int) -> pl.DataFrame:
+        """Partition `index` of `parts` merged: the rows of the files' partition holding it
+        (`index % _parts`) and of the frames appended in memory, those of its keys only."""
+        files = [spilled for spilled in [self._spilled, *self._spilled_pending] if spilled]
+        frames = [spilled.part(index % self._parts) for spilled in files]
+        combined = pl.concat([self._window_typed(f) for f in [*frames, *self._pending]])
+        if parts > 1 and (parts != self._parts or self._pending):
+            keys = key_columns(self._key_width())
+            combined = combined.filter(_partition(keys, parts) == index)
+        _check_int_range(combined, state_columns(self._aggregates))
+        return self._window_typed(_merged(self._aggregates, combined))
 
     def _fall_back(self) -> None:
         self._unspill()
@@ -354,6 +445,21 @@ class ColumnarGroups:
             merge_groups(self._aggregates, groups, frame_groups(self._aggregates, frame))
         self._frame, self._pending, self._pending_rows = None, [], 0
         self._fallback = groups
+
+
+def _partition(keys: list[str], parts: int) -> pl.Expr:
+    """Which of `parts` hash partitions a row's keys fall in, the same whatever type a key
+    column had when the row was written: Polars hashes a NULL by its column's type, and a key
+    column of NULLs only is of type Null until other values come, so a NULL hashes as 0 here
+    (and -0.0 as 0.0, as Polars groups them)."""
+    hashes = [
+        pl.when(pl.col(key).is_null())
+        .then(pl.lit(0, pl.UInt64))
+        .otherwise(pl.col(key).hash(1))
+        .alias(key)
+        for key in keys
+    ]
+    return (pl.struct(hashes).hash(seed=2) % parts).alias(_PART)
 
 
 def _key_hash(keys: list[str]) -> pl.Expr:

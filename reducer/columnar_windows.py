@@ -9,14 +9,16 @@ the groups are `ColumnarGroups` (a window turned into Python objects keeps exact
 there), which take an encoded data set's windows as frames decoded natively (`merge_encoded`,
 the reducer's path; `merge` of a decoded data set is the reference and the fallback); a closed
 window leaves as its frame, which its results are finalized from in columns
-(`mars.engine.finalize.finalize_frame`); the checkpoint is Arrow IPC
+(`mars.engine.finalize.finalize_frame`), or a spilled one as its spill file, finalized a hash
+partition at a time while its records are written; the checkpoint is Arrow IPC
 (`mars.engine.columnar_checkpoint`), and with `incremental` a delta checkpoint holds each
-touched window's rows merged since the last checkpoint (the groups keep the key columns of
-what they merged since; `delta_data`). `windows` stays empty: the groups are in `columns`.
+touched window's rows merged since the last checkpoint (the groups keep hashes of the keys
+they merged since; `delta_data`). `windows` stays empty: the groups are in `columns`.
 
 With a `budget_bytes` and a `spill_folder`, `keep_within_budget` spills merged frames to disk,
-the latest windows first (they close last), while the frames held in memory pass the budget
-(docs/reducer.md, "State beyond memory").
+the latest windows first (they close last), while the frames held in memory pass the budget;
+a spilled window is written in hash partitions of its keys of about a quarter of the budget
+each, and merged and closed a partition at a time (docs/reducer.md, "State beyond memory").
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from reducer.open_windows import (
     check_next_seq,
 )
 from reducer.spilled_frames import SpillFolder
+
+PARTS_PER_BUDGET = 4  # a spilled window's partitions are about a quarter of the budget each
 
 
 @dataclass(slots=True, kw_only=True)
@@ -147,7 +151,9 @@ class ColumnarWindowState(OpenWindowState):
         for start in sorted(self.columns, reverse=True):
             if held <= self.budget_bytes:
                 break
-            freed = self.columns[start].spill(self.spill_folder)
+            freed = self.columns[start].spill(
+                self.spill_folder, part_bytes=self.budget_bytes // PARTS_PER_BUDGET
+            )
             held -= freed
             spilled += freed > 0
         return spilled
@@ -162,7 +168,10 @@ class ColumnarWindowState(OpenWindowState):
 
     def _pop_closed(self, start: int) -> ClosedWindow:
         window = self.columns.pop(start)
-        frame = window.frame()  # a spilled frame is read back, its file removed
+        spilled = window.spilled_groups()
+        if spilled is not None:  # finalized a partition at a time as its records are written
+            return ClosedWindow(start=start, groups={}, spilled=spilled)
+        frame = window.frame()
         if frame is None:  # no group, or fallen back to Python groups
             return ClosedWindow(start=start, groups=window.groups())
         return ClosedWindow(start=start, groups={}, frame=frame)

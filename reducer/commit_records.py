@@ -13,10 +13,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
+
 from mars.aggregates import state_aggregates
+from mars.engine.columnar_layout import frame_groups
 from mars.engine.dataset import GroupKey
 from mars.engine.finalize import finalize_frame
-from mars.tasks.spec import TaskSpec
+from mars.tasks.spec import AggFunc, TaskSpec
 from mars.windows import window_end
 from reducer.open_windows import ClosedWindow, LateContribution, WindowGroups
 from reducer.output import OutRecord, ToWrite, flat_records
@@ -24,12 +27,14 @@ from reducer.progress_record import COUNTER_NAMES, CheckpointRef, ProgressRecord
 from reducer.results import (
     FinalizedWindow,
     ResultRecords,
+    SpilledOutputs,
     late_record,
     result_records,
     rows_of,
     update_records,
     update_tombstone,
 )
+from reducer.spilled_frames import SpilledFrame
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,16 +161,28 @@ def _finalize_split(
 ) -> tuple[list[WindowGroups], list[FinalizedWindow]]:
     """The closed windows whose rows are made as Python objects (finalized together, as one
     frame), and those finalized in columns: a frame's (the columnar state's), unless the
-    columns cannot give its results exactly (`finalize_frame`)."""
+    columns cannot give its results exactly (`finalize_frame`); a spilled window's a partition
+    at a time as its records are written (`SpilledOutputs`), unless its results need it whole
+    (top-k) or not in columns: then it is read back."""
     in_rows: list[WindowGroups] = []
     in_columns: list[FinalizedWindow] = []
     for window in closed:
-        if window.frame is None:
+        outputs: pl.DataFrame | SpilledOutputs | None = None
+        frame = window.frame
+        if window.spilled is not None:
+            outputs = _spilled_outputs(result_spec, window.start, window.spilled)
+            if outputs is None:
+                frame = window.spilled.read()
+                window.release()
+        if frame is None and outputs is None:
             in_rows.append(window)
             continue
-        outputs = finalize_frame(result_spec, window.start, window.frame)
         if outputs is None:
-            groups = window.all_groups(state_aggregates(result_spec))
+            assert frame is not None
+            outputs = finalize_frame(result_spec, window.start, frame)
+        if outputs is None:
+            assert frame is not None
+            groups = frame_groups(state_aggregates(result_spec), frame)
             in_rows.append(WindowGroups(start=window.start, groups=groups))
         else:
             in_columns.append(
@@ -177,6 +194,31 @@ def _finalize_split(
                 )
             )
     return in_rows, in_columns
+
+
+def _spilled_outputs(
+    result_spec: TaskSpec, start: int, spilled: SpilledFrame
+) -> SpilledOutputs | None:
+    """A spilled window's results, to be finalized a partition at a time; None when they need
+    the window whole: top-k, or a partition not exact in columns (`finalize_frame`). Without
+    HAVING and AVG, a row per group; else the partitions are finalized once to count them
+    (the progress carries how many results the commit emits)."""
+    if result_spec.top_k is not None:
+        return None
+
+    def finalize(groups: pl.DataFrame) -> pl.DataFrame | None:
+        return finalize_frame(result_spec, start, groups)
+
+    rows = spilled.height
+    averages = any(call.func == AggFunc.AVG for call in result_spec.aggregates)
+    if result_spec.having is not None or averages:
+        rows = 0
+        for index in range(spilled.parts):
+            outputs = finalize(spilled.part(index))
+            if outputs is None:
+                return None
+            rows += outputs.height
+    return SpilledOutputs(groups=spilled, finalize=finalize, rows=rows)
 
 
 def _update_records(

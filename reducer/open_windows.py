@@ -43,6 +43,7 @@ from mars.engine.dataset import (
 from mars.tasks.rewind import lowered_closed_watermark, revision_of
 from mars.windows import WindowAssigner
 from reducer.replay_marks import ReplayMarks
+from reducer.spilled_frames import SpilledFrame
 
 Part = TypeVar("Part")  # one window of a data set, in the form a merge takes
 
@@ -95,18 +96,29 @@ class WindowGroups:
 class ClosedWindow(WindowGroups):
     """A window whose watermark passed `end + grace`, with all its merged groups: in `groups`,
     or (the columnar state's) as the rows of `frame` in `mars.engine.columnar_layout`, which
-    the results are finalized from without a Python object per group (`groups` is empty)."""
+    the results are finalized from without a Python object per group (`groups` is empty), or
+    as those rows in a spill file of the window's own, in hash partitions of its keys read
+    back one at a time (`spilled`; `release` removes the file)."""
 
     frame: pl.DataFrame | None = None
+    spilled: SpilledFrame | None = None
 
     @property
     def size(self) -> int:
         """How many groups."""
+        if self.spilled is not None:
+            return self.spilled.height
         return len(self.groups) if self.frame is None else self.frame.height
 
     def all_groups(self, aggregates: tuple[Aggregate[Any], ...]) -> Groups:
         """The groups as the Python state holds them (a frame's made into Python objects)."""
-        return self.groups if self.frame is None else frame_groups(aggregates, self.frame)
+        frame = self.spilled.read() if self.spilled is not None else self.frame
+        return self.groups if frame is None else frame_groups(aggregates, frame)
+
+    def release(self) -> None:
+        """Its spill file goes (the rows were read, or will never be)."""
+        if self.spilled is not None:
+            self.spilled.drop()
 
 
 @dataclass(slots=True, kw_only=True)

@@ -18,7 +18,7 @@ result). A session merged into another gets a tombstone (null value) under its o
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ from reducer.open_windows import LateContribution, WindowGroups
 from reducer.output import OutRecord, RecordRun, ToWrite, flat_records
 from reducer.results_in_columns import json_bytes as _dumps
 from reducer.results_in_columns import records_in_columns
+from reducer.spilled_frames import SpilledFrame
 
 LATE_REASON = "window already closed by the reducer (its partition was idle)"
 LATE_SESSION_REASON = (
@@ -72,6 +73,26 @@ def result_records(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[OutRe
 ROWS_PER_SLICE = 2_000  # rows made into records at a time (memory, not speed)
 
 
+@dataclass(frozen=True, slots=True)
+class SpilledOutputs:
+    """A spilled window's result rows, `rows` of them, finalized a hash partition of its groups
+    at a time as they are iterated (`frames`; each partition through `finalize`), so they are
+    never all in memory; the spill file goes once they were."""
+
+    groups: SpilledFrame
+    finalize: Callable[[pl.DataFrame], pl.DataFrame | None]
+    rows: int
+
+    def frames(self) -> Iterator[pl.DataFrame]:
+        try:
+            for index in range(self.groups.parts):
+                outputs = self.finalize(self.groups.part(index))
+                assert outputs is not None, "checked when the rows were counted"
+                yield outputs
+        finally:
+            self.groups.drop()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FinalizedWindow:
     """A closed window's result rows in columns (`finalize_frame`): all share its start, end
@@ -80,7 +101,18 @@ class FinalizedWindow:
     start: int
     end: int
     revision: int
-    outputs: pl.DataFrame
+    outputs: pl.DataFrame | SpilledOutputs
+
+    @property
+    def rows(self) -> int:
+        return self.outputs.rows if isinstance(self.outputs, SpilledOutputs) else len(self.outputs)
+
+    def output_frames(self) -> Iterator[pl.DataFrame]:
+        """The rows, a frame at a time (one, unless spilled; a spilled window's once only)."""
+        if isinstance(self.outputs, SpilledOutputs):
+            yield from self.outputs.frames()
+        else:
+            yield self.outputs
 
 
 class ResultRecords:
@@ -106,7 +138,7 @@ class ResultRecords:
         self._finalized = list(finalized)
         self._latest = latest
         self._written: _NewestValues | None = None  # set once `to_write` was iterated through
-        self.rows = len(made) + sum(window.outputs.height for window in self._finalized)
+        self.rows = len(made) + sum(window.rows for window in self._finalized)
 
     def __iter__(self) -> Iterator[OutRecord]:
         return flat_records(self.to_write())
@@ -116,16 +148,18 @@ class ResultRecords:
         yield from self._made
         newest = _NewestValues(self._latest)
         for window in self._finalized:
-            for part in window.outputs.iter_slices(ROWS_PER_SLICE):
-                made = self._slice(window, part)
-                newest.add(made)
-                yield from made
+            for frame in window.output_frames():
+                for part in frame.iter_slices(ROWS_PER_SLICE):
+                    made = self._slice(window, part)
+                    newest.add(made)
+                    yield from made
         self._written = newest
 
     def latest_values(self, count: int) -> list[bytes]:
         """The values of the last `count` records, in order (the REST list keeps those): as
         `to_write` made them when it was iterated through and kept as many (making a window's
-        tail again was about 6 % of the owners' CPU with ten tasks), else made again."""
+        tail again was about 6 % of the owners' CPU with ten tasks), else made again (not a
+        spilled window's, whose rows were read once: the values stop there)."""
         written = self._written
         values: list[bytes | None] = []
         if written is not None and count <= written.count:
@@ -133,7 +167,7 @@ class ResultRecords:
         else:
             for window in reversed(self._finalized):
                 missing = count - len(values)
-                if missing <= 0:
+                if missing <= 0 or isinstance(window.outputs, SpilledOutputs):
                     break
                 tail = self._slice(window, window.outputs.tail(missing))
                 values[:0] = [record.value for record in flat_records(tail)]

@@ -135,7 +135,10 @@ def same_windows(left: OpenWindows, right: OpenWindows) -> bool:
 def closed_windows(
     closed: list[ClosedWindow], aggregates: tuple[Aggregate[Any], ...]
 ) -> OpenWindows:
-    return {window.start: window.all_groups(aggregates) for window in closed}
+    found = {window.start: window.all_groups(aggregates) for window in closed}
+    for window in closed:
+        window.release()  # a spilled window's file, as its commit does once it read it
+    return found
 
 
 def close_both(

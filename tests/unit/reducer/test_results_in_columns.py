@@ -13,7 +13,7 @@ from unittest.mock import patch
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import reducer.results
@@ -29,6 +29,7 @@ from reducer.open_windows import ClosedWindow
 from reducer.progress_record import ProgressRecord
 from reducer.results import result_records
 from reducer.results_in_columns import records_in_columns
+from reducer.spilled_frames import SpillFolder
 
 CALLS = {
     "count(*) AS n": "n",
@@ -165,6 +166,50 @@ def test_a_window_finalized_in_columns_gives_the_python_rows_records(
         with patch.object(reducer.results, "records_in_columns") as encode:
             assert in_columns.results.latest_values(count) == expected
         encode.assert_not_called()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), part_bytes=st.sampled_from([0, 0, 200, 1 << 20]))
+def test_a_spilled_window_closed_a_partition_at_a_time_gives_the_records_of_one_in_memory(
+    data: st.DataObject, part_bytes: int, tmp_path_factory: Any
+) -> None:
+    """The same records (in another order: a partition's after another's), rows, progress and
+    REST values as the window closed from memory; HAVING, AVG (counted first, or read back
+    whole when not exact in columns) and top-k (read back whole) included. Its groups come in
+    two data sets, spilled apart, so the close merges the partitions of two files first."""
+    spec = data.draw(tasks())
+    groups = data.draw(windows(spec))
+    again = {
+        key: groups[key] for key in data.draw(st.sets(st.sampled_from(sorted(groups, key=repr))))
+    }
+    aggregates = state_aggregates(spec)
+    in_memory = ColumnarGroups(aggregates)
+    spilling = ColumnarGroups(aggregates)
+    folder = SpillFolder.open(tmp_path_factory.mktemp("spill"))
+    for window in (in_memory, spilling):
+        window.merge(groups)
+        if window is spilling:
+            window.spill(folder, part_bytes=part_bytes)
+        window.merge(again)
+    spilling.spill(folder, part_bytes=part_bytes)
+    frame = in_memory.frame()
+    assume(frame is not None and spilling.python_groups() is None)
+    assert frame is not None
+    on_disk = spilling.spilled_groups()
+    assert on_disk is not None
+    if on_disk.parts > 1:
+        event("closed in partitions")
+    kept = data.draw(st.sampled_from([0, 1, 3]))
+    expected = commit(spec, ClosedWindow(start=START, groups={}, frame=frame), 0, results_kept=kept)
+    got = commit(spec, ClosedWindow(start=START, groups={}, spilled=on_disk), 0, results_kept=kept)
+    assert got.rows == expected.rows
+    assert got.progress == expected.progress
+    records = [(r.topic, r.key, r.value) for r in got.records()]
+    assert sorted(records) == sorted((r.topic, r.key, r.value) for r in expected.records())
+    values = [value for topic, _, value in records if topic == spec.output_topic]
+    for count in range(1, kept + 1):
+        assert got.results.latest_values(count) == values[max(0, len(values) - count) :]
+    assert list(folder.path.iterdir()) == []  # read once, then removed
 
 
 def test_an_average_of_ints_beyond_2_53_is_python_s_correctly_rounded_one() -> None:

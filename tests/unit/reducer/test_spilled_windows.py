@@ -12,15 +12,20 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
+import polars as pl
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from mars.aggregates import CountAll, Sum
 from mars.engine.columnar_checkpoint import checkpoint_dataset
+from mars.engine.columnar_layout import frame_groups
 from mars.engine.dataset import decode_dataset, encode_dataset
+from reducer.columnar_groups import ColumnarGroups
 from reducer.columnar_windows import ColumnarWindowState
-from reducer.spilled_frames import SpillFolder
+from reducer.results import SpilledOutputs
+from reducer.spilled_frames import SpilledFrame, SpillFolder
 from tests.unit.reducer.test_columnar_windows import (
     ASSIGNER,
     STARTS,
@@ -110,6 +115,8 @@ def test_merged_frames_past_the_budget_go_to_disk_the_latest_windows_first(
     closed = state.close(STARTS[-1] + 100)
     assert [w.start for w in closed] == list(STARTS)
     assert all(len(w.all_groups(aggregates)) == 100 for w in closed)
+    for window in closed:
+        window.release()
     assert spill_files(folder) == 0
 
 
@@ -136,4 +143,47 @@ def test_appended_frames_spill_too_and_come_back_at_the_close(tmp_path: Path) ->
     assert window.memory_bytes() == 0
     [closed] = state.close(STARTS[-1] + 100)
     assert closed.all_groups(aggregates) == {(f"k{i}",): [3, 3 * i] for i in range(10)}
+    closed.release()
     assert spill_files(folder) == 0
+
+
+def test_a_spilled_window_is_merged_and_closed_a_partition_at_a_time(tmp_path: Path) -> None:
+    """What bounds a spilled window's memory: a compaction and a close read its files one hash
+    partition at a time, never whole, each partition about `part_bytes` of the merged frame's
+    bytes; the partitions double as the window grows past them."""
+    aggregates = (CountAll(), Sum())
+    folder = SpillFolder.open(tmp_path)
+    reference, window = ColumnarGroups(aggregates), ColumnarGroups(aggregates)
+    first = {(f"10.0.{i // 256}.{i % 256}",): [1, i] for i in range(20_000)}
+    second = {(f"10.0.{i // 256}.{i % 256}",): [1, i] for i in range(0, 40_000, 2)}
+    reference.merge(first)
+    merged = reference.frame()
+    assert merged is not None
+    part_bytes = int(merged.estimated_size()) // 16  # the first spill: 16 partitions
+    reference.merge(second)
+    for groups in (first, second):  # spilled apart: a merged file, then an appended one
+        window.merge(groups)
+        window.spill(folder, part_bytes=part_bytes)
+    read: list[int] = []
+    part = SpilledFrame.part
+
+    def one_part(spilled: SpilledFrame, index: int) -> pl.DataFrame:
+        found = part(spilled, index)
+        read.append(found.height)
+        return found
+
+    whole = AssertionError("a spill file read whole")
+    with (
+        patch.object(SpilledFrame, "part", one_part),
+        patch.object(SpilledFrame, "read", side_effect=whole),
+    ):
+        spilled = window.spilled_groups()  # its two files merged on disk, 30,000 groups
+        assert spilled is not None and spilled.height == 30_000
+        assert spilled.parts == 32  # 16 at 20,000 groups, doubled for 30,000
+        compaction, read[:] = list(read), []
+        outputs = SpilledOutputs(groups=spilled, finalize=lambda frame: frame, rows=30_000)
+        closed = pl.concat(list(outputs.frames()))
+    assert max(compaction) <= 2 * 20_000 // 16 and len(compaction) == 2 * 32
+    assert len(read) == 32 and max(read) <= 2 * 30_000 // 32
+    assert frame_groups(aggregates, closed) == reference.groups()
+    assert spill_files(folder) == 0  # the close's file went once its partitions were read
