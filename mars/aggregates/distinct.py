@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import struct
 from typing import Any
 
 import polars as pl
@@ -46,7 +48,16 @@ class CountDistinct(Aggregate[frozenset[Any]]):
 
     def to_wire(self, state: frozenset[Any]) -> Any:
         # Sorted, so the same state always encodes to the same bytes in every process.
-        return sorted(state, key=sort_key)
+        return sorted(state, key=_wire_order)
 
     def from_wire(self, wire: Any) -> frozenset[Any]:
         return frozenset(wire)
+
+
+def _wire_order(value: Any) -> tuple[Any, ...]:
+    """`sort_key`, with NaNs after every number, in the order of their bytes: a NaN compares
+    False with everything, so a set holding one sorted in the order it iterated in (its hash is
+    its identity's), and the same state encoded to other bytes."""
+    if isinstance(value, float) and math.isnan(value):
+        return (0, math.inf, struct.pack(">d", value))
+    return sort_key(value)
