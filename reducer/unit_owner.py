@@ -74,6 +74,11 @@ from reducer.wakeups import WriteWakeups, idle_wait_s
 
 log = logging.getLogger(__name__)
 
+# Data sets an owner with a state budget reads and merges at a time, spilling between them: a
+# step reads up to `max_datasets_per_read` (500) per bucket, which an owner behind would hold
+# in memory at once, their bytes and their appended frames, whatever its budget.
+SPILLING_READ_DATASETS = 8
+
 Clock = Callable[[], int]  # wall clock in epoch ms
 # windows, session windows, or cumulative windows
 UnitState = OpenWindowState | OpenSessionState | OpenCumulativeState
@@ -440,14 +445,20 @@ class UnitOwner:
             if last < first:
                 rewound = _apply_rewinds(state, pending, bucket) or rewound
                 continue
-            datasets = store.read_datasets(task, bucket, first, last)
-            with _collector_paused(state):
-                for seq, data in datasets:
-                    rewound = _apply_rewinds(state, pending, bucket) or rewound
-                    late, groups = self._merge(state, bucket, seq, data)
-                    outcome.late.extend(late)
-                    outcome.merged += 1
-                    outcome.groups += groups
+            spilling = isinstance(state, ColumnarWindowState) and state.budget_bytes is not None
+            span = SPILLING_READ_DATASETS if spilling else last - first + 1
+            for start in range(first, last + 1, span):
+                datasets = store.read_datasets(task, bucket, start, min(start + span - 1, last))
+                with _collector_paused(state):
+                    for seq, data in datasets:
+                        rewound = _apply_rewinds(state, pending, bucket) or rewound
+                        late, groups = self._merge(state, bucket, seq, data)
+                        outcome.late.extend(late)
+                        outcome.merged += 1
+                        outcome.groups += groups
+                if spilling:
+                    assert isinstance(state, ColumnarWindowState)
+                    self._metrics.spilled(state.keep_within_budget())
             rewound = _apply_rewinds(state, pending, bucket) or rewound
         return ReadResult(unit=unit, complete=complete, rewound=rewound)
 
