@@ -431,6 +431,9 @@ class UnitOwner:
         complete = True
         pending = _pending_rewinds(state, unit, self.buckets)
         rewound = False
+        spilling = state if isinstance(state, ColumnarWindowState) else None
+        if spilling is not None and spilling.budget_bytes is None:
+            spilling = None
         for bucket, snapshot in unit.snapshots.items():
             first = state.merged[bucket] + 1
             if snapshot.seq < state.merged[bucket]:
@@ -445,8 +448,7 @@ class UnitOwner:
             if last < first:
                 rewound = _apply_rewinds(state, pending, bucket) or rewound
                 continue
-            spilling = isinstance(state, ColumnarWindowState) and state.budget_bytes is not None
-            span = SPILLING_READ_DATASETS if spilling else last - first + 1
+            span = last - first + 1 if spilling is None else SPILLING_READ_DATASETS
             for start in range(first, last + 1, span):
                 datasets = store.read_datasets(task, bucket, start, min(start + span - 1, last))
                 with _collector_paused(state):
@@ -456,9 +458,8 @@ class UnitOwner:
                         outcome.late.extend(late)
                         outcome.merged += 1
                         outcome.groups += groups
-                if spilling:
-                    assert isinstance(state, ColumnarWindowState)
-                    self._metrics.spilled(state.keep_within_budget())
+                if spilling is not None:
+                    self._metrics.spilled(spilling.keep_within_budget())
             rewound = _apply_rewinds(state, pending, bucket) or rewound
         return ReadResult(unit=unit, complete=complete, rewound=rewound)
 
