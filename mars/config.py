@@ -213,6 +213,14 @@ class ReducerSettings(_Section):
         "in hash partitions of about a quarter of it, merged and closed a partition at a time "
         '(docs/reducer.md, "State beyond memory"; unset: no spilling)',
     )
+    spill_partition_min_rows: int = Field(
+        default=65_536,
+        ge=1,
+        description="the rows a spilled window's hash partition holds at the least, whatever "
+        "the budget: each partition costs a few Polars operations per spill and compaction, so "
+        'many small ones cost more time than they save memory (docs/reducer.md, "State beyond '
+        'memory")',
+    )
     spill_dir: Path = Field(
         default=PROJECT_ROOT / ".mars" / "spill",
         description="where owners spill open-window frames (a directory per owner, removed "

@@ -211,11 +211,12 @@ class ColumnarGroups:
         files = [self._spilled] if self._spilled is not None else []
         return [spilled.path for spilled in [*files, *self._spilled_pending]]
 
-    def spill(self, folder: SpillFolder, *, part_bytes: int = 0) -> int:
-        """Write the merged frame and the frames appended since to `folder`, each as the hash
-        partitions of its keys (`_split`: of about `part_bytes` each at the first spill, at most
-        `MAX_PARTS`), and let them go; the bytes of memory freed (0: nothing to spill: nothing
-        in memory, or the window fell back)."""
+    def spill(self, folder: SpillFolder, *, part_bytes: int = 0, min_part_rows: int = 1) -> int:
+        """Write the merged frame, and the frames appended since as one more file, to `folder`
+        in the hash partitions of their keys (`_split`: of about `part_bytes` each at the first
+        spill but `min_part_rows` rows at least, at most `MAX_PARTS`), and let them go; the
+        bytes of memory freed (0: nothing to spill: nothing in memory, or the window fell
+        back)."""
         merged = self._frame if self._frame is not None and self._frame.height else None
         frames = [frame for frame in [merged, *self._pending] if frame is not None]
         if not frames:
@@ -224,11 +225,13 @@ class ColumnarGroups:
         if not self._part_rows:
             self._folder = folder
             rows = sum(frame.height for frame in frames)
-            self._part_rows = max(1, rows * part_bytes // max(freed, 1))
+            self._part_rows = max(min_part_rows, rows * part_bytes // max(freed, 1))
             self._parts = self._parts_for(rows)
         if merged is not None:
             self._spilled, self._frame = folder.write_parts(self._split(merged)), None
-        self._spilled_pending += [folder.write_parts(self._split(f)) for f in self._pending]
+        if self._pending:  # one file of them all: a compaction reads every file per partition
+            appended = pl.concat([self._window_typed(frame) for frame in self._pending])
+            self._spilled_pending.append(folder.write_parts(self._split(appended)))
         self._pending = []
         return freed
 
@@ -419,22 +422,42 @@ class ColumnarGroups:
         assert self._folder is not None
         rows = (0 if self._spilled is None else self._spilled.height) + self._pending_rows
         parts = self._parts_for(rows)
+        in_memory = self._split_in_memory(parts)
         merged = self._folder.write_parts(
-            self._merged_partition(index, parts) for index in range(parts)
+            self._merged_partition(index, parts, in_memory[index]) for index in range(parts)
         )
         self.discard()
         self._spilled, self._pending, self._pending_rows = merged, [], 0
         self._parts = parts
 
-    def _merged_partition(self, index: int, parts: int) -> pl.DataFrame:
+    def _split_in_memory(self, parts: int) -> list[pl.DataFrame | None]:
+        """The frames appended in memory as one frame per partition of `parts` (hashed once
+        for the compaction, not once per partition); None where none are appended."""
+        if not self._pending:
+            return [None] * parts
+        combined = pl.concat([self._window_typed(frame) for frame in self._pending])
+        if parts == 1:
+            return [combined]
+        keys = key_columns(self._key_width())
+        found = combined.with_columns(_partition(keys, parts)).partition_by(
+            _PART, as_dict=True, include_key=False
+        )
+        return [found.get((index,)) for index in range(parts)]
+
+    def _merged_partition(
+        self, index: int, parts: int, in_memory: pl.DataFrame | None
+    ) -> pl.DataFrame:
         """Partition `index` of `parts` merged: the rows of the files' partition holding it
-        (`index % _parts`) and of the frames appended in memory, those of its keys only."""
+        (`index % _parts`: of its keys only once the partitions doubled) and `in_memory`, the
+        rows of its keys appended in memory."""
         files = [spilled for spilled in [self._spilled, *self._spilled_pending] if spilled]
-        frames = [spilled.part(index % self._parts) for spilled in files]
-        combined = pl.concat([self._window_typed(f) for f in [*frames, *self._pending]])
-        if parts > 1 and (parts != self._parts or self._pending):
+        frames = [self._window_typed(spilled.part(index % self._parts)) for spilled in files]
+        combined = pl.concat(frames)
+        if parts != self._parts:
             keys = key_columns(self._key_width())
             combined = combined.filter(_partition(keys, parts) == index)
+        if in_memory is not None:
+            combined = pl.concat([combined, in_memory])
         _check_int_range(combined, state_columns(self._aggregates))
         return self._window_typed(_merged(self._aggregates, combined))
 

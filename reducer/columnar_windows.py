@@ -18,7 +18,8 @@ they merged since; `delta_data`). `windows` stays empty: the groups are in `colu
 With a `budget_bytes` and a `spill_folder`, `keep_within_budget` spills merged frames to disk,
 the latest windows first (they close last), while the frames held in memory pass the budget;
 a spilled window is written in hash partitions of its keys of about a quarter of the budget
-each, and merged and closed a partition at a time (docs/reducer.md, "State beyond memory").
+each (`min_part_rows` rows at least), and merged and closed a partition at a time
+(docs/reducer.md, "State beyond memory").
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class ColumnarWindowState(OpenWindowState):
     columns: dict[int, ColumnarGroups] = field(default_factory=dict)
     budget_bytes: int | None = None  # frames held in memory past this spill
     spill_folder: SpillFolder | None = None
+    min_part_rows: int = 1  # the rows a spilled window's partition holds at the least
 
     @classmethod
     def starting_columnar(
@@ -68,6 +70,7 @@ class ColumnarWindowState(OpenWindowState):
         incremental: bool = False,
         budget_bytes: int | None = None,
         spill_folder: SpillFolder | None = None,
+        min_part_rows: int = 1,
     ) -> ColumnarWindowState:
         """As `OpenWindowState.starting`, from a columnar checkpoint of the task's aggregates
         or from Python groups (an older checkpoint, or one a task revision fitted)."""
@@ -81,6 +84,7 @@ class ColumnarWindowState(OpenWindowState):
             incremental=incremental,
             budget_bytes=budget_bytes,
             spill_folder=spill_folder,
+            min_part_rows=min_part_rows,
         )
         windows: OpenWindows = {}
         if isinstance(checkpoint, ColumnarCheckpoint):
@@ -152,7 +156,9 @@ class ColumnarWindowState(OpenWindowState):
             if held <= self.budget_bytes:
                 break
             freed = self.columns[start].spill(
-                self.spill_folder, part_bytes=self.budget_bytes // PARTS_PER_BUDGET
+                self.spill_folder,
+                part_bytes=self.budget_bytes // PARTS_PER_BUDGET,
+                min_part_rows=self.min_part_rows,
             )
             held -= freed
             spilled += freed > 0

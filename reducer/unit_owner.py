@@ -270,6 +270,7 @@ class UnitOwner:
                 incremental=incremental,
                 budget_bytes=budget,
                 spill_folder=None if budget is None else SpillFolder.open(self._settings.spill_dir),
+                min_part_rows=self._settings.spill_partition_min_rows,
                 **resumed,
             )
         resumed["checkpoint"] = self._load_checkpoint(progress.checkpoint_chain)

@@ -3,11 +3,12 @@ row and counter compared with the DuckDB oracle of docs/semantics.md (tests/diff
 
 Two mappers and two reducers as real processes on the local cluster, one reducer with the
 Python open-window state and one with the columnar state (`reducer.columnar_state`) that
-spills every merged frame to disk after each step (`reducer.state_budget_bytes` 0), so a
-tumbling or hopping case of COUNT, SUM, MIN, MAX and AVG has units in each; mapper batches of
-64 records, so batches cut every stream (lateness must not depend on where). Cases run in groups
-of `GROUP` tasks at once, each over a topic of its own. One case in six is registered paused,
-its whole stream applied by a Spark backfill (local[2]), then resumed.
+spills every merged frame to disk after each step (`reducer.state_budget_bytes` 0, in hash
+partitions of any size: `reducer.spill_partition_min_rows` 1), so a tumbling or hopping case
+of COUNT, SUM, MIN, MAX and AVG has units in each; mapper batches of 64 records, so batches
+cut every stream (lateness must not depend on where). Cases run in groups of `GROUP` tasks at
+once, each over a topic of its own. One case in six is registered paused, its whole stream
+applied by a Spark backfill (local[2]), then resumed.
 
 `make test` runs the fixed seed for `MARS_DIFFERENTIAL_BUDGET_S` seconds (default 240) or
 `MARS_DIFFERENTIAL_CASES` cases (default 24: three groups, with every window kind, key
@@ -56,8 +57,13 @@ BUDGET_S = float(os.environ.get("MARS_DIFFERENTIAL_BUDGET_S", "240"))
 WINDOW = os.environ.get("MARS_DIFFERENTIAL_WINDOW")
 KEY_WATERMARK = os.environ.get("MARS_DIFFERENTIAL_WATERMARK") == "key"
 GROUP = 8
-# The second reducer: columns, every merged frame spilled to disk after each step.
-COLUMNAR_REDUCER = {"MARS_REDUCER__COLUMNAR_STATE": "true", "MARS_REDUCER__STATE_BUDGET_BYTES": "0"}
+# The second reducer: columns, every merged frame spilled to disk after each step, in as many
+# partitions as the windows' rows allow (up to 64), so closes read them a partition at a time.
+COLUMNAR_REDUCER = {
+    "MARS_REDUCER__COLUMNAR_STATE": "true",
+    "MARS_REDUCER__STATE_BUDGET_BYTES": "0",
+    "MARS_REDUCER__SPILL_PARTITION_MIN_ROWS": "1",
+}
 MIN_CASES = min(CASES, 16)  # a budget that runs fewer is a broken test, not a pass
 
 

@@ -147,6 +147,32 @@ def test_appended_frames_spill_too_and_come_back_at_the_close(tmp_path: Path) ->
     assert spill_files(folder) == 0
 
 
+def test_a_spill_writes_the_frames_appended_since_the_last_as_one_file(tmp_path: Path) -> None:
+    """A compaction reads every file once per partition, so the frames a budgeted owner's
+    reads append between two spills (8 data sets) go in one file, not one file each."""
+    aggregates = (CountAll(), Sum())
+    folder = SpillFolder.open(tmp_path)
+    window = ColumnarGroups(aggregates)
+    window.merge({(f"k{i}",): [1, i] for i in range(1_000)})
+    window.frame()  # merged
+    for spill in range(2):
+        for dataset in range(8):
+            window.merge({(f"k{i}",): [1, dataset] for i in range(spill, 1_000, 7)})
+        window.spill(folder, part_bytes=1_000)
+    assert len(window.spill_paths()) == spill_files(folder) == 3  # merged, then 2 spills
+
+
+def test_a_spilled_windows_partitions_hold_min_part_rows_at_the_least(tmp_path: Path) -> None:
+    """However small the budget, a partition is meant to hold `min_part_rows`: 64 partitions
+    of a few thousand rows made a spilling owner about 4x slower than 4 of 60,000."""
+    aggregates = (CountAll(), Sum())
+    window = ColumnarGroups(aggregates)
+    window.merge({(f"k{i}",): [1, i] for i in range(20_000)})
+    window.spill(SpillFolder.open(tmp_path), part_bytes=1, min_part_rows=5_000)
+    spilled = window.spilled_groups()
+    assert spilled is not None and spilled.parts == 4
+
+
 def test_a_spilled_window_is_merged_and_closed_a_partition_at_a_time(tmp_path: Path) -> None:
     """What bounds a spilled window's memory: a compaction and a close read its files one hash
     partition at a time, never whole, each partition about `part_bytes` of the merged frame's
