@@ -21,10 +21,12 @@ Float sums may differ from Python's left-to-right sum in the last bits (Polars s
 own order).
 
 The merged frame and the frames appended since can be spilled to disk (`spill`,
-`reducer.spilled_frames`) when the owner's state passes its budget: new frames are appended in
-memory until the next spill, a compaction reads the window back, a delta reads only the
-changed keys' rows from the spill files (they stay there), and a checkpoint copies the merged
-frame's file bytes when nothing was appended since.
+`reducer.spilled_frames`) when the owner's state passes its budget, in hash partitions of the
+keys: new frames are appended in memory until the next spill writes them as one more file, a
+compaction merges the files and those frames a partition at a time into a new merged file, a
+delta reads only the changed keys' rows from the spill files (they stay there), a checkpoint
+copies the merged file's bytes, and the close hands that file over to be finalized a
+partition at a time.
 """
 
 from __future__ import annotations
