@@ -231,8 +231,8 @@ class ColumnarGroups:
             self._parts = self._parts_for(rows)
         if merged is not None:
             self._spilled, self._frame = folder.write_parts(self._split(merged)), None
-        if self._pending:  # one file of them all: a compaction reads every file per partition
-            appended = pl.concat([self._window_typed(frame) for frame in self._pending])
+        appended = self._appended_in_memory()
+        if appended is not None:  # one file: a compaction reads every file once per partition
             self._spilled_pending.append(folder.write_parts(self._split(appended)))
         self._pending = []
         return freed
@@ -248,17 +248,25 @@ class ColumnarGroups:
             parts *= 2
         return parts
 
-    def _split(self, frame: pl.DataFrame) -> list[pl.DataFrame]:
-        """`frame`'s rows in the window's types, partition by partition (empty ones too)."""
+    def _split(self, frame: pl.DataFrame, parts: int | None = None) -> list[pl.DataFrame]:
+        """`frame`'s rows in the window's types, partition by partition of `parts` (the
+        window's own by default; empty ones too)."""
+        parts = self._parts if parts is None else parts
         typed = self._window_typed(frame)
-        if self._parts == 1:
+        if parts == 1:
             return [typed]
         keys = key_columns(self._key_width())
-        found = typed.with_columns(_partition(keys, self._parts)).partition_by(
+        found = typed.with_columns(_partition(keys, parts)).partition_by(
             _PART, as_dict=True, include_key=False
         )
         empty = typed.head(0)
-        return [found.get((index,), empty) for index in range(self._parts)]
+        return [found.get((index,), empty) for index in range(parts)]
+
+    def _appended_in_memory(self) -> pl.DataFrame | None:
+        """The frames appended in memory as one frame in the window's types (None: none)."""
+        if not self._pending:
+            return None
+        return pl.concat([self._window_typed(frame) for frame in self._pending])
 
     def discard(self) -> None:
         """The window is dropped (closed or rewound): its spill files go too."""
@@ -424,27 +432,16 @@ class ColumnarGroups:
         assert self._folder is not None
         rows = (0 if self._spilled is None else self._spilled.height) + self._pending_rows
         parts = self._parts_for(rows)
-        in_memory = self._split_in_memory(parts)
+        appended = self._appended_in_memory()  # hashed into partitions once, not per partition
+        in_memory: Sequence[pl.DataFrame | None] = (
+            [None] * parts if appended is None else self._split(appended, parts)
+        )
         merged = self._folder.write_parts(
             self._merged_partition(index, parts, in_memory[index]) for index in range(parts)
         )
         self.discard()
         self._spilled, self._pending, self._pending_rows = merged, [], 0
         self._parts = parts
-
-    def _split_in_memory(self, parts: int) -> list[pl.DataFrame | None]:
-        """The frames appended in memory as one frame per partition of `parts` (hashed once
-        for the compaction, not once per partition); None where none are appended."""
-        if not self._pending:
-            return [None] * parts
-        combined = pl.concat([self._window_typed(frame) for frame in self._pending])
-        if parts == 1:
-            return [combined]
-        keys = key_columns(self._key_width())
-        found = combined.with_columns(_partition(keys, parts)).partition_by(
-            _PART, as_dict=True, include_key=False
-        )
-        return [found.get((index,)) for index in range(parts)]
 
     def _merged_partition(
         self, index: int, parts: int, in_memory: pl.DataFrame | None

@@ -432,9 +432,11 @@ class UnitOwner:
         complete = True
         pending = _pending_rewinds(state, unit, self.buckets)
         rewound = False
-        spilling = state if isinstance(state, ColumnarWindowState) else None
-        if spilling is not None and spilling.budget_bytes is None:
-            spilling = None
+        spilling = (
+            state
+            if isinstance(state, ColumnarWindowState) and state.budget_bytes is not None
+            else None
+        )
         for bucket, snapshot in unit.snapshots.items():
             first = state.merged[bucket] + 1
             if snapshot.seq < state.merged[bucket]:
