@@ -195,17 +195,31 @@ class GroupRows(ResultReader):
     key_fields: tuple[str, ...] = ("sip",)
     kept_fields: tuple[str, ...] = ("sum_bytes",)
     rows: list[tuple[int, str, int, int]] = field(default_factory=list)
+    frames: list[pl.DataFrame] = field(default_factory=list)  # rows decoded as columns
 
     def keep(self, rows: list[Fields], arrival: float) -> None:
         for start, count, sip, total in rows:
             if isinstance(start, int) and isinstance(count, int) and isinstance(total, int):
                 self.rows.append((start, str(sip), count, total))
 
+    def keep_columns(self, columns: pl.DataFrame, arrival: float) -> None:
+        if not isinstance(columns.get_column("c3").dtype, pl.Int64 | pl.Null):
+            super().keep_columns(columns, arrival)
+            return
+        kept = columns.filter(pl.all_horizontal(pl.col("c0", "c1", "c3").is_not_null()))
+        self.frames.append(
+            kept.select(
+                pl.col("c0").cast(pl.Int64),
+                pl.col("c2").cast(pl.String).fill_null("None"),  # as `str(sip)` in `keep`
+                pl.col("c1", "c3").cast(pl.Int64),
+            ).rename(dict(zip(("c0", "c2", "c1", "c3"), GROUP_ROW, strict=True)))
+        )
+
     def frame(self) -> pl.DataFrame:
         """The data windows' rows (the sentinels' windows left out)."""
         with self._lock:
-            rows = list(self.rows)
-        return rows_frame(rows)
+            rows, frames = list(self.rows), list(self.frames)
+        return pl.concat([rows_frame(rows), *frames]).filter(pl.col("window_start") < DATA_END_MS)
 
 
 def rows_frame(rows: list[tuple[int, str, int, int]]) -> pl.DataFrame:

@@ -1,12 +1,18 @@
-"""The result readers' parsing: only the fields a reader counts by are decoded, and what each
-reader keeps of the rows that arrived together (`GroupRows`'s: test_bench_group_scale.py)."""
+"""The result readers' parsing: only the fields a reader counts by are decoded, as columns
+when the native decoder takes the batch and as rows when not, to the same figures; and what
+each reader keeps of the rows that arrived together (`GroupRows`'s: test_bench_group_scale.py)."""
 
 from __future__ import annotations
 
-import msgspec
+import random
 
+import msgspec
+import polars as pl
+import pytest
+
+from benchmarks.exp_group_scale import GroupRows
 from benchmarks.result_rows import RowCollector
-from benchmarks.results_reader import ResultReader, fields_decoder
+from benchmarks.results_reader import ResultReader, fields_columns, fields_decoder
 from mars.config import KafkaSettings
 from mars.engine.joined_values import JoinedValues
 
@@ -55,3 +61,55 @@ def test_row_collector_keeps_whole_rows() -> None:
     collector.add_values(encoded({"a": 1, "b": {"c": 2}}), arrival=2.0)
     assert collector.taken() == [({"a": 1, "b": {"c": 2}}, 2.0)]
     assert collector.windows == {}
+
+
+def test_fields_columns_take_the_named_fields_in_order_or_decline() -> None:
+    decode = fields_columns(("b", "a", "missing", "b"))
+    columns = decode(encoded({"a": 1, "b": "x"}, {"b": "y\nz", "c": [1]}))
+    assert columns is not None
+    assert columns.rows() == [("x", 1, None, "x"), ("y\nz", None, None, "y\nz")]
+    assert decode(JoinedValues.of([b'{"a": 1}', b""])) is None  # an empty value: rows
+    assert decode(encoded({"a": {"nested": 1}})) is None  # not a plain value: rows
+
+
+def _random_rows(rng: random.Random) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for _ in range(rng.randint(0, 40)):
+        row: dict[str, object] = {
+            "window_start": rng.choice([0, 60_000, 120_000, None]),
+            "sip": rng.choice(["a", "b", "c"]),
+            "count_star": rng.choice([1, 2, 7, None]),
+            "sum_bytes": rng.choice([0, 5, 1 << 40, None]),
+        }
+        for name in list(row):
+            if rng.random() < 0.1:
+                del row[name]  # a field the record lacks
+        rows.append(row)
+    return rows
+
+
+class _RowsOnly(GroupRows):
+    """The same reader with every batch decoded as rows (the native path declined)."""
+
+    def __post_init__(self) -> None:
+        GroupRows.__post_init__(self)
+        self._columns = lambda values: None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_columns_and_rows_give_the_same_windows_duplicates_and_kept_rows(seed: int) -> None:
+    rng = random.Random(seed)
+    readers = [
+        reader_type(kafka=KAFKA, topic="t", count_field="count_star")
+        for reader_type in (GroupRows, _RowsOnly)
+    ]
+    for batch in range(rng.randint(1, 4)):
+        values = encoded(*_random_rows(rng))
+        for reader in readers:
+            reader.add_values(values, arrival=float(batch))
+    columns, rows = readers
+    assert columns.frames or not any(columns.windows)  # the native path took the batches
+    assert columns.snapshot() == rows.snapshot()
+    assert columns.keys_seen == rows.keys_seen
+    assert columns.duplicates() == rows.duplicates()
+    assert columns.frame().sort(pl.all()).rows() == rows.frame().sort(pl.all()).rows()
