@@ -1,5 +1,6 @@
 """`mars.heap`: glibc accepts the mapper's heap settings (this machine's and CI's libc is glibc),
-and `mars reducer` gets Polars's allocator to return freed pages at once, other commands not."""
+and `mars reducer` gets Polars's allocator to return freed pages at once and PyArrow to allocate
+from the C library's malloc, other commands not."""
 
 from __future__ import annotations
 
@@ -46,3 +47,16 @@ def test_only_the_reducer_returns_polars_pages_at_once(
     assert POLARS_ALLOCATOR_OPTIONS == "dirty_decay_ms:0,muzzy_decay_ms:0"
     expected = ("0", "0") if returned else ("500", "1000")
     assert decays(command, inherited) == expected
+
+
+@pytest.mark.parametrize(("command", "system"), [("reducer", True), ("mapper", False)])
+def test_only_the_reducer_gives_pyarrow_the_system_pool(command: str, system: bool) -> None:
+    script = (
+        f"import sys; sys.argv = ['mars', {command!r}]; import cli.main, pyarrow; "
+        "print(pyarrow.default_memory_pool().backend_name)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert (done.stdout.split() == ["system"]) is system  # else PyArrow's own (mimalloc)
