@@ -35,6 +35,7 @@ from mars.config import KafkaSettings
 from mars.engine.joined_values import JoinedValues
 from mars.engine.native_json import NativeJsonReader
 from mars.engine.records import TopicBatches
+from mars.tasks.field_paths import is_path_name
 
 # msgspec, not `json`: 4x faster, and at 300,000 rows the reader's own parsing was seconds
 # of the time a run measures until its last row is read (experiment 16)
@@ -77,15 +78,18 @@ def fields_columns(names: Sequence[str]) -> Callable[[JoinedValues], pl.DataFram
     """A decoder of JSON objects' `names` fields as columns `c0, c1, ...` in that order (a
     column of nulls for a field no object has), read by the mappers' native JSON decoder with
     no Python object per row; None when it declines the batch (an empty value, a value that is
-    not plain, no extension): `fields_decoder` then decodes it. 289,329 result rows took 1.0
-    CPU s through `fields_decoder` and the loops over its tuples, the reader's share of the
-    cores at the close of experiment 16."""
+    not plain, a field named as a path, no extension): `fields_decoder` then decodes it.
+    289,329 result rows took about 1 CPU s through `fields_decoder` and the loops over its
+    tuples, the reader's share of the cores at the close of experiment 16."""
     unique = list(dict.fromkeys(names))
+    # A result's field named as a path (`$.a.b`, a nested key's column) is a flat key of the
+    # row, which the decoder would read as the path: such readers take rows.
+    flat = not any(is_path_name(name) for name in unique)
     reader = NativeJsonReader(unique)
     at = [unique.index(name) for name in names]
 
     def decode(values: JoinedValues) -> pl.DataFrame | None:
-        if not len(values) or bool((np.diff(values.ends, prepend=-1) == 1).any()):
+        if not flat or not len(values) or bool((np.diff(values.ends, prepend=-1) == 1).any()):
             return None
         columns = reader.columns(values)
         if columns is None:

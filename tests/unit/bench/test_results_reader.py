@@ -70,6 +70,9 @@ def test_fields_columns_take_the_named_fields_in_order_or_decline() -> None:
     assert columns.rows() == [("x", 1, None, "x"), ("y\nz", None, None, "y\nz")]
     assert decode(JoinedValues.of([b'{"a": 1}', b""])) is None  # an empty value: rows
     assert decode(encoded({"a": {"nested": 1}})) is None  # not a plain value: rows
+    path_named = encoded({"$.a.b": 1, "a": {"b": 2}})  # a nested key's column: a flat key
+    assert fields_columns(("$.a.b",))(path_named) is None
+    assert fields_decoder(("$.a.b",))(path_named) == [(1,)]
 
 
 def _random_rows(rng: random.Random) -> list[dict[str, object]]:
