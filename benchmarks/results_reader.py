@@ -63,7 +63,7 @@ def fields_decoder(names: Sequence[str]) -> Callable[[JoinedValues], list[Fields
     def decode(values: JoinedValues) -> list[Fields]:
         if not len(values):
             return []
-        if bool((np.diff(values.ends, prepend=-1) == 1).any()):  # an empty value
+        if _has_empty_value(values):
             rows = [decode_one(value) for value in values if value]
         else:
             rows = decode_all(b"[" + values.joined(b",") + b"]")
@@ -89,7 +89,7 @@ def fields_columns(names: Sequence[str]) -> Callable[[JoinedValues], pl.DataFram
     at = [unique.index(name) for name in names]
 
     def decode(values: JoinedValues) -> pl.DataFrame | None:
-        if not flat or not len(values) or bool((np.diff(values.ends, prepend=-1) == 1).any()):
+        if not flat or not len(values) or _has_empty_value(values):
             return None
         columns = reader.columns(values)
         if columns is None:
@@ -97,6 +97,11 @@ def fields_columns(names: Sequence[str]) -> Callable[[JoinedValues], pl.DataFram
         return pl.DataFrame([columns.series[unique[i]].alias(f"c{j}") for j, i in enumerate(at)])
 
     return decode
+
+
+def _has_empty_value(values: JoinedValues) -> bool:
+    """Whether a value of the batch is empty (a tombstone): consecutive ends."""
+    return bool((np.diff(values.ends, prepend=-1) == 1).any())
 
 
 _COUNTED_TYPES = (pl.Int64, pl.Null)  # a window and a count of these types count as in rows
@@ -158,17 +163,12 @@ class ResultReader:
     def _add_columns(self, columns: pl.DataFrame, arrival: float) -> None:
         counted = columns.filter(pl.col("c0").is_not_null() & pl.col("c1").is_not_null())
         per_window = counted.group_by("c0").agg(pl.len(), pl.col("c1").sum())
-        keys = counted.select(f"c{i}" for i in range(2 + len(self.key_fields)))
-        key_columns = [keys.get_column(name).to_list() for name in keys.columns]
+        names = ["c0", *(f"c{i}" for i in range(2, 2 + len(self.key_fields)))]  # window, keys
+        keys = [counted.get_column(name).to_list() for name in names]
         with self._lock:
             for start, rows, count in per_window.iter_rows():
-                seen = self.windows.get(start)
-                if seen is None:
-                    seen = self.windows[start] = WindowSeen(first_arrival_s=arrival)
-                seen.rows += rows
-                seen.count += count
-                seen.last_arrival_s = arrival
-            self.keys_seen.update(zip(key_columns[0], *key_columns[2:], strict=True))
+                self._tally(start, rows, count, arrival)
+            self.keys_seen.update(zip(*keys, strict=True))
             self.keep_columns(columns, arrival)
 
     def _add_rows(self, rows: list[Fields], arrival: float) -> None:
@@ -178,14 +178,19 @@ class ResultReader:
                 start, count = row[0], row[1]
                 if not isinstance(start, int) or not isinstance(count, int):
                     continue
-                seen = self.windows.get(start)
-                if seen is None:
-                    seen = self.windows[start] = WindowSeen(first_arrival_s=arrival)
-                seen.rows += 1
-                seen.count += count
-                seen.last_arrival_s = arrival
+                self._tally(start, 1, count, arrival)
                 self.keys_seen[(start, *row[2:keys_end])] += 1
             self.keep(rows, arrival)
+
+    def _tally(self, start: int, rows: int, count: int, arrival: float) -> None:
+        """`rows` rows of window `start` arrived, their counts summing to `count`; under the
+        lock."""
+        seen = self.windows.get(start)
+        if seen is None:
+            seen = self.windows[start] = WindowSeen(first_arrival_s=arrival)
+        seen.rows += rows
+        seen.count += count
+        seen.last_arrival_s = arrival
 
     def keep(self, rows: list[Fields], arrival: float) -> None:
         """Rows decoded together, (window, count, *key_fields, *kept_fields) each, counted or
