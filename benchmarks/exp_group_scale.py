@@ -12,8 +12,10 @@ from registration to the last result row, the reducers' peak RSS less their idle
 the window's groups (bytes per open group), Redis's peak. Checkpoint duration and bytes come
 from `benchmarks.group_scale_state` (the state alone, in a process of its own, at G groups):
 the cluster's owners checkpoint every 2 s, and their figures are Prometheus histograms.
+Every state runs `runs` times at each group count (3 unless `--runs` says otherwise), the
+runs taken round the counts; the ratios and the targets take each count's median.
 
-Flink SQL, the peer, reads the same topic after Mars's two runs (`benchmarks.flink_json`:
+Flink SQL, the peer, reads the same topic after Mars's runs (`benchmarks.flink_json`:
 PyFlink's MiniCluster, `flink_parallelism` wide, the peers' virtualenv): the 300 s TUMBLE of
 `ts = TO_TIMESTAMP_LTZ(timestamp, 0)` with `WATERMARK FOR ts AS ts` grouped by window and `sip`
 with COUNT(*) and SUM(bytes), into an exactly-once Kafka sink (transactions committed with its
@@ -21,8 +23,8 @@ with COUNT(*) and SUM(bytes), into an exactly-once Kafka sink (transactions comm
 partition and emits their minimum, and every partition's sentinel is 900 s past the data.
 Records/s from the INSERT's submission until the last result row is readable (read_committed),
 as experiment 12 times it, and the CPU seconds and peak RSS of its process tree meanwhile.
-Its rows (sip, count, sum of bytes) are compared with each Mars run's. Flink missing or
-failing is noted; Mars is measured all the same.
+Its rows (sip, count, sum of bytes) are compared with each Mars state's first run's. Flink
+missing or failing is noted; Mars is measured all the same.
 
 Opt-in sizes: `MARS_GROUP_SCALE_GROUPS=8000,300000,3000000` (and `MARS_GROUP_SCALE_RECORDS`).
 A count of G sips gets at least `RECORDS_PER_SIP` x G records (`records_for`): 1,000,000 records
@@ -61,7 +63,7 @@ from benchmarks.peers import PeerUnavailable
 from benchmarks.procstat import rss_mb
 from benchmarks.report_format import fmt
 from benchmarks.results_reader import Fields, ResultReader
-from benchmarks.stats import bytes_per_added
+from benchmarks.stats import bytes_per_added, medians_by
 from benchmarks.subprocesses import spawn_module
 from benchmarks.workload import KEEP_RECORDS
 from devtools.gen.config import Encoding, GeneratorConfig
@@ -129,7 +131,15 @@ class GroupScaleSettings:
     states: tuple[str, ...] = (
         tuple(filter(None, os.environ.get("MARS_GROUP_SCALE_STATES", "").split(","))) or STATES
     )
-    QUICK: ClassVar[dict[str, object]] = {"records": 200_000, "groups": (8_000, 100_000)}
+    # Runs of each state at each group count (unless --runs says otherwise), taken round the
+    # counts; the report and the targets take each count's median: a single run of 1 to 3 s
+    # spread 0.41x-0.70x in the rate kept at 300,000 groups over six invocations one evening.
+    runs: int = 3
+    QUICK: ClassVar[dict[str, object]] = {
+        "records": 200_000,
+        "groups": (8_000, 100_000),
+        "runs": 1,
+    }
 
 
 @dataclass(slots=True, kw_only=True)
@@ -138,6 +148,7 @@ class GroupScaleRun:
     groups: int  # the data windows' result rows (their distinct window and key pairs)
     records: int
     slide_s: int = WINDOW_S  # the window's size: tumbling
+    repeat: int = 1  # which of the settings' runs
     seconds: float = math.nan
     records_per_s: float = math.nan
     complete: bool = False
@@ -466,45 +477,33 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
         spill_budget_bytes=settings.spill_budget_bytes,
     )
     log_dir = ctx.work_dir("group_scale")
+    topics: dict[int, str] = {}
     for groups in settings.groups:
-        topic = "GS" + fresh_id(f"{groups}_").replace("-", "_")
-        records = records_for(settings, groups)
-        preload_json(ctx, topic, records=records, groups=groups)
-        mars: dict[str, pl.DataFrame] = {}  # the tumbling runs' rows, for Flink's
-        for slide_s in slides_for(settings, groups):
-            found_rows: dict[str, pl.DataFrame] = {}
-            for state in settings.states:
-                found, found_rows[state] = cluster_run(
-                    ctx,
-                    settings,
-                    topic,
-                    state=state,
-                    groups=groups,
-                    records=records,
-                    slide_s=slide_s,
+        topics[groups] = "GS" + fresh_id(f"{groups}_").replace("-", "_")
+        preload_json(ctx, topics[groups], records=records_for(settings, groups), groups=groups)
+    # The first run's tumbling rows per group count and state, for Flink's
+    mars: dict[int, dict[str, pl.DataFrame]] = {}
+    # Runs go round the group counts, so a slower spell of the machine falls on all of them.
+    for repeat in range(1, settings.runs + 1):
+        for groups in settings.groups:
+            for slide_s in slides_for(settings, groups):
+                found_rows = mars_runs(
+                    ctx, settings, result, topics[groups], groups, slide_s=slide_s, repeat=repeat
                 )
-                if state != "spilled" and slide_s == WINDOW_S:  # one window; no spilling
-                    state_figures(found)
-                if slide_s != WINDOW_S:
-                    found.check = hopping_check(found_rows, state)
-                ctx.log(
-                    f"  {state} state, {window_words(slide_s)}, {found.groups:,} groups: "
-                    f"{fmt(found.records_per_s)} records/s, "
-                    f"{fmt(found.bytes_per_group)} B per open group (reducers' peak "
-                    f"{fmt(found.reducer_peak_rss_mb)} MiB, idle "
-                    f"{fmt(found.reducer_idle_rss_mb)}), Redis peak "
-                    f"{fmt(found.redis_peak_mb, '.1f')} MiB, checkpoint "
-                    f"{fmt(found.checkpoint_s, '.3f')} s {fmt(found.checkpoint_bytes)} B, "
-                    f"{found.spilled_windows:,} windows spilled"
-                    + (f"; {found.check}" if found.check else "")
-                )
-                result.runs.append(found)
-            if slide_s == WINDOW_S:
-                mars = {state: rows.drop("window_start") for state, rows in found_rows.items()}
-        if WINDOW_S not in settings.slides:
-            continue
+                if slide_s == WINDOW_S and repeat == 1:
+                    mars[groups] = {
+                        state: rows.drop("window_start") for state, rows in found_rows.items()
+                    }
+    for groups in settings.groups if WINDOW_S in settings.slides else ():
         try:
-            flink = flink_run(ctx, settings, topic, records=records, log_dir=log_dir, mars=mars)
+            flink = flink_run(
+                ctx,
+                settings,
+                topics[groups],
+                records=records_for(settings, groups),
+                log_dir=log_dir,
+                mars=mars.get(groups, {}),
+            )
         except PeerUnavailable as error:
             note(result.notes, f"Flink SQL not measured: {error}", ctx.log)
             continue
@@ -520,9 +519,52 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
     return result
 
 
+def mars_runs(
+    ctx: Context,
+    settings: GroupScaleSettings,
+    result: GroupScaleResult,
+    topic: str,
+    groups: int,
+    *,
+    slide_s: int,
+    repeat: int,
+) -> dict[str, pl.DataFrame]:
+    """One run of each state at a group count and slide, added to `result`; their rows."""
+    found_rows: dict[str, pl.DataFrame] = {}
+    for state in settings.states:
+        found, found_rows[state] = cluster_run(
+            ctx,
+            settings,
+            topic,
+            state=state,
+            groups=groups,
+            records=records_for(settings, groups),
+            slide_s=slide_s,
+        )
+        found.repeat = repeat
+        # the state alone, once: one window, no spilling
+        if state != "spilled" and slide_s == WINDOW_S and repeat == 1:
+            state_figures(found)
+        if slide_s != WINDOW_S:
+            found.check = hopping_check(found_rows, state)
+        ctx.log(
+            f"  run {repeat}, {state} state, {window_words(slide_s)}, {found.groups:,} groups: "
+            f"{fmt(found.records_per_s)} records/s, "
+            f"{fmt(found.bytes_per_group)} B per open group (reducers' peak "
+            f"{fmt(found.reducer_peak_rss_mb)} MiB, idle "
+            f"{fmt(found.reducer_idle_rss_mb)}), Redis peak "
+            f"{fmt(found.redis_peak_mb, '.1f')} MiB, checkpoint "
+            f"{fmt(found.checkpoint_s, '.3f')} s {fmt(found.checkpoint_bytes)} B, "
+            f"{found.spilled_windows:,} windows spilled"
+            + (f"; {found.check}" if found.check else "")
+        )
+        result.runs.append(found)
+    return found_rows
+
+
 def group_scale_section(result: GroupScaleResult) -> str:
     rows = [
-        f"| {run.state} | {window_words(run.slide_s)} | {fmt(run.groups)} "
+        f"| {run.state} | {run.repeat} | {window_words(run.slide_s)} | {fmt(run.groups)} "
         f"| {fmt(run.records_per_s)} "
         f"| {fmt(run.reducer_peak_rss_mb)} ({fmt(run.reducer_idle_rss_mb)} idle) "
         f"| {fmt(run.bytes_per_group)} | {fmt(run.redis_peak_mb, '.1f')} "
@@ -533,21 +575,24 @@ def group_scale_section(result: GroupScaleResult) -> str:
         for run in result.runs
     ]
     tumbling = [run for run in result.runs if run.slide_s == WINDOW_S]
-    rates = {
-        state: [(run.groups, run.records_per_s) for run in tumbling if run.state == state]
+    ratios = [
+        line
         for state in STATES
-    }
-    rates["Flink SQL"] = [(run.groups, run.records_per_s) for run in result.flink]
-    ratios = []
-    for system, found in rates.items():
-        if len(found) >= 2:
-            (low, low_rate), (high, high_rate) = min(found), max(found)
-            ratios.append(
-                f"{system}: {fmt(high_rate / low_rate, '.2f')}x at {fmt(high)} groups vs {fmt(low)}"
-            )
+        if (line := kept_rate_line(state, [run for run in tumbling if run.state == state]))
+    ]
+    flink = [(run.groups, run.records_per_s) for run in result.flink]
+    if len(flink) >= 2:
+        (low, low_rate), (high, high_rate) = min(flink), max(flink)
+        ratios.append(
+            f"Flink SQL: {fmt(high_rate / low_rate, '.2f')}x at {fmt(high)} groups vs {fmt(low)}"
+        )
     added = []
     for state in STATES:
-        peaks = sorted((r.groups, r.reducer_peak_rss_mb) for r in tumbling if r.state == state)
+        peaks = sorted(
+            medians_by(
+                (r.groups, r.reducer_peak_rss_mb) for r in tumbling if r.state == state
+            ).items()
+        )
         if len(peaks) >= 2:
             fewest, most = peaks[0], peaks[-1]
             added.append(
@@ -569,22 +614,43 @@ def group_scale_section(result: GroupScaleResult) -> str:
             + ", ".join(f"{fmt(r)} for {fmt(g)} groups" for g, r in records_used(result))
             + f" (at least {RECORDS_PER_SIP} per sip: `RECORDS_PER_SIP`).",
             "",
-            "| state | window | groups | records/s | reducers' peak RSS MiB | B per open group "
+            "| state | run | window | groups | records/s | reducers' peak RSS MiB "
+            "| B per open group "
             "| Redis peak MiB | state alone: groups merged/s | state alone: B per group "
             "| checkpoint s | checkpoint B | delta checkpoint s | delta checkpoint B "
             "| windows spilled | rows |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
             *rows,
             "",
             *spill_lines(result),
             *flink_table(result),
-            "Throughput ratio (most groups over fewest): " + "; ".join(ratios) + ".",
+            "Throughput ratio (most groups over fewest; Mars: the medians of its runs, and run "
+            "by run): " + "; ".join(ratios) + ".",
             "",
             "Reducers' peak RSS per group added (the growth of the peak from the fewest groups "
             "to the most, over the groups added; `B per open group` above also holds what "
             "the reducers pay at any group count): " + "; ".join(added) + ".",
             *(f"\nNote: {text}" for text in result.notes),
         ]
+    )
+
+
+def kept_rate_line(state: str, runs: list[GroupScaleRun]) -> str:
+    """The state's median records/s at its most groups over its median at its fewest, and each
+    run's ratio to the same run at the fewest groups ("" unless two group counts ran)."""
+    rates = medians_by((run.groups, run.records_per_s) for run in runs)
+    if len(rates) < 2:
+        return ""
+    low, high = min(rates), max(rates)
+    by_repeat = {(run.groups, run.repeat): run.records_per_s for run in runs}
+    each = [
+        fmt(by_repeat[(high, repeat)] / by_repeat[(low, repeat)], ".2f") + "x"
+        for repeat in sorted({run.repeat for run in runs})
+        if (high, repeat) in by_repeat and (low, repeat) in by_repeat
+    ]
+    return (
+        f"{state}: {fmt(rates[high] / rates[low], '.2f')}x at {fmt(high)} groups vs {fmt(low)}"
+        + (f" (run by run {', '.join(each)})" if len(each) > 1 else "")
     )
 
 
@@ -597,16 +663,19 @@ def records_used(result: GroupScaleResult) -> list[tuple[int, int]]:
 def spill_lines(result: GroupScaleResult) -> list[str]:
     """The spilling state's peak beside the columnar state's in memory, per group count and
     window (none without both runs)."""
-    columnar = {(run.groups, run.slide_s): run for run in result.runs if run.state == "columnar"}
+    columnar = {
+        (run.groups, run.slide_s, run.repeat): run for run in result.runs if run.state == "columnar"
+    }
     found = []
     for spilled in (run for run in result.runs if run.state == "spilled"):
-        held = columnar.get((spilled.groups, spilled.slide_s))
+        held = columnar.get((spilled.groups, spilled.slide_s, spilled.repeat))
         if held is None:
             continue
         grown = spilled.reducer_peak_rss_mb - spilled.reducer_idle_rss_mb
         held_grown = held.reducer_peak_rss_mb - held.reducer_idle_rss_mb
         found.append(
-            f"{window_words(spilled.slide_s)} at {fmt(spilled.groups)} groups: "
+            f"{window_words(spilled.slide_s)} at {fmt(spilled.groups)} groups, run "
+            f"{spilled.repeat}: "
             f"{fmt(grown / held_grown, '.2f')}x the columnar state's peak over idle "
             f"({fmt(grown)} vs {fmt(held_grown)} MiB), "
             f"{fmt(spilled.records_per_s / held.records_per_s, '.2f')}x its rate"
@@ -621,15 +690,14 @@ def flink_table(result: GroupScaleResult) -> list[str]:
     run)."""
     if not result.flink:
         return []
-    columnar = {
-        run.groups: run
+    columnar = medians_by(
+        (run.groups, run.records_per_s)
         for run in result.runs
         if run.state == "columnar" and run.slide_s == WINDOW_S
-    }
+    )
     rows = []
     for flink in result.flink:
-        mars = columnar.get(flink.groups)
-        mars_rate = mars.records_per_s if mars else math.nan
+        mars_rate = columnar.get(flink.groups, math.nan)
         rows.append(
             f"| {fmt(flink.groups)} | {fmt(flink.records_per_s)} | {fmt(mars_rate)} "
             f"| {fmt(mars_rate / flink.records_per_s, '.2f')} | {fmt(flink.cpu_s, '.1f')} "
@@ -647,9 +715,9 @@ def flink_table(result: GroupScaleResult) -> list[str]:
         "MiniCluster's start, the job's submission: `INSERT call s`) is inside the time, the "
         "JVM's and TableEnvironment's start before it (`start-up s`) is not; CPU s and peak "
         "RSS of its process tree (JVM and Python) meanwhile; its rows (sip, count, sum of "
-        "bytes) compared with each Mars run's.",
+        "bytes) compared with each Mars state's first run's.",
         "",
-        "| groups | Flink SQL records/s | Mars columnar records/s | Mars columnar / Flink "
+        "| groups | Flink SQL records/s | Mars columnar records/s (median) | Mars columnar / Flink "
         "| Flink CPU s | Flink peak RSS MiB | Flink INSERT call s | Flink start-up s "
         "| rows equal to Mars's |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,6 +32,15 @@ class MemorySample:
 def median(values: Sequence[float]) -> float:
     """The median; NaN for no values (a missing measurement stays visible in the report)."""
     return float(statistics.median(values)) if values else math.nan
+
+
+def medians_by(pairs: Iterable[tuple[K, float]]) -> dict[K, float]:
+    """The median of the values of each key, over `(key, value)` pairs: one figure per key
+    from repeated runs."""
+    grouped: dict[K, list[float]] = {}
+    for key, value in pairs:
+        grouped.setdefault(key, []).append(value)
+    return {key: median(values) for key, values in grouped.items()}
 
 
 def percentile(values: Sequence[float], q: float) -> float:

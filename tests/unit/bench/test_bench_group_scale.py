@@ -5,6 +5,7 @@ section with and without Flink and hopping runs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -237,15 +238,42 @@ def test_hopping_runs_have_their_rows_and_spilling_beside_the_columnar_state() -
         ]
     ]
     text = group_scale_section(found)
-    assert "| spilled | 300 s SLIDE 60 s | 1,400,000 | 90 | 580 (280 idle) |" in text
+    assert "| spilled | 1 | 300 s SLIDE 60 s | 1,400,000 | 90 | 580 (280 idle) |" in text
     assert text.count("equal to the Python state's |") == 2
     assert (
-        "Spilling beside the columnar state in memory: 300 s SLIDE 60 s at 1,400,000 groups: "
+        "Spilling beside the columnar state in memory: 300 s SLIDE 60 s at 1,400,000 groups, "
+        "run 1: "
         "0.50x the columnar state's peak over idle (300 vs 600 MiB), 0.90x its rate."
     ) in text
     # the ratios and the memory per group added are the tumbling runs' alone
     assert "columnar: 0.75x at 300,000 groups vs 8,000" in text
     assert "columnar: 200 B (8,000 to 300,000 groups)." in text
+
+
+def test_repeated_runs_give_each_group_count_the_median_and_each_run_its_ratio() -> None:
+    found = result(flink=True)
+    found.runs = [
+        GroupScaleRun(
+            state="columnar",
+            groups=groups,
+            records=1_000,
+            repeat=repeat,
+            records_per_s=rate,
+            complete=True,
+            reducer_peak_rss_mb=370.0 + groups * 200 / 1024**2,
+        )
+        for repeat, rates in enumerate([(200.0, 150.0), (400.0, 160.0), (300.0, 90.0)], start=1)
+        for groups, rate in zip((8_000, 300_000), rates, strict=True)
+    ]
+    text = group_scale_section(found)
+    assert "| columnar | 3 | 300 s | 300,000 | 90 |" in text
+    # medians 300 and 150; each run over the same run at 8,000 groups
+    assert "columnar: 0.50x at 300,000 groups vs 8,000 (run by run 0.75x, 0.40x, 0.30x)" in text
+    assert "| 300,000 | 50 | 150 | 3.00 |" in text  # Flink beside the median
+    as_json = json.loads(json.dumps(to_json(found)))
+    rows = {row.name.split(" at ")[0]: row for row in check_targets({"group_scale": as_json})}
+    assert rows["columnar state's records/s"].measured == "0.50x"
+    assert rows["columnar state"].measured == "3.00x"
 
 
 def test_the_result_survives_its_json_form() -> None:
