@@ -481,7 +481,7 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
     for groups in settings.groups:
         topics[groups] = "GS" + fresh_id(f"{groups}_").replace("-", "_")
         preload_json(ctx, topics[groups], records=records_for(settings, groups), groups=groups)
-    # The first run's tumbling rows per group count and state, for Flink's
+    # The first run's tumbling rows by group count and state: what Flink's rows are held to
     mars: dict[int, dict[str, pl.DataFrame]] = {}
     # Runs go round the group counts, so a slower spell of the machine falls on all of them.
     for repeat in range(1, settings.runs + 1):
