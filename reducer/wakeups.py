@@ -82,7 +82,7 @@ class WriteWakeups:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pubsub = self._client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            pubsub = self._client.pubsub(ignore_subscribe_messages=True)
             try:
                 pubsub.subscribe(WRITTEN_CHANNEL)
                 self._subscribed.set()
