@@ -574,7 +574,8 @@ def group_scale_section(result: GroupScaleResult) -> str:
         f"| {run.check or '—'} |"
         for run in result.runs
     ]
-    tumbling = [run for run in result.runs if run.slide_s == WINDOW_S]
+    # complete runs only: an incomplete one has no rate, and its groups are the rows it got
+    tumbling = [run for run in result.runs if run.slide_s == WINDOW_S and run.complete]
     ratios = [
         line
         for state in STATES
@@ -693,7 +694,7 @@ def flink_table(result: GroupScaleResult) -> list[str]:
     columnar = medians_by(
         (run.groups, run.records_per_s)
         for run in result.runs
-        if run.state == "columnar" and run.slide_s == WINDOW_S
+        if run.state == "columnar" and run.slide_s == WINDOW_S and run.complete
     )
     rows = []
     for flink in result.flink:
