@@ -22,7 +22,7 @@ FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/mars
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md scripts/constraints.txt ./
 COPY mars ./mars
 COPY mapper ./mapper
 COPY reducer ./reducer
@@ -31,7 +31,7 @@ COPY api ./api
 COPY devtools ./devtools
 COPY cli ./cli
 COPY configs ./configs
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir -c constraints.txt .
 COPY --from=native /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 COPY --from=jars /jars /opt/mars/jars

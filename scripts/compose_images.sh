@@ -59,6 +59,7 @@ stage() {
       .venv/bin/python -c 'import tomllib; print("\n".join(
         tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' \
         >"$ctx/requirements.txt"
+      cp scripts/constraints.txt "$ctx/constraints.txt"
       mkdir -p "$ctx/src"
       tar -c --exclude=__pycache__ pyproject.toml README.md mars mapper reducer spark api \
         devtools cli configs | tar -C "$ctx/src" -x

@@ -35,13 +35,16 @@ python=${PYTHON:-python3}
 
 mkdir -p .cache
 venv_stamp=".venv/.mars-installed"
-want=$(sha256sum pyproject.toml | cut -c1-16)
+# The versions every set-up installs: what was tested, not the day's newest releases.
+constraints="scripts/constraints.txt"
+want=$(cat pyproject.toml "$constraints" | sha256sum | cut -c1-16)
 if [ ! -f "$venv_stamp" ] || [ "$(cat "$venv_stamp")" != "$want" ]; then
   say "creating .venv and installing the project (first time: a few minutes, pyspark is large)"
   [ -x .venv/bin/python ] || "$python" -m venv .venv || fail "python venv"
-  .venv/bin/pip install -q --upgrade pip uv >/dev/null || fail "pip install uv"
+  .venv/bin/pip install -q --upgrade -c "$constraints" pip uv >/dev/null || fail "pip install uv"
   # uv installs from its machine-wide cache by hard links: half of pip's time in a fresh clone
-  .venv/bin/uv pip install --python .venv/bin/python -e '.[dev]' >.cache/pip.log 2>&1 \
+  .venv/bin/uv pip install --python .venv/bin/python -c "$constraints" -e '.[dev]' \
+    >.cache/pip.log 2>&1 \
     || { tail -20 .cache/pip.log >&2; fail "uv pip install -e .[dev] (log .cache/pip.log)"; }
   echo "$want" > "$venv_stamp"
 fi
