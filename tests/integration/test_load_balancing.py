@@ -157,7 +157,10 @@ def _check_balanced(pipeline: WatchedPipeline, tasks: list[str]) -> None:
     wait_for(
         balanced,
         timeout_s=45,
-        what=f"max/min reducer load <= {BALANCED} by load moves",
+        what=lambda: (
+            f"max/min reducer load <= {BALANCED} by load moves; the last polls' (max/min, "
+            f"max/min by count only, moves): {[tuple(round(v, 2) for v in s) for s in seen[-5:]]}"
+        ),
         logs=pipeline.logs,
     )
     ratio, by_count, moves = seen[-1]
