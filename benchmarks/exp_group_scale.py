@@ -476,7 +476,6 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
         flink_parallelism=settings.flink_parallelism,
         spill_budget_bytes=settings.spill_budget_bytes,
     )
-    log_dir = ctx.work_dir("group_scale")
     topics: dict[int, str] = {}
     for groups in settings.groups:
         topics[groups] = "GS" + fresh_id(f"{groups}_").replace("-", "_")
@@ -494,7 +493,21 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
                     mars[groups] = {
                         state: rows.drop("window_start") for state, rows in found_rows.items()
                     }
-    for groups in settings.groups if WINDOW_S in settings.slides else ():
+    if WINDOW_S in settings.slides:  # Flink runs the tumbling query only
+        flink_runs(ctx, settings, result, topics, mars)
+    return result
+
+
+def flink_runs(
+    ctx: Context,
+    settings: GroupScaleSettings,
+    result: GroupScaleResult,
+    topics: Mapping[int, str],
+    mars: Mapping[int, dict[str, pl.DataFrame]],
+) -> None:
+    """Flink SQL at each group count, added to `result`; missing or failing, it is noted."""
+    log_dir = ctx.work_dir("group_scale")
+    for groups in settings.groups:
         try:
             flink = flink_run(
                 ctx,
@@ -516,7 +529,6 @@ def group_scale_experiment(ctx: Context, settings: GroupScaleSettings) -> GroupS
             f"{flink.check}"
         )
         result.flink.append(flink)
-    return result
 
 
 def mars_runs(
@@ -576,17 +588,16 @@ def group_scale_section(result: GroupScaleResult) -> str:
     ]
     # complete runs only: an incomplete one has no rate, and its groups are the rows it got
     tumbling = [run for run in result.runs if run.slide_s == WINDOW_S and run.complete]
-    ratios = [
-        line
+    rates_by_system = {
+        state: [
+            (run.groups, run.repeat, run.records_per_s) for run in tumbling if run.state == state
+        ]
         for state in STATES
-        if (line := kept_rate_line(state, [run for run in tumbling if run.state == state]))
+    }
+    rates_by_system["Flink SQL"] = [(run.groups, 1, run.records_per_s) for run in result.flink]
+    ratios = [
+        line for name, rates in rates_by_system.items() if (line := kept_rate_line(name, rates))
     ]
-    flink = [(run.groups, run.records_per_s) for run in result.flink]
-    if len(flink) >= 2:
-        (low, low_rate), (high, high_rate) = min(flink), max(flink)
-        ratios.append(
-            f"Flink SQL: {fmt(high_rate / low_rate, '.2f')}x at {fmt(high)} groups vs {fmt(low)}"
-        )
     added = []
     for state in STATES:
         peaks = sorted(
@@ -636,21 +647,22 @@ def group_scale_section(result: GroupScaleResult) -> str:
     )
 
 
-def kept_rate_line(state: str, runs: list[GroupScaleRun]) -> str:
-    """The state's median records/s at its most groups over its median at its fewest, and each
-    run's ratio to the same run at the fewest groups ("" unless two group counts ran)."""
-    rates = medians_by((run.groups, run.records_per_s) for run in runs)
+def kept_rate_line(system: str, runs: list[tuple[int, int, float]]) -> str:
+    """`system`'s median records/s at its most groups over its median at its fewest, and each
+    run's ratio to the same run at the fewest groups, from (groups, run, records/s) of its runs
+    ("" unless two group counts ran)."""
+    rates = medians_by((groups, rate) for groups, _, rate in runs)
     if len(rates) < 2:
         return ""
     low, high = min(rates), max(rates)
-    by_repeat = {(run.groups, run.repeat): run.records_per_s for run in runs}
+    by_repeat = {(groups, repeat): rate for groups, repeat, rate in runs}
     each = [
         fmt(by_repeat[(high, repeat)] / by_repeat[(low, repeat)], ".2f") + "x"
-        for repeat in sorted({run.repeat for run in runs})
+        for repeat in sorted({repeat for _, repeat, _ in runs})
         if (high, repeat) in by_repeat and (low, repeat) in by_repeat
     ]
     return (
-        f"{state}: {fmt(rates[high] / rates[low], '.2f')}x at {fmt(high)} groups vs {fmt(low)}"
+        f"{system}: {fmt(rates[high] / rates[low], '.2f')}x at {fmt(high)} groups vs {fmt(low)}"
         + (f" (run by run {', '.join(each)})" if len(each) > 1 else "")
     )
 
