@@ -8,13 +8,14 @@ import time
 
 import httpx
 import redis
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from mars.config import Settings
 from mars.store.seq_store import SeqStore
 from mars.tasks.topics import partition_count
 from tests.integration.api.conftest import RunningApi
+from tests.integration.task_topics import topic_config
 
 
 def _sql(topic: str) -> str:
@@ -28,12 +29,6 @@ def _znode(zk: KazooClient, api: RunningApi, task_id: str) -> dict[str, object] 
     data, _ = zk.get(path)
     doc: dict[str, object] = json.loads(data)
     return doc
-
-
-def _topic_config(admin: AdminClient, topic: str) -> dict[str, str]:
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    entries = admin.describe_configs([resource])[resource].result(timeout=30)
-    return {name: entry.value for name, entry in entries.items()}
 
 
 def test_round_trip_with_side_effects(
@@ -76,8 +71,8 @@ def test_round_trip_with_side_effects(
     for name in (topics["output"], topics["late"], topics["dead_letter"]):
         assert name in existing
         assert partition_count(kafka_admin, name) == settings.kafka.result_partitions
-    assert _topic_config(kafka_admin, topics["output"])["cleanup.policy"] == "compact"
-    assert _topic_config(kafka_admin, topics["late"])["cleanup.policy"] == "delete"
+    assert topic_config(kafka_admin, topics["output"])["cleanup.policy"] == "compact"
+    assert topic_config(kafka_admin, topics["late"])["cleanup.policy"] == "delete"
 
     listed = http.get("/tasks").json()["tasks"]
     assert task_id in [t["id"] for t in listed]
@@ -163,7 +158,7 @@ def test_custom_output_topic_from_options(
     )
     assert response.status_code == 201, response.text
     assert response.json()["topics"]["output"] == output
-    assert _topic_config(kafka_admin, output)["cleanup.policy"] == "compact"
+    assert topic_config(kafka_admin, output)["cleanup.policy"] == "compact"
 
 
 def test_output_topic_of_another_task_is_409(

@@ -19,13 +19,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient
 
 from devtools.local import LocalCluster
 from mars.clients import admin_client
 from mars.config import load_settings
 from mars.tasks.topics import topic_partitions
 from tests.integration.pipeline import ExpectedTopic, wait_exact
+from tests.integration.task_topics import topic_config
 from tests.integration.watched import (
     PAPER_AGGREGATES,
     PAPER_GROUPS,
@@ -85,13 +86,11 @@ def test_a_broker_killed_mid_stream_loses_and_doubles_nothing(
 
 
 def _check_replicated(admin: AdminClient, topic: str) -> None:
-    """The task's result topic got three replicas and `min.insync.replicas` 2 (the metadata
-    of a topic just created may list no partitions for a moment: wait for them)."""
+    """The task's result topic got three replicas and `min.insync.replicas` 2 (a topic just
+    created may be unknown to some brokers for a moment: both helpers wait for it)."""
     partitions = topic_partitions(admin, topic)
     assert {len(p.replicas) for p in partitions.values()} == {BROKERS}
-    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    configs = admin.describe_configs([resource])[resource].result(timeout=30)
-    assert configs["min.insync.replicas"].value == "2"
+    assert topic_config(admin, topic)["min.insync.replicas"] == "2"
 
 
 def _kill_the_controller_and_restart_it(cluster: LocalCluster, admin: AdminClient) -> None:
