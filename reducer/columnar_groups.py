@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
-from mars.engine.columnar_layout import frame_groups, key_columns, key_width, state_columns
+from mars.engine.columnar_layout import frame_groups, key_columns, state_columns
 from mars.engine.dataset import GroupKey, Groups, merge_groups
 from reducer.spilled_frames import SpilledFrame, SpillFolder
 
@@ -84,6 +84,7 @@ class ColumnarGroups:
         "_pending_rows",
         "_spilled",
         "_spilled_pending",
+        "_unhashed",
     )
 
     def __init__(
@@ -103,6 +104,9 @@ class ColumnarGroups:
         # the key hashes of the groups merged since `saved` (None: not tracked), and their rows
         self._changed: list[pl.DataFrame] | None = [] if track_changes else None
         self._changed_rows = 0
+        # frames appended since the last `_hash_changes` (also in `_pending`): their keys are
+        # changed, but not hashed into `_changed` yet
+        self._unhashed: list[pl.DataFrame] = []
         self._all_changed = False  # a key column's type changed since `saved`: hashes differ
 
     @classmethod
@@ -157,14 +161,14 @@ class ColumnarGroups:
         except DoesNotFit:
             self._fall_back()
             return False
-        if self._dtypes is not None and self._changed:
+        if self._dtypes is not None and (self._changed or self._unhashed):
             width = self._key_width()
             self._all_changed |= dtypes[:width] != self._dtypes[:width]
         self._dtypes = dtypes
         self._pending.append(frame)
         self._pending_rows += frame.height
         if self._changed is not None:
-            self._note_changes(frame)
+            self._unhashed.append(frame)
         if self._pending_rows >= max(self._merged_rows(), COMPACT_ROWS):
             try:
                 self._compact()
@@ -172,18 +176,28 @@ class ColumnarGroups:
                 self._fall_back()  # with this data set's groups: merged already
         return True
 
-    def _note_changes(self, frame: pl.DataFrame) -> None:
-        """Keep a 64-bit hash of each of `frame`'s keys as changed: a delta takes the rows whose
-        key hashes to one of them, so a collision adds an unchanged group to it, never misses a
-        changed one. The keys themselves cost about 100 bytes of RSS per open group at
-        1,000,000 groups (string keys; the hashes about 13). Every data set brings its keys
-        again, so the list is deduplicated into one frame whenever it doubled: it holds at most
-        about twice the changed groups' hashes, where a checkpoint interval at high cardinality
-        held a copy of every data set's keys."""
+    def _hash_changes(self) -> None:
+        """Keep a 64-bit hash of each key of the frames appended since the last call as changed:
+        a delta takes the rows whose key hashes to one of them, so a collision adds an unchanged
+        group to it, never misses a changed one. Called before the appended frames go (a
+        compaction, a spill) and when the changes are read, not at each append: hashing every
+        data set's keys on its own was half of a small data set's merge (about 0.25 ms a
+        window, Polars's calls, not the rows). The keys themselves cost about 100 bytes of RSS
+        per open group at 1,000,000 groups (string keys; the hashes about 13). Every data set
+        brings its keys again, so the list is deduplicated into one frame whenever it doubled:
+        it holds at most about twice the changed groups' hashes, where a checkpoint interval
+        at high cardinality held a copy of every data set's keys."""
+        if not self._unhashed:
+            return
         assert self._changed is not None
-        keys = key_columns(key_width(self._aggregates, frame))
+        frames, self._unhashed = self._unhashed, []
+        keys = key_columns(self._key_width())
         if keys:
-            typed = self._window_typed(frame.select(keys), keys_only=True)
+            # (frames appended before a key column's type widened are cast: the hashes must be
+            # of the window's types; had changes been noted already, `_all_changed` is set)
+            typed = pl.concat(
+                [self._window_typed(frame.select(keys), keys_only=True) for frame in frames]
+            )
             hashes = typed.select(_key_hash(keys))
         else:  # the window's one group
             hashes = pl.DataFrame({_HASH: [0]}, schema={_HASH: pl.UInt64})
@@ -201,8 +215,11 @@ class ColumnarGroups:
 
     def memory_bytes(self) -> int:
         """The frames held in memory (Polars' estimate): the merged one unless spilled, the
-        appended ones, the hashes of changed keys."""
-        frames = [self._frame, *self._pending, *(self._changed or [])]
+        appended ones, those whose keys are not hashed yet (the same frames until a compaction
+        or spill hashes them), the hashes of changed keys."""
+        appended = {id(frame) for frame in self._pending}
+        unhashed = [frame for frame in self._unhashed if id(frame) not in appended]
+        frames = [self._frame, *self._pending, *unhashed, *(self._changed or [])]
         return sum(int(frame.estimated_size()) for frame in frames if frame is not None)
 
     def spilled(self) -> bool:
@@ -223,6 +240,7 @@ class ColumnarGroups:
         frames = [frame for frame in [merged, *self._pending] if frame is not None]
         if not frames:
             return 0
+        self._hash_changes()  # before the appended frames leave memory
         freed = sum(int(frame.estimated_size()) for frame in frames)
         if not self._part_rows:
             self._folder = folder
@@ -320,7 +338,7 @@ class ColumnarGroups:
     def saved(self) -> None:
         """A checkpoint holds the groups as they are now: changes count from here."""
         if self._changed is not None:
-            self._changed, self._changed_rows = [], 0
+            self._changed, self._changed_rows, self._unhashed = [], 0, []
             self._all_changed = False
 
     def changed(self) -> pl.DataFrame | Groups:
@@ -338,6 +356,7 @@ class ColumnarGroups:
         assert self._changed is not None, "changes are not tracked"
         if self._fallback is not None:
             return self._fallback
+        self._hash_changes()
         merged: pl.LazyFrame | None = None
         if self._spilled is not None:
             merged = self._spilled.scan()
@@ -416,6 +435,7 @@ class ColumnarGroups:
     def _compact(self) -> None:
         """Merge the appended frames into the merged one (DoesNotFit: they stay appended), on
         disk a partition at a time when the window is spilled."""
+        self._hash_changes()  # before the appended frames are merged away
         if self._on_disk():
             self._compact_on_disk()
             return
@@ -465,7 +485,7 @@ class ColumnarGroups:
         groups: Groups = {}
         for frame in [f for f in [self._frame, *self._pending] if f is not None]:
             merge_groups(self._aggregates, groups, frame_groups(self._aggregates, frame))
-        self._frame, self._pending, self._pending_rows = None, [], 0
+        self._frame, self._pending, self._pending_rows, self._unhashed = None, [], 0, []
         self._fallback = groups
 
 

@@ -147,6 +147,25 @@ def test_appended_frames_spill_too_and_come_back_at_the_close(tmp_path: Path) ->
     assert spill_files(folder) == 0
 
 
+def test_tracked_changes_hold_the_keys_hashes_not_the_appended_frames(tmp_path: Path) -> None:
+    """The keys of appended frames are hashed as changed before a compaction merges the frames
+    away and before a spill lets them go: the window then holds the hashes (8 bytes a key),
+    not a reference to each frame until the next delta."""
+    aggregates = (CountAll(), Sum())
+    hashes = 3 * 1_000 * 8  # three data sets of the same 1,000 keys, not yet deduplicated
+    compacted = ColumnarGroups(aggregates, track_changes=True)
+    spilled = ColumnarGroups(aggregates, track_changes=True)
+    for dataset in range(3):
+        for window in (compacted, spilled):
+            window.merge({(f"k{i}",): [1, dataset] for i in range(1_000)})
+    frame = compacted.frame()
+    assert frame is not None and frame.height == 1_000
+    assert compacted.memory_bytes() == frame.estimated_size() + hashes
+    spilled.spill(SpillFolder.open(tmp_path), part_bytes=1_000)
+    assert spilled.memory_bytes() == hashes
+    assert len(compacted.changed()) == len(spilled.changed()) == 1_000
+
+
 def test_a_spill_writes_the_frames_appended_since_the_last_as_one_file(tmp_path: Path) -> None:
     """A compaction reads every file once per partition, so the frames a budgeted owner's
     reads append between two spills (8 data sets) go in one file, not one file each."""
