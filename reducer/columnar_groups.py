@@ -161,7 +161,8 @@ class ColumnarGroups:
         except DoesNotFit:
             self._fall_back()
             return False
-        if self._dtypes is not None and (self._changed or self._unhashed):
+        # (hashes taken already are of the old types; unhashed frames are cast when hashed)
+        if self._dtypes is not None and self._changed:
             width = self._key_width()
             self._all_changed |= dtypes[:width] != self._dtypes[:width]
         self._dtypes = dtypes
@@ -193,8 +194,8 @@ class ColumnarGroups:
         frames, self._unhashed = self._unhashed, []
         keys = key_columns(self._key_width())
         if keys:
-            # (frames appended before a key column's type widened are cast: the hashes must be
-            # of the window's types; had changes been noted already, `_all_changed` is set)
+            # in the window's types, as `changed` hashes the frames' rows (a key column all NULL
+            # in a frame appended before it widened is cast)
             typed = pl.concat(
                 [self._window_typed(frame.select(keys), keys_only=True) for frame in frames]
             )
