@@ -174,6 +174,7 @@ class ColumnarWindowState(OpenWindowState):
 
     def _pop_closed(self, start: int) -> ClosedWindow:
         window = self.columns.pop(start)
+        window.closing()
         spilled = window.spilled_groups()
         if spilled is not None:  # finalized a partition at a time as its records are written
             return ClosedWindow(start=start, groups={}, spilled=spilled)

@@ -318,6 +318,32 @@ def test_a_collision_of_changed_key_hashes_only_adds_groups_to_a_delta() -> None
     assert isinstance(everything, pl.DataFrame) and everything.height == 200
 
 
+def test_a_closing_windows_keys_are_not_hashed() -> None:
+    """A window's changes serve only the next delta, which a closed window is not in: its last
+    compaction, on the way to its results, skips the hashing; an open window's delta hashes."""
+    state = ColumnarWindowState.starting_columnar(
+        assigner=ASSIGNER, aggregates=AGGREGATES, rseqs={0: 1}, incremental=True
+    )
+    state.checkpointed()  # a full one: changes count from here
+    for seq in (1, 2):
+        groups = {(k,): [1, seq, seq] for k in range(5)}
+        state.merge(0, seq, DataSet(aggregates=AGGREGATES, windows={0: groups, 10: groups}))
+    hashed: list[list[str]] = []
+
+    def counted_key_hash(keys: list[str]) -> pl.Expr:
+        hashed.append(keys)
+        return key_hash(keys)
+
+    key_hash = columnar_groups._key_hash
+    with patch.object(columnar_groups, "_key_hash", counted_key_hash):
+        (closed,) = state.close(20)  # window 0 closes, window 10 stays open
+        assert hashed == []
+        assert closed.frame is not None
+        assert frame_groups(AGGREGATES, closed.frame) == {(k,): [2, 3, 2] for k in range(5)}
+        delta = state.checkpoint_delta()
+    assert hashed and delta == {10: {(k,): [2, 3, 2] for k in range(5)}}
+
+
 def test_a_state_that_is_not_incremental_never_offers_a_delta() -> None:
     state = OpenWindowState.starting(assigner=ASSIGNER, aggregates=AGGREGATES, rseqs={0: 1})
     state.merge(0, 1, DataSet(aggregates=AGGREGATES, windows={0: {(1,): [1, 1, 1]}}))
