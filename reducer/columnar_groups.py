@@ -209,6 +209,17 @@ class ColumnarGroups:
             self._changed = [pl.concat(self._changed).unique()]
             self._changed_rows = self._changed[0].height
 
+    def _mostly_changed(self) -> bool:
+        """Whether a window in memory had at least half its merged frame's groups changed (or
+        its frame holds none yet, or every group counts as changed): its delta is then about
+        the window, and compacting it (due anyway) costs less than hashing every row and
+        joining them with the changed keys' hashes (at 300,000 groups a delta of most of them
+        took 0.1 s). A spilled window is not read back for it."""
+        if self._on_disk():
+            return False
+        merged = self._merged_rows()
+        return self._all_changed or merged == 0 or 2 * self._changed_rows >= merged
+
     def _merged_rows(self) -> int:
         if self._spilled is not None:
             return self._spilled.height
@@ -361,18 +372,37 @@ class ColumnarGroups:
         frames are filtered too: a delta leaves them appended, so after one they also hold
         groups changed before it, whose appended rows alone are not their states. Spill files
         are scanned where they are: read back and spilled again at every checkpoint, they made
-        a spilling owner's checkpoints about 3x slower."""
+        a spilling owner's checkpoints about 3x slower. When most groups changed
+        (`_mostly_changed`), the window in memory is compacted and given whole."""
         assert self._changed is not None, "changes are not tracked"
         if self._fallback is not None:
             return self._fallback
         self._hash_changes()
+        if not self._changed:
+            return self._none_changed()
+        changed = pl.concat(self._changed).unique()
+        self._changed, self._changed_rows = [changed], changed.height
+        if self._mostly_changed():
+            frame = self.frame()  # compacted (or fallen back: then every group is a change)
+            return frame if frame is not None else self._fallback or {}
+        return self._changed_groups(changed)
+
+    def _none_changed(self) -> pl.DataFrame | Groups:
+        """`changed` with no change noted: no row, in the window's layout if it has one."""
+        if self._spilled is not None:
+            return self._window_typed(self._spilled.scan()).head(0).collect()
+        if self._frame is not None:
+            return self._window_typed(self._frame).head(0)
+        return {}
+
+    def _changed_groups(self, changed: pl.DataFrame) -> pl.DataFrame | Groups:
+        """`changed`: the rows of the keys whose hash is in `changed` (every row if every group
+        counts as changed), merged."""
         merged: pl.LazyFrame | None = None
         if self._spilled is not None:
             merged = self._spilled.scan()
         elif self._frame is not None:
             merged = self._frame.lazy()
-        if not self._changed:
-            return {} if merged is None else self._window_typed(merged).head(0).collect()
         appended = [
             *(spilled.scan() for spilled in self._spilled_pending),
             *map(pl.LazyFrame, self._pending),
@@ -382,9 +412,10 @@ class ColumnarGroups:
             return {}
         keys = key_columns(self._key_width())
         if keys and not self._all_changed:  # (else the window's one group, changed)
-            changed = pl.concat(self._changed).unique().lazy()
             parts = [
-                part.with_columns(_key_hash(keys)).join(changed, on=_HASH, how="semi").drop(_HASH)
+                part.with_columns(_key_hash(keys))
+                .join(changed.lazy(), on=_HASH, how="semi")
+                .drop(_HASH)
                 for part in parts
             ]
         # spill files are streamed through the join (a collect in memory reads each whole)

@@ -344,6 +344,23 @@ def test_a_closing_windows_keys_are_not_hashed() -> None:
     assert hashed and delta == {10: {(k,): [2, 3, 2] for k in range(5)}}
 
 
+def test_a_delta_of_most_groups_is_the_compacted_window() -> None:
+    """When at least half the merged groups changed, the delta is the whole window, compacted
+    (cheaper than hashing every row to join it with the changed keys); fewer changes give
+    just the changed groups."""
+    for changes, delta_groups in ((2, 2), (6, 10)):
+        window = ColumnarGroups((CountAll(),), track_changes=True)
+        window.merge({(k,): [1] for k in range(10)})
+        window.frame()
+        window.saved()
+        window.merge({(k,): [1] for k in range(changes)})
+        delta = window.changed()
+        assert isinstance(delta, pl.DataFrame)
+        assert frame_groups((CountAll(),), delta) == {
+            (k,): [2 if k < changes else 1] for k in range(delta_groups)
+        }
+
+
 def test_a_state_that_is_not_incremental_never_offers_a_delta() -> None:
     state = OpenWindowState.starting(assigner=ASSIGNER, aggregates=AGGREGATES, rseqs={0: 1})
     state.merge(0, 1, DataSet(aggregates=AGGREGATES, windows={0: {(1,): [1, 1, 1]}}))
