@@ -349,8 +349,8 @@ class ColumnarGroups:
 
     def closing(self) -> None:
         """The window is about to close: no delta reads its changes again, so the keys of its
-        appended frames are not hashed at its last compaction (at 289,329 groups a third of
-        the close's `frame`, on the path to its results)."""
+        appended frames are not hashed at its last compaction, on the path to its results (a
+        third of closing windows' `frame` in a profile of ten small tasks)."""
         if self._changed is not None:
             self._changed, self._changed_rows, self._unhashed = None, 0, []
             self._all_changed = False
