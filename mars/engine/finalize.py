@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from mars.aggregates import Average, aggregates_for
@@ -26,6 +27,16 @@ from mars.windows import window_end
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EXACT_FLOAT_INT = 1 << 53  # ints up to this convert to float exactly (AVG of int sums)
+
+
+def _divided(total: pl.Series, count: pl.Series) -> pl.Series:
+    """`total / count` as floats, correctly rounded as Python's `/` is (NaN where `count` is
+    0). Not Polars' `/`: it divided a float column by an int column of a frame concatenated
+    from spill partitions as a multiplication by the reciprocal (5 / 3 gave
+    1.6666666666666665)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quotient = np.divide(total.cast(pl.Float64).to_numpy(), count.cast(pl.Float64).to_numpy())
+    return pl.Series(quotient, dtype=pl.Float64)
 
 
 def iso_utc(epoch_ms: int) -> str:
@@ -123,8 +134,8 @@ def finalize_frame(spec: TaskSpec, window_start: int, frame: pl.DataFrame) -> pl
             total = frame.get_column(f"a{i}s")
             if total.dtype.is_integer() and _largest(total) > _EXACT_FLOAT_INT:
                 return None
-            mean = pl.col(f"a{i}s").cast(pl.Float64) / pl.col(f"a{i}n")
-            columns.append(pl.when(pl.col(f"a{i}n") > 0).then(mean).alias(call.alias))
+            mean = _divided(total, frame.get_column(f"a{i}n"))
+            columns.append(pl.when(pl.col(f"a{i}n") > 0).then(pl.lit(mean)).alias(call.alias))
         else:
             columns.append(pl.col(f"a{i}").alias(call.alias))
     finalized = frame.select(columns)
