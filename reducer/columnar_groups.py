@@ -206,8 +206,14 @@ class ColumnarGroups:
         self._changed_rows += hashes.height
         first = self._changed[0].height  # (the last deduplication's, if any)
         if len(self._changed) > 1 and self._changed_rows >= max(2 * first, COMPACT_ROWS):
-            self._changed = [pl.concat(self._changed).unique()]
-            self._changed_rows = self._changed[0].height
+            self._deduplicate_changes()
+
+    def _deduplicate_changes(self) -> pl.DataFrame:
+        """The changed keys' hashes as one frame, each once (kept as the only one)."""
+        assert self._changed
+        changed = pl.concat(self._changed).unique()
+        self._changed, self._changed_rows = [changed], changed.height
+        return changed
 
     def _mostly_changed(self) -> bool:
         """Whether a window in memory had at least half its merged frame's groups changed (or
@@ -380,8 +386,7 @@ class ColumnarGroups:
         self._hash_changes()
         if not self._changed:
             return self._none_changed()
-        changed = pl.concat(self._changed).unique()
-        self._changed, self._changed_rows = [changed], changed.height
+        changed = self._deduplicate_changes()
         if self._mostly_changed():
             frame = self.frame()  # compacted (or fallen back: then every group is a change)
             return frame if frame is not None else self._fallback or {}
@@ -389,20 +394,19 @@ class ColumnarGroups:
 
     def _none_changed(self) -> pl.DataFrame | Groups:
         """`changed` with no change noted: no row, in the window's layout if it has one."""
+        merged = self._merged_lazy()
+        return {} if merged is None else self._window_typed(merged).head(0).collect()
+
+    def _merged_lazy(self) -> pl.LazyFrame | None:
+        """The merged frame, scanned where it is (spill files or memory), or None if none."""
         if self._spilled is not None:
-            return self._window_typed(self._spilled.scan()).head(0).collect()
-        if self._frame is not None:
-            return self._window_typed(self._frame).head(0)
-        return {}
+            return self._spilled.scan()
+        return None if self._frame is None else self._frame.lazy()
 
     def _changed_groups(self, changed: pl.DataFrame) -> pl.DataFrame | Groups:
         """`changed`: the rows of the keys whose hash is in `changed` (every row if every group
         counts as changed), merged."""
-        merged: pl.LazyFrame | None = None
-        if self._spilled is not None:
-            merged = self._spilled.scan()
-        elif self._frame is not None:
-            merged = self._frame.lazy()
+        merged = self._merged_lazy()
         appended = [
             *(spilled.scan() for spilled in self._spilled_pending),
             *map(pl.LazyFrame, self._pending),
