@@ -40,11 +40,11 @@ import polars as pl
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
 from mars.engine.columnar_layout import frame_groups, key_columns, state_columns
 from mars.engine.dataset import GroupKey, Groups, merge_groups
+from reducer.changed_keys import ChangedKeys, rows_of_changed_keys
 from reducer.spilled_frames import SpilledFrame, SpillFolder
 
 INT_LIMIT = float(1 << 62)  # sums of absolute values below this cannot leave int64
 COMPACT_ROWS = 65_536  # appended rows that make a merge worth its group_by at the least
-_HASH = "\0key_hash"  # the changed keys' hashes (no column of the layout has this name)
 _PART = "\0partition"  # a row's hash partition, while a spilled window is split
 MAX_PARTS = 64  # hash partitions of a spilled window, at most
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
@@ -71,9 +71,7 @@ class ColumnarGroups:
 
     __slots__ = (
         "_aggregates",
-        "_all_changed",
-        "_changed",
-        "_changed_rows",
+        "_changes",
         "_dtypes",
         "_fallback",
         "_folder",
@@ -84,7 +82,6 @@ class ColumnarGroups:
         "_pending_rows",
         "_spilled",
         "_spilled_pending",
-        "_unhashed",
     )
 
     def __init__(
@@ -101,13 +98,8 @@ class ColumnarGroups:
         self._pending_rows = 0  # of the appended frames in memory and on disk
         self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
         self._fallback: Groups | None = None
-        # the key hashes of the groups merged since `saved` (None: not tracked), and their rows
-        self._changed: list[pl.DataFrame] | None = [] if track_changes else None
-        self._changed_rows = 0
-        # frames appended since the last `_hash_changes` (also in `_pending`): their keys are
-        # changed, but not hashed into `_changed` yet
-        self._unhashed: list[pl.DataFrame] = []
-        self._all_changed = False  # a key column's type changed since `saved`: hashes differ
+        # the keys of the groups merged since `saved` (None: not tracked)
+        self._changes: ChangedKeys | None = ChangedKeys() if track_changes else None
 
     @classmethod
     def of_frame(
@@ -161,15 +153,16 @@ class ColumnarGroups:
         except DoesNotFit:
             self._fall_back()
             return False
+        changes = self._changes
         # (hashes taken already are of the old types; unhashed frames are cast when hashed)
-        if self._dtypes is not None and self._changed:
+        if changes is not None and self._dtypes is not None and changes.hashed():
             width = self._key_width()
-            self._all_changed |= dtypes[:width] != self._dtypes[:width]
+            changes.every |= dtypes[:width] != self._dtypes[:width]
         self._dtypes = dtypes
         self._pending.append(frame)
         self._pending_rows += frame.height
-        if self._changed is not None:
-            self._unhashed.append(frame)
+        if changes is not None:
+            changes.appended(frame)
         if self._pending_rows >= max(self._merged_rows(), COMPACT_ROWS):
             try:
                 self._compact()
@@ -178,42 +171,17 @@ class ColumnarGroups:
         return True
 
     def _hash_changes(self) -> None:
-        """Keep a 64-bit hash of each key of the frames appended since the last call as changed:
-        a delta takes the rows whose key hashes to one of them, so a collision adds an unchanged
-        group to it, never misses a changed one. Called before the appended frames go (a
-        compaction, a spill) and when the changes are read, not at each append: hashing every
-        data set's keys on its own was half of a small data set's merge (about 0.25 ms a
-        window, Polars's calls, not the rows). The keys themselves cost about 100 bytes of RSS
-        per open group at 1,000,000 groups (string keys; the hashes about 13). Every data set
-        brings its keys again, so the list is deduplicated into one frame whenever it doubled:
-        it holds at most about twice the changed groups' hashes, where a checkpoint interval
-        at high cardinality held a copy of every data set's keys."""
-        if not self._unhashed:
+        """Hash the changed keys of the frames appended since the last call (`ChangedKeys`):
+        called before the appended frames go (a compaction, a spill) and when the changes are
+        read."""
+        changes = self._changes
+        if changes is None or not changes.has_unhashed():
             return
-        assert self._changed is not None
-        frames, self._unhashed = self._unhashed, []
-        keys = key_columns(self._key_width())
-        if keys:
-            # in the window's types, as `changed` hashes the frames' rows (a key column all NULL
-            # in a frame appended before it widened is cast)
-            typed = pl.concat(
-                [self._window_typed(frame.select(keys), keys_only=True) for frame in frames]
-            )
-            hashes = typed.select(_key_hash(keys))
-        else:  # the window's one group
-            hashes = pl.DataFrame({_HASH: [0]}, schema={_HASH: pl.UInt64})
-        self._changed.append(hashes)
-        self._changed_rows += hashes.height
-        first = self._changed[0].height  # (the last deduplication's, if any)
-        if len(self._changed) > 1 and self._changed_rows >= max(2 * first, COMPACT_ROWS):
-            self._deduplicate_changes()
-
-    def _deduplicate_changes(self) -> pl.DataFrame:
-        """The changed keys' hashes as one frame, each once (kept as the only one)."""
-        assert self._changed
-        changed = pl.concat(self._changed).unique()
-        self._changed, self._changed_rows = [changed], changed.height
-        return changed
+        changes.hash_appended(
+            key_columns(self._key_width()),
+            lambda key_frame: self._window_typed(key_frame, keys_only=True),
+            deduplicate_rows=COMPACT_ROWS,  # (a deduplication's `unique` is worth what a merge is)
+        )
 
     def _mostly_changed(self) -> bool:
         """Whether a window in memory had at least half its merged frame's groups changed (or
@@ -223,8 +191,9 @@ class ColumnarGroups:
         took 0.1 s). A spilled window is not read back for it."""
         if self._on_disk():
             return False
+        assert self._changes is not None
         merged = self._merged_rows()
-        return self._all_changed or merged == 0 or 2 * self._changed_rows >= merged
+        return self._changes.every or merged == 0 or 2 * self._changes.hashed_rows >= merged
 
     def _merged_rows(self) -> int:
         if self._spilled is not None:
@@ -236,8 +205,8 @@ class ColumnarGroups:
         appended ones, those whose keys are not hashed yet (the same frames until a compaction
         or spill hashes them), the hashes of changed keys."""
         appended = {id(frame) for frame in self._pending}
-        unhashed = [frame for frame in self._unhashed if id(frame) not in appended]
-        frames = [self._frame, *self._pending, *unhashed, *(self._changed or [])]
+        changes = self._changes.frames() if self._changes is not None else []
+        frames = [self._frame, *self._pending, *(f for f in changes if id(f) not in appended)]
         return sum(int(frame.estimated_size()) for frame in frames if frame is not None)
 
     def spilled(self) -> bool:
@@ -357,15 +326,12 @@ class ColumnarGroups:
         """The window is about to close: no delta reads its changes again, so the keys of its
         appended frames are not hashed at its last compaction, on the path to its results (a
         third of closing windows' `frame` in a profile of ten small tasks)."""
-        if self._changed is not None:
-            self._changed, self._changed_rows, self._unhashed = None, 0, []
-            self._all_changed = False
+        self._changes = None
 
     def saved(self) -> None:
         """A checkpoint holds the groups as they are now: changes count from here."""
-        if self._changed is not None:
-            self._changed, self._changed_rows, self._unhashed = [], 0, []
-            self._all_changed = False
+        if self._changes is not None:
+            self._changes = ChangedKeys()
 
     def changed(self) -> pl.DataFrame | Groups:
         """The groups merged since `saved` (or since the start), with their current states; or
@@ -380,13 +346,13 @@ class ColumnarGroups:
         are scanned where they are: read back and spilled again at every checkpoint, they made
         a spilling owner's checkpoints about 3x slower. When most groups changed
         (`_mostly_changed`), the window in memory is compacted and given whole."""
-        assert self._changed is not None, "changes are not tracked"
+        assert self._changes is not None, "changes are not tracked"
         if self._fallback is not None:
             return self._fallback
         self._hash_changes()
-        if not self._changed:
+        changed = self._changes.deduplicated()
+        if changed is None:
             return self._none_changed()
-        changed = self._deduplicate_changes()
         if self._mostly_changed():
             frame = self.frame()  # compacted (or fallen back: then every group is a change)
             return frame if frame is not None else self._fallback or {}
@@ -415,13 +381,9 @@ class ColumnarGroups:
         if not parts:
             return {}
         keys = key_columns(self._key_width())
-        if keys and not self._all_changed:  # (else the window's one group, changed)
-            parts = [
-                part.with_columns(_key_hash(keys))
-                .join(changed.lazy(), on=_HASH, how="semi")
-                .drop(_HASH)
-                for part in parts
-            ]
+        assert self._changes is not None
+        if keys and not self._changes.every:  # (else the window's one group, changed)
+            parts = [rows_of_changed_keys(part, keys, changed) for part in parts]
         # spill files are streamed through the join (a collect in memory reads each whole)
         rows = pl.concat(parts).collect(engine="streaming" if self._on_disk() else "auto")
         if not appended:  # the merged frame's rows: one per key already
@@ -529,7 +491,9 @@ class ColumnarGroups:
         groups: Groups = {}
         for frame in [f for f in [self._frame, *self._pending] if f is not None]:
             merge_groups(self._aggregates, groups, frame_groups(self._aggregates, frame))
-        self._frame, self._pending, self._pending_rows, self._unhashed = None, [], 0, []
+        self._frame, self._pending, self._pending_rows = None, [], 0
+        if self._changes is not None:
+            self._changes.forget_appended()
         self._fallback = groups
 
 
@@ -546,12 +510,6 @@ def _partition(keys: list[str], parts: int) -> pl.Expr:
         for key in keys
     ]
     return (pl.struct(hashes).hash(seed=2) % parts).alias(_PART)
-
-
-def _key_hash(keys: list[str]) -> pl.Expr:
-    """A row's key columns (in the window's types) as one 64-bit hash, the same in every frame
-    of the window (Polars's hash with fixed seeds; held in memory only, never written)."""
-    return pl.struct(keys).hash(seed=0).alias(_HASH)
 
 
 def groups_frame(

@@ -29,7 +29,7 @@ from mars.engine.columnar_layout import frame_groups
 from mars.engine.dataset import DataSet, OpenWindows, decode_dataset, encode_dataset
 from mars.engine.errors import DataSetFormatError
 from mars.windows import WindowAssigner
-from reducer import columnar_groups
+from reducer import changed_keys, columnar_groups
 from reducer.columnar_groups import ColumnarGroups
 from reducer.columnar_windows import ColumnarWindowState
 from reducer.delta_budget import DeltaBudget
@@ -311,7 +311,7 @@ def test_a_collision_of_changed_key_hashes_only_adds_groups_to_a_delta() -> None
     window.saved()
     window.merge({("10.0.0.5",): [1]})
     with patch.object(
-        columnar_groups, "_key_hash", lambda keys: pl.lit(0, pl.UInt64).alias(columnar_groups._HASH)
+        changed_keys, "_key_hash", lambda keys: pl.lit(0, pl.UInt64).alias(changed_keys.HASH)
     ):  # every key hashes alike: the delta holds every group, none missed
         window.merge({("10.0.0.9",): [1]})
         everything = window.changed()
@@ -334,8 +334,8 @@ def test_a_closing_windows_keys_are_not_hashed() -> None:
         hashed.append(keys)
         return key_hash(keys)
 
-    key_hash = columnar_groups._key_hash
-    with patch.object(columnar_groups, "_key_hash", counted_key_hash):
+    key_hash = changed_keys._key_hash
+    with patch.object(changed_keys, "_key_hash", counted_key_hash):
         (closed,) = state.close(20)  # window 0 closes, window 10 stays open
         assert hashed == []
         assert closed.frame is not None
