@@ -27,11 +27,10 @@ HASH = "\0key_hash"  # the hashes' column (no column of a window's layout has th
 class ChangedKeys:
     """The keys of the frames appended to a window since its last checkpoint."""
 
-    __slots__ = ("_hashed_rows", "_hashes", "_unhashed", "every")
+    __slots__ = ("_hashes", "_unhashed", "every")
 
     def __init__(self) -> None:
         self._hashes: list[pl.DataFrame] = []
-        self._hashed_rows = 0
         self._unhashed: list[pl.DataFrame] = []  # appended since the last `hash_appended`
         # A key column's type changed since the checkpoint: the hashes taken before were of the
         # other type, so every group counts as changed.
@@ -40,7 +39,7 @@ class ChangedKeys:
     @property
     def hashed_rows(self) -> int:
         """The hashes noted (each changed key once, right after `deduplicated`)."""
-        return self._hashed_rows
+        return sum(hashes.height for hashes in self._hashes)
 
     def hashed(self) -> bool:
         """Whether keys were hashed since the checkpoint (in the window's types of then)."""
@@ -76,9 +75,8 @@ class ChangedKeys:
         else:
             hashes = pl.DataFrame({HASH: [0]}, schema={HASH: pl.UInt64})
         self._hashes.append(hashes)
-        self._hashed_rows += hashes.height
         first = self._hashes[0].height  # (the last deduplication's, if any)
-        if len(self._hashes) > 1 and self._hashed_rows >= max(2 * first, deduplicate_rows):
+        if len(self._hashes) > 1 and self.hashed_rows >= max(2 * first, deduplicate_rows):
             self.deduplicated()
 
     def deduplicated(self) -> pl.DataFrame | None:
@@ -86,7 +84,7 @@ class ChangedKeys:
         if not self._hashes:
             return None
         hashes = pl.concat(self._hashes).unique()
-        self._hashes, self._hashed_rows = [hashes], hashes.height
+        self._hashes = [hashes]
         return hashes
 
     def forget_appended(self) -> None:

@@ -46,12 +46,12 @@ def columnar(aggregates: Any, **spilling: Any) -> ColumnarWindowState:
 def holds_as_live(delta: OpenWindows, changed: OpenWindows, live: OpenWindows) -> bool:
     """Whether `delta` holds every group of `changed` with its state there, and each of its
     groups with its state in `live`."""
-    for start, groups in changed.items():
-        if not all(key in delta.get(start, {}) for key in groups):
-            return False
-        if not all(same(state, delta[start][key]) for key, state in groups.items()):
-            return False
-    return all(
+    holds_changed = all(
+        key in delta.get(start, {}) and same(state, delta[start][key])
+        for start, groups in changed.items()
+        for key, state in groups.items()
+    )
+    return holds_changed and all(
         same(state, live[start][key])
         for start, groups in delta.items()
         for key, state in groups.items()
