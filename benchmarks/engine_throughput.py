@@ -44,6 +44,8 @@ QUERIES = {
     "heavy": "SELECT sip, count(*) AS n, sum(bytes) AS total, avg(bytes) AS mean, "
     "approx_count_distinct(dip) AS dips FROM S WHERE type <> 'icmp' GROUP BY sip "
     "WINDOWING 60 s",
+    "hopping": "SELECT proto, direction, avg(duration), max(packets), count(*) FROM S "
+    "GROUP BY proto, direction WINDOWING 120 s SLIDE 60 s",
 }
 
 
