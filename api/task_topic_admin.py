@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import KafkaException
-
 from api.errors import BackendUnavailableError
 from mars.clients import admin_client
 from mars.config import KafkaSettings
 from mars.tasks.spec import TaskSpec
-from mars.tasks.topics import TopicError, delete_task_topics, ensure_task_topics
+from mars.tasks.topics import (
+    TopicError,
+    delete_task_topics,
+    ensure_task_topics,
+    existing_topics,
+)
 
 
 class TaskTopicAdmin:
@@ -25,20 +28,17 @@ class TaskTopicAdmin:
         self._metadata_grace_s = metadata_grace_s
         self._admin = admin_client(kafka)
 
-    def existing(self) -> set[str]:
-        """Names of all topics. A full listing, never a metadata request for one topic name,
-        because that can auto-create the topic on brokers with auto.create.topics.enable."""
+    def _exists_now(self, topic: str) -> bool:
         try:
-            metadata = self._admin.list_topics(timeout=self._timeout_s)
-        except KafkaException as exc:
+            return bool(existing_topics(self._admin, [topic], timeout_s=self._timeout_s))
+        except TopicError as exc:
             raise BackendUnavailableError(f"Kafka: {exc}") from exc
-        return set(metadata.topics)
 
     def exists(self, topic: str) -> bool:
-        """Whether the topic is listed; asks again for a moment, because a topic created just
+        """Whether the topic exists; asks again for a moment, because a topic created just
         before may not be in the broker's metadata yet."""
         deadline = time.monotonic() + self._metadata_grace_s
-        while topic not in self.existing():
+        while not self._exists_now(topic):
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.2)

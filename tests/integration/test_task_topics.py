@@ -15,7 +15,14 @@ from mars.config import Settings
 from mars.registry import TaskRegistry
 from mars.sql import parse_task
 from mars.tasks.spec import TaskSpec
-from mars.tasks.topics import delete_task_topics, task_topic_plans
+from mars.tasks.topics import (
+    Replication,
+    TopicPlan,
+    delete_task_topics,
+    ensure_topics,
+    existing_topics,
+    task_topic_plans,
+)
 from tests.integration.pipeline import PipelineProcesses, wait_for
 from tests.integration.task_topics import assert_task_topics_as_planned, topic_settings
 
@@ -67,6 +74,25 @@ def test_every_role_creates_a_tasks_topics_alike(
         for spec in specs.values():
             delete_task_topics(kafka_admin, spec, settings.kafka)
         kafka_admin.delete_topics([source])
+
+
+@pytest.mark.timeout(60)
+def test_ensure_creates_only_the_missing_topics_and_describes_no_other(
+    kafka_admin: AdminClient, unique_name: str
+) -> None:
+    there, missing = f"{unique_name}_there", f"{unique_name}_missing"
+    kafka_admin.create_topics([NewTopic(there, num_partitions=1)])[there].result(timeout=30)
+    try:  # (a topic just created takes a moment to reach the broker's metadata)
+        wait_for(lambda: bool(existing_topics(kafka_admin, [there])), timeout_s=30, what=there)
+        assert existing_topics(kafka_admin, [there, missing, there]) == {there}
+        assert existing_topics(kafka_admin, []) == set()
+        plans = [TopicPlan(name=name, partitions=1) for name in (there, missing)]
+        assert ensure_topics(kafka_admin, plans, Replication()) == [missing]
+        wait_for(lambda: bool(existing_topics(kafka_admin, [missing])), timeout_s=30, what=missing)
+        assert existing_topics(kafka_admin, [there, missing]) == {there, missing}
+        assert ensure_topics(kafka_admin, plans, Replication()) == []
+    finally:
+        kafka_admin.delete_topics([there, missing])
 
 
 def _exist(admin: AdminClient, spec: TaskSpec, settings: Settings) -> bool:
