@@ -12,7 +12,7 @@ Two reasons to pause a task, each with hysteresis (pause at the mark, resume bel
   frees their state). Memory held by open-window state itself is not backlog: if it passes
   Redis's `maxmemory`, writes fail with Redis's OOM error and the mapper retries, loudly.
 
-Redis is read at most every `check_interval_ms` (one MGET per task plus one INFO); in
+Redis is read at most every `check_interval_ms` (one MGET for every task, one INFO); in
 between, the data sets this mapper writes are added to the last reading, and a task is
 pressured as soon as one more batch (up to one data set per bucket) could pass the mark. So
 with one mapper the backlog levels off below the mark; with N mappers it can pass it by what

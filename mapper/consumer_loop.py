@@ -303,10 +303,9 @@ class MapperLoop:
     def _check_pressure(self, now: int) -> None:
         tasks = self._router.tasks
         try:
-            backlogs = {
-                task_id: self._store.backlog(task_id, buckets=task.spec.options.layout.unit_count)
-                for task_id, task in tasks.items()
-            }
+            backlogs = self._store.backlogs(
+                {task_id: task.spec.options.layout.unit_count for task_id, task in tasks.items()}
+            )
             memory = self._store.memory_used()
         except REDIS_ERRORS as exc:
             log.warning("backpressure check failed: %s", exc)

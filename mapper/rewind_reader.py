@@ -95,11 +95,11 @@ class RewindReader:
         """Re-read every pending rewind of every running task once."""
         with self._lock:
             specs = dict(self._specs)
-        for task, spec in specs.items():
-            for rewind in self._store.rewinds.pending(task):
+        for task, rewinds in self._store.rewinds.pending(specs).items():
+            for rewind in rewinds:
                 if self._stop.is_set():
                     return
-                self.reread(spec, rewind)
+                self.reread(specs[task], rewind)
 
     def reread(self, spec: TaskSpec, rewind: TaskRewind) -> bool:
         """Re-read what is left of `rewind`; release its hold when all of it is applied."""

@@ -65,6 +65,17 @@ class Backlog:
     unreleased: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat:
+    """What a mapper tells of a task's source partitions it owns (`SeqStore.heartbeats`):
+    the topic's partition count, whether each is caught up (at the end of the partition and not
+    paused), and since when, for those that are."""
+
+    partition_count: int
+    partitions: Mapping[int, bool]
+    caught_up_since: Mapping[int, int] = field(default_factory=dict)
+
+
 class ApplyStatus(StrEnum):
     APPLIED = "applied"
     REJECTED = "rejected"

@@ -24,7 +24,7 @@ from redis.cluster import RedisCluster
 from devtools.local import LocalCluster
 from mars.clients import admin_client, connect_redis
 from mars.config import RedisSettings, load_settings
-from mars.store import TaskKeys
+from mars.store import Backlog, Heartbeat, SeqStore, TaskKeys
 from tests.integration.pipeline import ExpectedTopic, wait_exact
 from tests.integration.watched import (
     PAPER_AGGREGATES,
@@ -101,6 +101,44 @@ def test_a_master_killed_mid_stream_loses_and_doubles_nothing(
         ]
         # The kill was felt: the mappers' writes to the task's master failed, then went on.
         assert any("write failed" in log for log in mapper_logs)
+
+
+@pytest.mark.timeout(60)
+def test_every_tasks_heartbeat_backlog_and_rewinds_in_one_call_across_masters(
+    own_cluster: LocalCluster, unique_name: str
+) -> None:
+    """A mapper's heartbeats, backlog checks and rewind polls of all its tasks go out in one
+    call each, which the cluster client splits by master: tasks on every master all land."""
+    state = own_cluster.state
+    assert state is not None
+    client = connect_redis(RedisSettings(url=state.redis_url))
+    assert isinstance(client, RedisCluster)
+    store = SeqStore(client)
+    tasks: list[str] = []
+    masters: set[int] = set()
+    while len(masters) < MASTERS or len(tasks) < 6:  # tasks on every master
+        tasks.append(f"{unique_name}-{len(tasks)}")
+        masters.add(client.get_node_from_key(TaskKeys(tasks[-1]).live).port)
+    try:
+        caught_up = {t: {0: True, 1: i % 2 == 0} for i, t in enumerate(tasks)}
+        store.heartbeats(
+            {t: Heartbeat(partition_count=2, partitions=caught_up[t]) for t in tasks},
+            now_ms=5_000,
+        )
+        for task in tasks:
+            snapshot = store.snapshot(task, 0)
+            assert snapshot.partition_count == 2
+            assert {p: s.caught_up for p, s in snapshot.live.items()} == caught_up[task]
+        for i, task in enumerate(tasks):
+            client.set(TaskKeys(task).seq(1), i)
+        backlogs = store.backlogs(dict.fromkeys(tasks, 2))
+        assert backlogs == {t: Backlog(unmerged=i, unreleased=i) for i, t in enumerate(tasks)}
+        assert all(store.backlog(t, buckets=2) == backlogs[t] for t in tasks)
+        assert store.rewinds.pending(tasks) == {t: [] for t in tasks}
+    finally:
+        for task in tasks:
+            store.delete_task(task)
+        client.close()
 
 
 def _master_of(cluster_url: str, cluster: LocalCluster, task: str) -> str:

@@ -31,7 +31,8 @@ def test_a_rewind_fixes_handovers_markers_and_a_hold(store: SeqStore, task: str)
     # H[p] = applied + 1; a start beyond it is clamped (nothing to re-read there).
     assert first.handovers == (2, 1, 0) and first.starts == (0, 1, 0)
     assert first.seqs == (1, 3, 0)
-    assert store.rewinds.pending(task) == [first]
+    idle = f"{task}-idle"  # another task: asked in the same round trip, it has none
+    assert store.rewinds.pending([task, idle]) == {task: [first], idle: []}
     unit = store.snapshot_unit(task, {1: 0})
     assert "rewind:1" in unit.backfill_holds and unit.rewinds == (first,)
 
@@ -43,7 +44,7 @@ def test_a_rewind_fixes_handovers_markers_and_a_hold(store: SeqStore, task: str)
     assert store.rewinds.rewinds(task) == [first, second]
 
     store.rewinds.finish(task, first)
-    assert store.rewinds.pending(task) == [second]
+    assert store.rewinds.pending([task]) == {task: [second]}
     store.rewinds.finish(task, second)
-    assert store.rewinds.pending(task) == []
+    assert store.rewinds.pending([task]) == {task: []}
     assert not store.snapshot_unit(task, {0: 0}).backfill_holds
