@@ -75,6 +75,12 @@ def _binary(value: bytes | str) -> bytes:
     return value
 
 
+def _counter_keys(task: str, buckets: int) -> list[str]:
+    """The (seq, rseq, merged) counters of each of the task's buckets, in that order."""
+    keys = TaskKeys(task)
+    return [k for b in range(buckets) for k in (keys.seq(b), keys.rseq(b), keys.merged(b))]
+
+
 def _backlog(values: Sequence[Any]) -> Backlog:
     """A task's `Backlog` from the (seq, rseq, merged) counters of each of its buckets."""
     unmerged = unreleased = 0
@@ -249,22 +255,18 @@ class SeqStore:
 
     def heartbeats(self, beats: Mapping[str, Heartbeat], *, now_ms: int) -> None:
         """Record each task's `Heartbeat` (task -> what this mapper tells of its partitions), in
-        one round trip for every task (a pipeline; one per node on a cluster): a mapper sends
-        them twice a second. With `backlogs`, 100 tasks took 4 ms a round against 14-19 ms with
-        a round trip per task (a local Redis)."""
+        one round trip for every task (a pipeline; one per node on a cluster). A mapper sends
+        them twice a second; these and `backlogs` for 100 tasks took 4 ms a round against
+        14-19 ms with a round trip per task (a local Redis)."""
         with self._redis.pipeline(transaction=False) as pipe:
             for task, beat in beats.items():
                 mapping = {PARTITION_COUNT_FIELD: str(beat.partition_count)}
                 for partition, caught_up in beat.partitions.items():
-                    mapping[str(partition)] = pack_live(
-                        LiveState(
-                            caught_up=caught_up,
-                            heartbeat_wall_ms=now_ms,
-                            caught_up_since_ms=beat.caught_up_since.get(partition)
-                            if caught_up
-                            else None,
-                        )
+                    since = beat.caught_up_since.get(partition) if caught_up else None
+                    live = LiveState(
+                        caught_up=caught_up, heartbeat_wall_ms=now_ms, caught_up_since_ms=since
                     )
+                    mapping[str(partition)] = pack_live(live)
                 pipe.hset(TaskKeys(task).live, mapping=mapping)  # type: ignore[arg-type]
             pipe.execute()
 
@@ -378,13 +380,7 @@ class SeqStore:
     def backlogs(self, buckets: Mapping[str, int]) -> dict[str, Backlog]:
         """`backlog` of each task (task -> its bucket count), in one MGET for every task (on a
         cluster one per slot, sent together: `mget_nonatomic`)."""
-        names = [
-            key
-            for task, count in buckets.items()
-            for keys in [TaskKeys(task)]
-            for bucket in range(count)
-            for key in (keys.seq(bucket), keys.rseq(bucket), keys.merged(bucket))
-        ]
+        names = [key for task, count in buckets.items() for key in _counter_keys(task, count)]
         if not names:
             return dict.fromkeys(buckets, Backlog(unmerged=0, unreleased=0))
         if isinstance(self._redis, RedisCluster):
