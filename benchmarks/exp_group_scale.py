@@ -215,7 +215,7 @@ class GroupRows(ResultReader):
 
     def keep_columns(self, columns: pl.DataFrame, arrival: float) -> None:
         if not isinstance(columns.get_column("c3").dtype, pl.Int64 | pl.Null):
-            super().keep_columns(columns, arrival)
+            self.keep(columns.rows(), arrival)
             return
         kept = columns.filter(pl.all_horizontal(pl.col("c0", "c1", "c3").is_not_null()))
         self.frames.append(

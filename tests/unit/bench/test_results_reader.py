@@ -113,6 +113,6 @@ def test_columns_and_rows_give_the_same_windows_duplicates_and_kept_rows(seed: i
     columns, rows = readers
     assert columns.frames or not any(columns.windows)  # the native path took the batches
     assert columns.snapshot() == rows.snapshot()
-    assert columns.keys_seen == rows.keys_seen
+    assert columns.keys_seen() == rows.keys_seen()
     assert columns.duplicates() == rows.duplicates()
     assert columns.frame().sort(pl.all()).rows() == rows.frame().sort(pl.all()).rows()
