@@ -116,6 +116,8 @@ def faults_experiment(ctx: Context, *, records: int) -> FaultResult:
     in_results = reader.total()
     late = stats.get("late", 0) + stats.get("late_reducer", 0)
     bad = stats.get("bad", 0)
+    seconds = time.monotonic() - started
+    duplicates = reader.duplicates()  # (counted from the rows' keys once reading is over)
     for event in events:
         ctx.log(f"  {event}")
     return FaultResult(
@@ -123,8 +125,8 @@ def faults_experiment(ctx: Context, *, records: int) -> FaultResult:
         in_results=in_results,
         late=late,
         bad=bad,
-        duplicates=reader.duplicates(),
-        seconds=time.monotonic() - started,
+        duplicates=duplicates,
+        seconds=seconds,
         events=events,
-        ok=in_results + late + bad == data.records and reader.duplicates() == 0,
+        ok=in_results + late + bad == data.records and duplicates == 0,
     )
