@@ -75,10 +75,10 @@ def _binary(value: bytes | str) -> bytes:
     return value
 
 
-def _counter_keys(task: str, buckets: int) -> list[str]:
-    """The (seq, rseq, merged) counters of each of the task's buckets, in that order."""
-    keys = TaskKeys(task)
-    return [k for b in range(buckets) for k in (keys.seq(b), keys.rseq(b), keys.merged(b))]
+def _counter_keys(keys: TaskKeys, buckets: Iterable[int]) -> list[str]:
+    """The (seq, rseq, merged) counters of each of `buckets`, in that order (the order the
+    snapshot script and `_backlog` read them in)."""
+    return [k for b in buckets for k in (keys.seq(b), keys.rseq(b), keys.merged(b))]
 
 
 def _backlog(values: Sequence[Any]) -> Backlog:
@@ -280,8 +280,13 @@ class SeqStore:
         were about a ninth of the owners' CPU with ten tasks)."""
         keys, buckets = TaskKeys(task), list(merged)
         raw_holds, raw_rewinds, raw_sources, raw_live, counters = self._scripts.snapshot(
-            keys=[keys.backfill_holds, keys.rewinds, keys.sources, keys.live]
-            + [key for b in buckets for key in (keys.seq(b), keys.rseq(b), keys.merged(b))],
+            keys=[
+                keys.backfill_holds,
+                keys.rewinds,
+                keys.sources,
+                keys.live,
+                *_counter_keys(keys, buckets),
+            ],
             args=["" if merged[b] is None else str(merged[b]) for b in buckets],
         )
         sources: dict[int, SourceState] = {}
@@ -380,7 +385,11 @@ class SeqStore:
     def backlogs(self, buckets: Mapping[str, int]) -> dict[str, Backlog]:
         """`backlog` of each task (task -> its bucket count), in one MGET for every task (on a
         cluster one per slot, sent together: `mget_nonatomic`)."""
-        names = [key for task, count in buckets.items() for key in _counter_keys(task, count)]
+        names = [
+            key
+            for task, count in buckets.items()
+            for key in _counter_keys(TaskKeys(task), range(count))
+        ]
         if not names:
             return dict.fromkeys(buckets, Backlog(unmerged=0, unreleased=0))
         if isinstance(self._redis, RedisCluster):
