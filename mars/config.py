@@ -122,7 +122,8 @@ class MapperSettings(_Section):
         default=100,
         ge=1,
         description="longest wait to fill a batch (a caught-up mapper writes at least this "
-        "often: the first hop of result latency)",
+        "often: the first hop of result latency), and the broker's for a fetch at the "
+        "partitions' ends (docs/mapper.md: when partitions move)",
     )
     heartbeat_interval_ms: int = Field(default=500, ge=10, description="idle-partition heartbeats")
     backlog_high_datasets: int = Field(

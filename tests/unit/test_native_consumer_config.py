@@ -28,6 +28,19 @@ def test_the_mapper_config_is_accepted_by_the_native_consumer() -> None:
     NativeConsumer(config).close()  # librdkafka validates every property on creation
 
 
+@pytest.mark.parametrize("batch_timeout_ms", [100, 40])
+def test_a_fetch_at_the_partitions_ends_waits_no_longer_than_a_batch(
+    batch_timeout_ms: int,
+) -> None:
+    """librdkafka sends a broker one fetch at a time: while one waits at the partitions' ends,
+    a partition just assigned or sought is not fetched. With librdkafka's 500 ms a mapper got
+    nothing for 0.36-0.57 s after each rebalance (docs/mapper.md, "When partitions move")."""
+    settings = load_settings(mapper={"batch_timeout_ms": batch_timeout_ms})
+    config = consumer_config(settings, member_id="m")
+    assert config["fetch.wait.max.ms"] == batch_timeout_ms
+    assert config["heartbeat.interval.ms"] <= 250  # members hear of a rebalance this soon
+
+
 def test_a_bad_property_is_a_kafka_exception_naming_it() -> None:
     with pytest.raises(KafkaException, match=r"no\.such\.property"):
         NativeConsumer({"group.id": "g", "no.such.property": "1"})
