@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 import redis
@@ -150,6 +151,9 @@ def test_store_works_over_a_decoding_client(redis_client: redis.Redis, task: str
     assert store.counters.read(task) == {"records_in": 1, "batches": 1, "datasets": 1}
 
 
+BATCHES_PER_SNAPSHOT = 10  # a writer's batches between two snapshots of the reader, at most
+
+
 def test_snapshot_is_consistent_with_concurrent_writers(store: SeqStore, task: str) -> None:
     """Every record at or below the snapshot's watermark is in a data set <= its seq.
 
@@ -165,7 +169,9 @@ def test_snapshot_is_consistent_with_concurrent_writers(store: SeqStore, task: s
         target=_observe_snapshots, args=(store, task, partitions, stop, observed)
     )
     writers = [
-        threading.Thread(target=_write_rising_times, args=(store, task, p, batches, per_batch))
+        threading.Thread(
+            target=_write_rising_times, args=(store, task, p, batches, per_batch, observed)
+        )
         for p in range(partitions)
     ]
     reader.start()
@@ -185,11 +191,21 @@ def test_snapshot_is_consistent_with_concurrent_writers(store: SeqStore, task: s
 
 
 def _write_rising_times(
-    store: SeqStore, task: str, partition: int, batches: int, per_batch: int
+    store: SeqStore,
+    task: str,
+    partition: int,
+    batches: int,
+    per_batch: int,
+    observed: list[tuple[int, int, set[tuple[int, int]]]],
 ) -> None:
-    """`batches` batches of `per_batch` rising event times, split over buckets 0 and 1."""
+    """`batches` batches of `per_batch` rising event times, split over buckets 0 and 1. Every
+    `BATCHES_PER_SNAPSHOT` batches it waits (10 s at most) for the reader's next snapshot: on
+    a busy machine the writers could otherwise finish before the reader took a dozen."""
     offset = -1
     for n in range(batches):
+        deadline = time.monotonic() + 10
+        while len(observed) < n // BATCHES_PER_SNAPSHOT and time.monotonic() < deadline:
+            time.sleep(0.001)
         times = [n * per_batch + i for i in range(per_batch)]
         by_bucket: dict[int, list[tuple[int, int]]] = {}
         for t in times:
