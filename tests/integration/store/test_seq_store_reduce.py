@@ -198,9 +198,10 @@ def _write_rising_times(
     per_batch: int,
     observed: list[tuple[int, int, set[tuple[int, int]]]],
 ) -> None:
-    """`batches` batches of `per_batch` rising event times, split over buckets 0 and 1. Every
-    `BATCHES_PER_SNAPSHOT` batches it waits (10 s at most) for the reader's next snapshot: on
-    a busy machine the writers could otherwise finish before the reader took a dozen."""
+    """`batches` batches of `per_batch` rising event times, split over buckets 0 and 1. Before
+    each batch it waits (10 s at most) until the reader took a snapshot per
+    `BATCHES_PER_SNAPSHOT` batches written: on a busy machine the writers could otherwise
+    finish before the reader took a dozen."""
     offset = -1
     for n in range(batches):
         deadline = time.monotonic() + 10
