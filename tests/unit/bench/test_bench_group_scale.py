@@ -96,6 +96,14 @@ def test_millions_of_sips_get_three_records_each_and_no_hopping_windows() -> Non
     assert slides_for(settings, 3_000_000) == [300]
 
 
+def test_the_warm_up_runs_the_most_groups_up_to_300000_and_quick_runs_none() -> None:
+    assert GroupScaleSettings(groups=(8_000, 300_000)).warmup_groups() == 300_000
+    assert GroupScaleSettings(groups=(8_000, 300_000, 3_000_000)).warmup_groups() == 300_000
+    assert GroupScaleSettings(groups=(3_000_000,)).warmup_groups() == 3_000_000
+    assert GroupScaleSettings(groups=(8_000, 300_000), warmup=False).warmup_groups() is None
+    assert GroupScaleSettings.QUICK["warmup"] is False
+
+
 def test_the_data_fills_one_window_and_the_sentinels_lie_past_it() -> None:
     assert START_S % WINDOW_S == 0 and DATA_END_MS == (START_S + WINDOW_S) * 1000
 
@@ -287,6 +295,19 @@ def test_repeated_runs_give_each_group_count_the_median_and_each_run_its_ratio()
 def test_the_result_survives_its_json_form() -> None:
     found = result(flink=True)
     assert from_json(GroupScaleResult, to_json(found)) == found
+    found.warmup = GroupScaleRun(state="columnar", groups=289_329, records=1_000_000)
+    assert from_json(GroupScaleResult, to_json(found)) == found
+
+
+def test_the_section_says_whether_an_uncounted_run_came_first() -> None:
+    found = result(flink=False)
+    assert "No warm-up run." in group_scale_section(found)
+    found.warmup = GroupScaleRun(
+        state="columnar", groups=289_329, records=1_000_000, records_per_s=150_000.0
+    )
+    text = group_scale_section(found)
+    assert "one columnar run at 289,329 groups, not counted (150,000 records/s)" in text
+    assert "columnar: 0.75x at 300,000 groups vs 8,000" in text  # the counted runs' only
 
 
 def test_the_targets_read_the_columnar_runs_and_flink_at_the_most_groups() -> None:
