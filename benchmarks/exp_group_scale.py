@@ -87,7 +87,7 @@ STATES = ("python", "columnar", "spilled")
 DATA_END_MS = (START_S + WINDOW_S) * 1000  # rows of windows from here on are the sentinels'
 RECORDS_PER_SIP = 3  # at least: about 95 % of the sips then have a group
 HOPPING_MAX_SIPS = 300_000
-WARMUP_MAX_SIPS = 300_000  # the warm-up's group count at most (3,000,000 would take minutes)
+WARMUP_MAX_SIPS = 300_000  # the warm-up's group count at most: 3,000,000 would take minutes
 HEADING = "## 16. Groups per window: the reducer's open-window state at scale"
 
 
@@ -153,11 +153,10 @@ class GroupScaleSettings:
     }
 
     def warmup_groups(self) -> int | None:
-        """The group count of the uncounted first run: the most up to `WARMUP_MAX_SIPS`
-        (the fewest when all are more); None without a warm-up."""
-        if not self.warmup or not self.groups:
-            return None
-        return max((g for g in self.groups if g <= WARMUP_MAX_SIPS), default=min(self.groups))
+        """The group count of the uncounted first run: the most up to `WARMUP_MAX_SIPS`; None
+        without a warm-up, or when every count is more."""
+        fitting = [g for g in self.groups if g <= WARMUP_MAX_SIPS]
+        return max(fitting) if self.warmup and fitting else None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -99,7 +99,7 @@ def test_millions_of_sips_get_three_records_each_and_no_hopping_windows() -> Non
 def test_the_warm_up_runs_the_most_groups_up_to_300000_and_quick_runs_none() -> None:
     assert GroupScaleSettings(groups=(8_000, 300_000)).warmup_groups() == 300_000
     assert GroupScaleSettings(groups=(8_000, 300_000, 3_000_000)).warmup_groups() == 300_000
-    assert GroupScaleSettings(groups=(3_000_000,)).warmup_groups() == 3_000_000
+    assert GroupScaleSettings(groups=(3_000_000,)).warmup_groups() is None
     assert GroupScaleSettings(groups=(8_000, 300_000), warmup=False).warmup_groups() is None
     assert GroupScaleSettings.QUICK["warmup"] is False
 
