@@ -17,11 +17,10 @@ runs taken round the counts; the ratios and the targets take each count's median
 
 Before them, one run that is not counted (`warmup_groups`: the columnar state at the most
 groups up to 300,000), as experiment 11 has one: the cluster is fresh, and its broker
-JIT-compiles the paths of a large transactional close the first times it takes one. Two
-processes writing 289,329 result records in one transaction each to a fresh local broker,
-read back by `GroupRows`, cost the broker 3.9 CPU s the first time, then 2.2, 1.5 and 1.2
-(2026-12-06): without the warm-up the first 289,329-group run paid that, and Flink SQL, run
-after Mars, never did.
+JIT-compiles the paths of a large transactional close the first times it takes one (measured
+in docs/benchmarks.md, "Experiment 16: the broker's JIT, a warm-up run, and the output path
+alone"). Without it the first 289,329-group run paid that, and Flink SQL, run after Mars on
+the same broker, never did.
 
 Flink SQL, the peer, reads the same topic after Mars's runs (`benchmarks.flink_json`:
 PyFlink's MiniCluster, `flink_parallelism` wide, the peers' virtualenv): the 300 s TUMBLE of

@@ -270,9 +270,11 @@ def test_reads_at_once_each_find_their_own_key(
         found[key] = None if record is None else record.closed_watermark
 
     threads = [threading.Thread(target=read, args=(key,)) for key in units]
-    for _ in range(progress_reader.SCANS_AT_ONCE):
-        assert progress_reader._scan_slots.acquire(timeout=5)
+    held = 0  # scan slots taken, each released however the wait ends
     try:
+        for _ in range(progress_reader.SCANS_AT_ONCE):
+            assert progress_reader._scan_slots.acquire(timeout=5)
+            held += 1
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 60
@@ -280,7 +282,7 @@ def test_reads_at_once_each_find_their_own_key(
             assert time.monotonic() < deadline, f"{queued_reads(progress_topic)} reads queued"
             time.sleep(0.01)
     finally:
-        for _ in range(progress_reader.SCANS_AT_ONCE):
+        for _ in range(held):
             progress_reader._scan_slots.release()
     for thread in threads:
         thread.join(timeout=120)
