@@ -76,7 +76,7 @@ from benchmarks.workload import KEEP_RECORDS
 from devtools.gen.config import Encoding, GeneratorConfig
 from devtools.gen.produce import produce
 from mars.clients.kafka_config import admin_client, client_config
-from mars.heap import POLARS_ALLOCATOR_OPTIONS
+from mars.heap import polars_allocator_options
 from mars.tasks.spec import default_output_topic
 from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 
@@ -472,7 +472,7 @@ def state_figures(found: GroupScaleRun) -> None:
     process = spawn_module(
         "benchmarks.group_scale_state",
         ["--groups", str(found.groups), "--state", found.state],
-        env={"_RJEM_MALLOC_CONF": POLARS_ALLOCATOR_OPTIONS},  # as `mars reducer` has it
+        env={"_RJEM_MALLOC_CONF": polars_allocator_options()},  # as `mars reducer` has it
     )
     out, _ = process.communicate(timeout=1800)
     figures = json.loads(out.strip().splitlines()[-1])

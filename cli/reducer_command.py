@@ -10,7 +10,17 @@ from types import FrameType
 from typing import Any
 
 from mars.clients import check_access
-from mars.config import load_settings
+from mars.config import Settings, load_settings
+from mars.heap import return_arrow_pages, return_polars_pages
+
+
+def set_allocators(settings: Settings) -> None:
+    """Before Polars and PyArrow are imported (they read these once, as they load): Polars's
+    jemalloc returns freed pages `reducer.freed_pages_decay_ms` after they are freed (its RSS is
+    then about its open windows' size), and PyArrow, which writes the spill files, allocates
+    from the C library's malloc, which returns them (`mars.heap`)."""
+    return_polars_pages(settings.reducer.freed_pages_decay_ms)
+    return_arrow_pages()
 
 
 def register(subparsers: Any) -> None:
@@ -25,13 +35,14 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from reducer.reducer_process import ReducerProcess  # heavy imports only for this command
-
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s",
     )
     settings = load_settings()
+    set_allocators(settings)
+    from reducer.reducer_process import ReducerProcess  # imports Polars: after the allocators
+
     check_access(settings)
     stop = threading.Event()
 

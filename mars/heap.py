@@ -20,9 +20,11 @@ windows grow, and Polars sets jemalloc to keep freed pages for 0.5-1.5 s, so a r
 merges all the time kept the garbage of its last compactions: its RSS was about three times
 what its frames hold (`python -m benchmarks.group_scale_state --groups 300000 --state
 columnar`, 2026-11-26: 420-443 bytes per open group against 27 in the frame; 153-207 with
-freed pages returned at once, and no slower).
-`return_polars_pages` asks for that, and must run before Polars is imported: jemalloc reads
-its options once.
+freed pages returned at once). `return_polars_pages` asks for that, and must run before Polars
+is imported: jemalloc reads its options once. The price is CPU where compactions are large:
+each faults its pages in afresh, and the kernel zeroes them. `reducer.freed_pages_decay_ms`
+trades memory back for it: jemalloc then keeps freed pages that long, for the next compaction
+to reuse (docs/reducer.md, "Memory of the process").
 
 PyArrow's default pool (mimalloc in pyarrow 26) keeps freed memory too, and a spilling
 reducer writes and reads its spill files through PyArrow: its peak at 289,329 groups was
@@ -48,7 +50,6 @@ _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD_BYTES = 32 * 1024**2
 TRIM_THRESHOLD_BYTES = 128 * 1024**2
 TOP_PAD_BYTES = 16 * 1024**2
-POLARS_ALLOCATOR_OPTIONS = "dirty_decay_ms:0,muzzy_decay_ms:0"  # return freed pages at once
 JEMALLOC_OPTIONS_VARIABLE = "_RJEM_MALLOC_CONF"  # read by Polars's jemalloc when Polars loads
 ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"  # read by PyArrow when it loads
 
@@ -89,16 +90,23 @@ def return_arrow_pages() -> bool:
     return True
 
 
-def return_polars_pages() -> bool:
-    """Have Polars's jemalloc return freed pages at once; False when Polars is imported
-    already, too late for it. The options go after any `_RJEM_MALLOC_CONF` inherited (the last
-    value of an option wins): a parent that imported Polars passes Polars's defaults on to its
-    children, and until 2026-11-28 they won, so the reducers that the tests, the benchmarks and
-    `mars local` start kept their freed pages."""
+def polars_allocator_options(decay_ms: int = 0) -> str:
+    """jemalloc's options for freed pages returned to the kernel `decay_ms` after they are
+    freed (0: at once), with no lazy (MADV_FREE) stage, whose pages would still count in the
+    RSS."""
+    return f"dirty_decay_ms:{decay_ms},muzzy_decay_ms:0"
+
+
+def return_polars_pages(decay_ms: int = 0) -> bool:
+    """Have Polars's jemalloc return freed pages `decay_ms` after they are freed (0: at once);
+    False when Polars is imported already, too late for it. The options go after any
+    `_RJEM_MALLOC_CONF` inherited (the last value of an option wins): a parent that imported
+    Polars passes Polars's defaults on to its children, and until 2026-11-28 they won, so the
+    reducers that the tests, the benchmarks and `mars local` start kept their freed pages."""
     if "polars" in sys.modules:
         log.warning("Polars is imported already: its allocator keeps its freed pages")
         return False
     inherited = os.environ.get(JEMALLOC_OPTIONS_VARIABLE)
     options = [inherited] if inherited else []
-    os.environ[JEMALLOC_OPTIONS_VARIABLE] = ",".join([*options, POLARS_ALLOCATOR_OPTIONS])
+    os.environ[JEMALLOC_OPTIONS_VARIABLE] = ",".join([*options, polars_allocator_options(decay_ms)])
     return True

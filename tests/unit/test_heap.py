@@ -1,6 +1,7 @@
 """`mars.heap`: glibc accepts the mapper's heap settings (this machine's and CI's libc is glibc),
-and `mars reducer` gets Polars's allocator to return freed pages at once and PyArrow to allocate
-from the C library's malloc, other commands not."""
+and `mars reducer` gets Polars's allocator to return freed pages as
+`reducer.freed_pages_decay_ms` says (at once by default) and PyArrow to allocate from the C
+library's malloc, other commands not."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-from mars.heap import JEMALLOC_OPTIONS_VARIABLE, POLARS_ALLOCATOR_OPTIONS, keep_freed_heap
+from mars.heap import JEMALLOC_OPTIONS_VARIABLE, keep_freed_heap, polars_allocator_options
 
 
 def test_glibc_takes_the_settings() -> None:
@@ -21,15 +22,36 @@ def test_glibc_takes_the_settings() -> None:
 POLARS_DEFAULTS = "dirty_decay_ms:500,muzzy_decay_ms:1000"
 
 
-def decays(command: str, inherited: str | None) -> tuple[str, str]:
+def command_script(command: str, then: str) -> str:
+    """A fresh interpreter's script: `mars <command>` up to where the reducer first reaches
+    its services (it has imported its modules by then), then the statements `then`, and
+    exit. A mapper imports Polars only once it runs: `then` is where it is imported."""
+    if command == "reducer":
+        return (
+            "import sys, cli.reducer_command as reducer\n"
+            f"def stop(settings): {then}; sys.exit(0)\n"
+            "reducer.check_access = stop\n"
+            "from cli.main import main\n"
+            "main(['reducer'])\n"
+        )
+    return f"import sys; sys.argv = ['mars', {command!r}]; import cli.main; {then}\n"
+
+
+def decays(
+    command: str, inherited: str | None, env: dict[str, str] | None = None
+) -> tuple[str, str]:
     """jemalloc's dirty and muzzy decays (ms) in a fresh `mars <command>` interpreter once it
     has imported Polars, as jemalloc's own statistics at exit (`stats_print`) show them."""
-    script = f"import sys; sys.argv = ['mars', {command!r}]; import cli.main, polars"
-    env = {k: v for k, v in os.environ.items() if k != JEMALLOC_OPTIONS_VARIABLE}
+    environment = {k: v for k, v in os.environ.items() if k != JEMALLOC_OPTIONS_VARIABLE}
     options = [inherited] if inherited else []
-    env[JEMALLOC_OPTIONS_VARIABLE] = ",".join([*options, "stats_print:true"])
+    environment[JEMALLOC_OPTIONS_VARIABLE] = ",".join([*options, "stats_print:true"])
+    environment.update(env or {})
     done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", command_script(command, "import polars")],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     found = {}
     for line in done.stderr.splitlines():
@@ -39,21 +61,29 @@ def decays(command: str, inherited: str | None) -> tuple[str, str]:
     return found["opt.dirty_decay_ms"], found["opt.muzzy_decay_ms"]
 
 
+def test_the_options_name_the_decay() -> None:
+    assert polars_allocator_options() == "dirty_decay_ms:0,muzzy_decay_ms:0"
+    assert polars_allocator_options(100) == "dirty_decay_ms:100,muzzy_decay_ms:0"
+
+
 @pytest.mark.parametrize("inherited", [None, POLARS_DEFAULTS])
 @pytest.mark.parametrize(("command", "returned"), [("reducer", True), ("mapper", False)])
 def test_only_the_reducer_returns_polars_pages_at_once(
     command: str, returned: bool, inherited: str | None
 ) -> None:
-    assert POLARS_ALLOCATOR_OPTIONS == "dirty_decay_ms:0,muzzy_decay_ms:0"
     expected = ("0", "0") if returned else ("500", "1000")
     assert decays(command, inherited) == expected
 
 
+def test_the_reducer_keeps_freed_pages_as_long_as_its_setting_says() -> None:
+    env = {"MARS_REDUCER__FREED_PAGES_DECAY_MS": "100"}
+    assert decays("reducer", POLARS_DEFAULTS, env) == ("100", "0")
+
+
 @pytest.mark.parametrize(("command", "system"), [("reducer", True), ("mapper", False)])
 def test_only_the_reducer_gives_pyarrow_the_system_pool(command: str, system: bool) -> None:
-    script = (
-        f"import sys; sys.argv = ['mars', {command!r}]; import cli.main, pyarrow; "
-        "print(pyarrow.default_memory_pool().backend_name)"
+    script = command_script(
+        command, "import pyarrow; print(pyarrow.default_memory_pool().backend_name)"
     )
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     done = subprocess.run(
