@@ -472,7 +472,7 @@ def state_figures(found: GroupScaleRun) -> None:
     process = spawn_module(
         "benchmarks.group_scale_state",
         ["--groups", str(found.groups), "--state", found.state],
-        env={"_RJEM_MALLOC_CONF": polars_allocator_options()},  # as `mars reducer` has it
+        env={"_RJEM_MALLOC_CONF": polars_allocator_options()},  # `mars reducer`'s default
     )
     out, _ = process.communicate(timeout=1800)
     figures = json.loads(out.strip().splitlines()[-1])
