@@ -210,9 +210,9 @@ class ReducerSettings(_Section):
         default=0,
         ge=0,
         description="how long a reducer's Polars allocator keeps freed pages for its next "
-        "compaction before it returns them to the kernel (0: at once, the lowest RSS; 100 ms "
-        "made 2,851,404 groups a window 1.3-1.4x faster for 3-13 % more peak RSS: "
-        'docs/reducer.md, "Memory of the process")',
+        "compaction before it returns them to the kernel (0: at once, the lowest RSS; longer "
+        "trades memory for CPU where windows hold millions of groups: docs/reducer.md, "
+        '"Memory of the process")',
     )
     state_budget_bytes: int | None = Field(
         default=None,
