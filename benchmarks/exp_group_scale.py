@@ -76,6 +76,7 @@ from benchmarks.workload import KEEP_RECORDS
 from devtools.gen.config import Encoding, GeneratorConfig
 from devtools.gen.produce import produce
 from mars.clients.kafka_config import admin_client, client_config
+from mars.config import load_settings
 from mars.heap import polars_allocator_options
 from mars.tasks.spec import default_output_topic
 from mars.tasks.topics import Replication, TopicPlan, ensure_topics
@@ -469,10 +470,12 @@ def spilled_windows(metrics_urls: list[str]) -> int:
 
 def state_figures(found: GroupScaleRun) -> None:
     """The state alone at the run's groups (`benchmarks.group_scale_state`)."""
+    decay_ms = load_settings().reducer.freed_pages_decay_ms
     process = spawn_module(
         "benchmarks.group_scale_state",
         ["--groups", str(found.groups), "--state", found.state],
-        env={"_RJEM_MALLOC_CONF": polars_allocator_options()},  # `mars reducer`'s default
+        # the allocator as the cluster's reducers have it (`mars reducer`, same settings)
+        env={"_RJEM_MALLOC_CONF": polars_allocator_options(decay_ms)},
     )
     out, _ = process.communicate(timeout=1800)
     figures = json.loads(out.strip().splitlines()[-1])
