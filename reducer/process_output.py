@@ -7,7 +7,9 @@ refuses its later ones. It costs a client and a transaction per unit and close: 
 eight buckets are 80 producers. Here a process runs as an *incarnation* (a fresh id at each
 start and after its producer or its ZooKeeper session is lost) with one producer, whose
 committer thread writes the commits its owners handed it since its last transaction in one
-transaction.
+transaction, which the commits handed over while it is being written join (the owners of a
+task close its windows at about the same time: their closes then take one transaction, not one
+after the other).
 
 What fences instead is the unit's holder node (`mars.registry.unit_holders`). An owner takes
 its unit before it reads the progress: from nobody, from a holder that released it, or from
@@ -212,7 +214,7 @@ class ProcessOutput:
                 _fail(batch, FencedError(f"incarnation {self.incarnation} is fenced"))
                 continue
             try:
-                self._output.commit(_chained(batch))
+                self._output.commit(self._joined(batch))
             except OutputError as exc:
                 _fail(batch, exc)
                 continue
@@ -222,6 +224,21 @@ class ProcessOutput:
                 continue
             for commit in batch:
                 commit.done.set()
+
+    def _joined(self, batch: list[_Commit]) -> Iterator[ToWrite]:
+        """The records of `batch`'s commits, then of those handed over while they were written,
+        which join the transaction (appended to `batch`). It ends all the same: an owner waits
+        for its commit, so a transaction holds at most one commit per owner."""
+        taken = 0
+        while True:
+            for commit in batch[taken:]:
+                yield from commit.records
+            taken = len(batch)
+            with self._lock:
+                if not self._pending or self._closed:
+                    return
+                batch += self._pending
+                self._pending = []
 
     def close(self) -> None:
         """Stop committing, drop the producer and the incarnation's node (its units' next
@@ -257,11 +274,6 @@ class HeldUnitOutput:
 
     def close(self) -> None:
         self._process.release(self._unit)
-
-
-def _chained(batch: list[_Commit]) -> Iterator[ToWrite]:
-    for commit in batch:
-        yield from commit.records
 
 
 def _fail(batch: list[_Commit], error: OutputError) -> None:

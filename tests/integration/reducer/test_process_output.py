@@ -9,7 +9,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -29,11 +29,11 @@ from mars.tasks.topics import (
     TopicPlan,
     ensure_topics,
 )
-from reducer.output import FencedError, OutputError, OutRecord
+from reducer.output import FencedError, OutputError, OutRecord, ToWrite
 from reducer.process_output import ProcessOutput
 from reducer.progress_record import progress_key
 from reducer.unit_owner import OwnerWiring, UnitOwner
-from tests.integration.reducer.cluster_harness import assert_counted_once
+from tests.integration.reducer.cluster_harness import CommittedReader, assert_counted_once
 from tests.integration.reducer.harness import FakeClock, ScriptedMapper
 from tests.integration.reducer.test_owner_recovery import produce
 from tests.integration.reducer.test_window_semantics import count_spec
@@ -51,6 +51,14 @@ def holders_root(zk_client: KazooClient, unique_name: str) -> Iterator[ZkPaths]:
     paths = ZkPaths(root=f"/{unique_name}")
     yield paths
     zk_client.delete(paths.root, recursive=True)
+
+
+@pytest.fixture
+def topic(kafka_admin: AdminClient, task_id: str) -> str:
+    """The task's output topic, of one partition."""
+    name = count_spec(task_id).output_topic
+    ensure_topics(kafka_admin, [TopicPlan(name=name, partitions=1)], Replication())
+    return name
 
 
 def process_output(cluster: ClusterState, zk: KazooClient, paths: ZkPaths) -> ProcessOutput:
@@ -217,13 +225,11 @@ def test_owners_commit_together_and_exactly_once(
 
 def test_a_release_zookeeper_did_not_take_stays_to_do_and_the_next_holder_fences(
     cluster: ClusterState,
-    kafka_admin: AdminClient,
     zk_client: KazooClient,
     task_id: str,
+    topic: str,
     holders_root: ZkPaths,
 ) -> None:
-    topic = count_spec(task_id).output_topic
-    ensure_topics(kafka_admin, [TopicPlan(name=topic, partitions=1)], Replication())
     session = new_session(cluster)
     first = process_output(cluster, session, holders_root)
     second = process_output(cluster, zk_client, holders_root)
@@ -243,3 +249,99 @@ def test_a_release_zookeeper_did_not_take_stays_to_do_and_the_next_holder_fences
         second.close()
         first.close()
         session.close()
+
+
+class CountedTransactions:
+    """Counts the transactions a process's producer writes (its `TransactionalOutput.commit`
+    calls)."""
+
+    def __init__(self, process: ProcessOutput, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        output = process._output
+        write = output.commit
+
+        def counted(records: Iterable[ToWrite]) -> None:
+            self.count += 1
+            write(records)
+
+        monkeypatch.setattr(output, "commit", counted)
+
+
+def handed_over_meanwhile(
+    process: ProcessOutput, topic: str, other: Iterable[OutRecord], errors: list[Exception]
+) -> Iterator[OutRecord]:
+    """One record of `topic`; while the transaction holding it is being written, another
+    owner's commit of `other` is handed over (its error, if any, goes to `errors`)."""
+
+    def commit_other() -> None:
+        try:
+            process.commit(other)
+        except OutputError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=commit_other)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not process._pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert process._pending, "the other commit was not handed over"
+    yield OutRecord(topic, b"first", b'{"from": "first"}')
+
+
+def test_a_commit_handed_over_while_a_transaction_is_written_joins_it(
+    cluster: ClusterState,
+    zk_client: KazooClient,
+    topic: str,
+    holders_root: ZkPaths,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two owners' closes one just after the other: one transaction, both records."""
+    process = process_output(cluster, zk_client, holders_root)
+    transactions = CountedTransactions(process, monkeypatch)
+    errors: list[Exception] = []
+    try:
+        second = [OutRecord(topic, b"second", b'{"from": "second"}')]
+        process.commit(handed_over_meanwhile(process, topic, second, errors))
+        assert errors == []
+        assert transactions.count == 1
+        reader = CommittedReader(cluster.kafka_bootstrap, topic)
+        try:
+            reader.wait_until(2, timeout_s=30, settle_s=1)
+        finally:
+            reader.close()
+        assert sorted(record["from"] for record in reader.records) == ["first", "second"]
+    finally:
+        process.close()
+
+
+def test_a_joined_commit_that_fails_fails_the_whole_transaction(
+    cluster: ClusterState,
+    zk_client: KazooClient,
+    topic: str,
+    holders_root: ZkPaths,
+) -> None:
+    """The joining commit's records cannot be made: neither owner's records land, and both
+    owners hear of it (each then recovers from its committed progress)."""
+    process = process_output(cluster, zk_client, holders_root)
+    errors: list[Exception] = []
+
+    def unmakeable() -> Iterator[OutRecord]:
+        yield OutRecord(topic, b"second", b'{"from": "second"}')
+        raise ValueError("a record that cannot be made")
+
+    try:
+        with pytest.raises(OutputError, match="cannot be made"):
+            process.commit(handed_over_meanwhile(process, topic, unmakeable(), errors))
+        deadline = time.monotonic() + 10
+        while not errors and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [str(error) for error in errors] == ["ValueError: a record that cannot be made"]
+        reader = CommittedReader(cluster.kafka_bootstrap, topic)
+        try:
+            reader.poll_for(3)
+        finally:
+            reader.close()
+        assert reader.records == []
+        process.commit([OutRecord(topic, b"after", b'{"from": "after"}')])  # still usable
+    finally:
+        process.close()
