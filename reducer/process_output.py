@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 TAKE_POLL_S = 0.05
 ALIVE_CHECK_S = 1.0  # how old the process's view of its own incarnation node may be
+JOIN_SHARE_OF_TIMEOUT = 0.1  # of the transaction timeout, while commits may join a transaction
 
 
 def process_transactional_id(incarnation: str) -> str:
@@ -70,6 +71,8 @@ class ProcessOutput:
         self.incarnation = f"{member_id}.{uuid.uuid4().hex[:12]}"
         # a live holder keeps a unit at most as long as a transaction may last, then is fenced
         self._release_wait_s = transaction_timeout_ms / 1000
+        # commits join a transaction while it is younger than this: far from its timeout
+        self._join_for_s = self._release_wait_s * JOIN_SHARE_OF_TIMEOUT
         self.transactional_id = process_transactional_id(self.incarnation)
         self._holders = holders
         self._make_producer: Callable[[str], TransactionalOutput] = lambda tid: TransactionalOutput(
@@ -227,15 +230,21 @@ class ProcessOutput:
 
     def _joined(self, batch: list[_Commit]) -> Iterator[ToWrite]:
         """The records of `batch`'s commits, then of those handed over while they were written,
-        which join the transaction (appended to `batch`). It ends all the same: an owner waits
-        for its commit, so a transaction holds at most one commit per owner."""
+        which join the transaction (appended to `batch`) while it is younger than
+        `JOIN_SHARE_OF_TIMEOUT` of the transaction timeout (later ones wait for the next). An
+        owner waits for its commit, so a transaction holds at most one commit per owner."""
+        opened = time.monotonic()
         taken = 0
         while True:
             for commit in batch[taken:]:
                 yield from commit.records
             taken = len(batch)
             with self._lock:
-                if not self._pending or self._closed:
+                if (
+                    not self._pending
+                    or self._closed
+                    or time.monotonic() - opened >= self._join_for_s
+                ):
                     return
                 batch += self._pending
                 self._pending = []

@@ -268,10 +268,16 @@ class CountedTransactions:
 
 
 def handed_over_meanwhile(
-    process: ProcessOutput, topic: str, other: Iterable[OutRecord], errors: list[Exception]
+    process: ProcessOutput,
+    topic: str,
+    other: Iterable[OutRecord],
+    errors: list[Exception],
+    *,
+    then_wait_s: float = 0.0,
 ) -> Iterator[OutRecord]:
-    """One record of `topic`; while the transaction holding it is being written, another
-    owner's commit of `other` is handed over (its error, if any, goes to `errors`)."""
+    """One record of `topic`, made `then_wait_s` after another owner's commit of `other` was
+    handed over while the transaction holding this one is being written (its error, if any,
+    goes to `errors`)."""
 
     def commit_other() -> None:
         try:
@@ -285,30 +291,43 @@ def handed_over_meanwhile(
     while not process._pending and time.monotonic() < deadline:
         time.sleep(0.01)
     assert process._pending, "the other commit was not handed over"
+    time.sleep(then_wait_s)
     yield OutRecord(topic, b"first", b'{"from": "first"}')
 
 
+@pytest.mark.parametrize(
+    ("then_wait_s", "transactions_written"),
+    [(0.0, 1), (1.2, 2)],  # the transaction timeout is 10 s: commits join for 1 s
+    ids=["joins", "too-late-to-join"],
+)
 def test_a_commit_handed_over_while_a_transaction_is_written_joins_it(
     cluster: ClusterState,
     zk_client: KazooClient,
     topic: str,
     holders_root: ZkPaths,
     monkeypatch: pytest.MonkeyPatch,
+    then_wait_s: float,
+    transactions_written: int,
 ) -> None:
-    """Two owners' closes one just after the other: one transaction, both records."""
+    """Two owners' closes one just after the other: one transaction, both records; unless
+    the transaction is too old by then, and the second waits for the next."""
     process = process_output(cluster, zk_client, holders_root)
     transactions = CountedTransactions(process, monkeypatch)
     errors: list[Exception] = []
     try:
         second = [OutRecord(topic, b"second", b'{"from": "second"}')]
-        process.commit(handed_over_meanwhile(process, topic, second, errors))
-        assert errors == []
-        assert transactions.count == 1
+        first = handed_over_meanwhile(process, topic, second, errors, then_wait_s=then_wait_s)
+        process.commit(first)
+        deadline = time.monotonic() + 10
+        while transactions.count < transactions_written and time.monotonic() < deadline:
+            time.sleep(0.01)
         reader = CommittedReader(cluster.kafka_bootstrap, topic)
         try:
             reader.wait_until(2, timeout_s=30, settle_s=1)
         finally:
             reader.close()
+        assert errors == []
+        assert transactions.count == transactions_written
         assert sorted(record["from"] for record in reader.records) == ["first", "second"]
     finally:
         process.close()
