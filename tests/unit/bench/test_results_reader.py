@@ -1,6 +1,8 @@
 """The result readers' parsing: only the fields a reader counts by are decoded, as columns
-when the native decoder takes the batch and as rows when not, to the same figures; and what
-each reader keeps of the rows that arrived together (`GroupRows`'s: test_bench_group_scale.py)."""
+when the native decoder takes the batch and as rows when not, to the same figures; what each
+reader keeps of the rows that arrived together (`GroupRows`'s: test_bench_group_scale.py); and
+when a batch counts as readable (the committed ends, polled from a real broker:
+tests/integration/bench/test_committed_ends.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ import msgspec
 import polars as pl
 import pytest
 
+from benchmarks.committed_ends import CommittedEnds, Partition, _EndMoves
 from benchmarks.exp_group_scale import GroupRows
 from benchmarks.result_rows import RowCollector
-from benchmarks.results_reader import ResultReader, fields_columns, fields_decoder
+from benchmarks.results_reader import ResultReader, TopicsReader, fields_columns, fields_decoder
 from mars.config import KafkaSettings
 from mars.engine.joined_values import JoinedValues
+from mars.engine.records import PartitionBatch
 
 KAFKA = KafkaSettings()
 
@@ -116,3 +120,51 @@ def test_columns_and_rows_give_the_same_windows_duplicates_and_kept_rows(seed: i
     assert columns.keys_seen() == rows.keys_seen()
     assert columns.duplicates() == rows.duplicates()
     assert columns.frame().sort(pl.all()).rows() == rows.frame().sort(pl.all()).rows()
+
+
+def test_end_moves_say_when_an_offset_was_first_seen_committed() -> None:
+    moves = _EndMoves()
+    for end, at in ((5, 1.0), (5, 2.0), (9, 3.0), (7, 4.0)):  # an older answer's end is ignored
+        moves.note(end, at)
+    assert moves.passed(0) == 1.0
+    assert moves.passed(4) == 1.0
+    assert moves.passed(5) == 3.0  # the end is the next offset: 5 is readable once past it
+    assert moves.passed(8) == 3.0
+    assert moves.passed(9) is None
+
+
+class _Seen(CommittedEnds):
+    """Committed ends as if polled: (topic, partition) -> (last offset seen committed, when)."""
+
+    def __init__(self, seen: dict[Partition, tuple[int, float]]) -> None:
+        super().__init__(KAFKA, list(seen))
+        self.seen = seen
+
+    def readable_at(self, partition: Partition, offset: int) -> float | None:
+        last, at = self.seen.get(partition, (-1, 0.0))
+        return at if offset <= last else None
+
+
+def batch(partition: int, *offsets: int) -> PartitionBatch:
+    return PartitionBatch(partition, list(offsets), [b"{}"] * len(offsets))
+
+
+def test_a_batch_is_readable_when_its_last_partition_committed_or_when_consumed() -> None:
+    reader = TopicsReader(kafka=KAFKA, readers={})
+    reader._committed = _Seen({("a", 0): (4, 10.0), ("a", 1): (7, 11.0), ("b", 0): (4, 13.0)})
+    batches = {
+        "a": {0: batch(0, 3, 4), 1: batch(1, 6, 7)},  # both seen committed: the later one
+        "b": {0: batch(0, 4)},  # seen committed only after it was consumed: consumed
+        "c": {0: batch(0, 0)},  # not seen committed yet: consumed
+    }
+    assert reader._readable(batches, consumed=12.0) == {"a": 11.0, "b": 12.0, "c": 12.0}
+    batches["a"][1] = batch(1, 8)  # past what was seen committed
+    assert reader._readable(batches, consumed=12.0)["a"] == 12.0
+
+
+def test_a_window_keeps_its_earliest_and_latest_arrival_whatever_the_order() -> None:
+    reader = ResultReader(kafka=KAFKA, topic="t", count_field="count_star")
+    for arrival in (5.0, 3.0, 4.0):  # a later batch's partition may have committed first
+        reader.add_values(encoded({"window_start": 0, "count_star": 1}), arrival=arrival)
+    seen = reader.snapshot()[0]
+    assert (seen.first_arrival_s, seen.last_arrival_s, seen.count) == (3.0, 5.0, 3)
