@@ -11,8 +11,9 @@ the system's time. The committed end of a
 partition, its last stable offset (ListOffsets with read_committed isolation), moves when a
 transaction commits, and a record is readable from the moment the end passes its offset.
 
-The poller asks for every partition's end every `POLL_S` in one ListOffsets request and notes
-the wall time each answer came back (never earlier than the move it shows, at most `POLL_S`
+The poller asks for every partition's end every `POLL_S` in one ListOffsets request
+(`mars.clients.end_offsets`, as the mappers ask whether they caught up) and notes the wall time
+each answer came back (never earlier than the move it shows, at most `POLL_S`
 plus the request's time later).
 """
 
@@ -23,16 +24,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec
-
+from mars.clients.end_offsets import EndOffsetQuery, PartitionKey
 from mars.clients.kafka_config import admin_client
 from mars.config import KafkaSettings
 
 POLL_S = 0.05  # every 10 ms cost the broker and poller 0.1-0.3 CPU s a second (40 partitions)
 REQUEST_TIMEOUT_S = 5.0
-
-Partition = tuple[str, int]  # topic, partition
 
 
 @dataclass(slots=True)
@@ -58,8 +55,8 @@ class CommittedEnds:
     """Polls the committed ends of `partitions` on a thread of its own until `stop`."""
 
     kafka: KafkaSettings
-    partitions: list[Partition]
-    _moves: dict[Partition, _EndMoves] = field(default_factory=dict)
+    partitions: list[PartitionKey]
+    _moves: dict[PartitionKey, _EndMoves] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -75,7 +72,7 @@ class CommittedEnds:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def readable_at(self, partition: Partition, offset: int) -> float | None:
+    def readable_at(self, partition: PartitionKey, offset: int) -> float | None:
         """When the record at `offset` of `partition` was first seen committed (None: not yet
         seen, or a partition not polled)."""
         with self._lock:
@@ -83,17 +80,10 @@ class CommittedEnds:
             return None if moves is None else moves.passed(offset)
 
     def _poll(self) -> None:
-        admin = admin_client(self.kafka)
-        asked = {TopicPartition(topic, p): OffsetSpec.latest() for topic, p in self.partitions}
+        query = EndOffsetQuery(lambda: admin_client(self.kafka), timeout_s=REQUEST_TIMEOUT_S)
         while not self._stop.wait(POLL_S):
-            try:
-                futures = admin.list_offsets(
-                    asked,
-                    isolation_level=IsolationLevel.READ_COMMITTED,
-                    request_timeout=REQUEST_TIMEOUT_S,
-                )
-                ends = {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
-            except KafkaException:
+            ends = query.ends(self.partitions)
+            if ends is None:
                 continue  # a broker busy or restarting: the next poll asks again
             at = time.time()
             with self._lock:

@@ -11,8 +11,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from benchmarks.committed_ends import CommittedEnds, Partition
+from benchmarks.committed_ends import CommittedEnds
 from devtools.local import ClusterState
+from mars.clients.end_offsets import PartitionKey
 from mars.tasks.topics import Replication, TopicPlan, ensure_topics
 
 SEEN_WITHIN_S = 5.0
@@ -31,7 +32,7 @@ def ends(cluster: ClusterState, topic: str) -> Iterator[CommittedEnds]:
     polled.stop()
 
 
-def seen_at(ends: CommittedEnds, partition: Partition, offset: int) -> float | None:
+def seen_at(ends: CommittedEnds, partition: PartitionKey, offset: int) -> float | None:
     """When `ends` saw `offset` committed, waiting up to `SEEN_WITHIN_S` for it."""
     deadline = time.monotonic() + SEEN_WITHIN_S
     while (at := ends.readable_at(partition, offset)) is None and time.monotonic() < deadline:

@@ -12,10 +12,11 @@ import msgspec
 import polars as pl
 import pytest
 
-from benchmarks.committed_ends import CommittedEnds, Partition, _EndMoves
+from benchmarks.committed_ends import CommittedEnds, _EndMoves
 from benchmarks.exp_group_scale import GroupRows
 from benchmarks.result_rows import RowCollector
 from benchmarks.results_reader import ResultReader, TopicsReader, fields_columns, fields_decoder
+from mars.clients.end_offsets import PartitionKey
 from mars.config import KafkaSettings
 from mars.engine.joined_values import JoinedValues
 from mars.engine.records import PartitionBatch
@@ -136,11 +137,11 @@ def test_end_moves_say_when_an_offset_was_first_seen_committed() -> None:
 class _Seen(CommittedEnds):
     """Committed ends as if polled: (topic, partition) -> (last offset seen committed, when)."""
 
-    def __init__(self, seen: dict[Partition, tuple[int, float]]) -> None:
+    def __init__(self, seen: dict[PartitionKey, tuple[int, float]]) -> None:
         super().__init__(KAFKA, list(seen))
         self.seen = seen
 
-    def readable_at(self, partition: Partition, offset: int) -> float | None:
+    def readable_at(self, partition: PartitionKey, offset: int) -> float | None:
         last, at = self.seen.get(partition, (-1, 0.0))
         return at if offset <= last else None
 
