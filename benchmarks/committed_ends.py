@@ -7,14 +7,14 @@ them at once: a closing window of 289,329 groups is 145,000 records a reducer, c
 together. The harness's reader (`benchmarks.results_reader`) consumed the last of such a burst
 0.16-0.25 s after the poller below saw it committed (experiment 16; 0.31-0.36 s for ten tasks'
 closes in experiment 11), and noting each batch's arrival as it was consumed counted that as
-the system's time. The committed end of a
-partition, its last stable offset (ListOffsets with read_committed isolation), moves when a
-transaction commits, and a record is readable from the moment the end passes its offset.
+the system's time. The committed end of a partition, its last stable offset (ListOffsets with
+read_committed isolation), moves when a transaction commits, and a record is readable from the
+moment the end passes its offset.
 
 The poller asks for every partition's end every `POLL_S` in one ListOffsets request
 (`mars.clients.end_offsets`, as the mappers ask whether they caught up) and notes the wall time
-each answer came back (never earlier than the move it shows, at most `POLL_S`
-plus the request's time later).
+each answer came back: never earlier than the move it shows, at most `POLL_S` plus the
+request's time later.
 """
 
 from __future__ import annotations
@@ -56,13 +56,15 @@ class CommittedEnds:
 
     kafka: KafkaSettings
     partitions: list[PartitionKey]
-    _moves: dict[PartitionKey, _EndMoves] = field(default_factory=dict)
+    _moves: dict[PartitionKey, _EndMoves] = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def start(self) -> CommittedEnds:
+    def __post_init__(self) -> None:
         self._moves = {partition: _EndMoves() for partition in self.partitions}
+
+    def start(self) -> CommittedEnds:
         self._thread = threading.Thread(target=self._poll, name="committed-ends", daemon=True)
         self._thread.start()
         return self

@@ -13,8 +13,8 @@ from confluent_kafka.admin import AdminClient
 
 from benchmarks.committed_ends import CommittedEnds
 from devtools.local import ClusterState
-from mars.clients.end_offsets import PartitionKey
 from mars.tasks.topics import Replication, TopicPlan, ensure_topics
+from tests.integration.pipeline import wait_for
 
 SEEN_WITHIN_S = 5.0
 
@@ -30,14 +30,6 @@ def ends(cluster: ClusterState, topic: str) -> Iterator[CommittedEnds]:
     polled = CommittedEnds(cluster.kafka(), [(topic, 0), (topic, 1)]).start()
     yield polled
     polled.stop()
-
-
-def seen_at(ends: CommittedEnds, partition: PartitionKey, offset: int) -> float | None:
-    """When `ends` saw `offset` committed, waiting up to `SEEN_WITHIN_S` for it."""
-    deadline = time.monotonic() + SEEN_WITHIN_S
-    while (at := ends.readable_at(partition, offset)) is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return at
 
 
 def test_records_count_as_readable_from_their_commit(
@@ -57,7 +49,12 @@ def test_records_count_as_readable_from_their_commit(
     committing = time.time()
     producer.commit_transaction(30)
     committed = time.time()
-    at = seen_at(ends, (topic, 0), 2)
+    wait_for(
+        lambda: ends.readable_at((topic, 0), 2) is not None,
+        timeout_s=SEEN_WITHIN_S,
+        what="the committed end seen past offset 2",
+    )
+    at = ends.readable_at((topic, 0), 2)
     assert at is not None
     assert committing <= at <= committed + SEEN_WITHIN_S
     assert ends.readable_at((topic, 0), 4) is None  # past the commit marker (offset 3)
