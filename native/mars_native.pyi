@@ -91,9 +91,31 @@ def line_shape(data: bytes, delimiter: int) -> tuple[int, int, int, int, int]:
 # offsets or None), native/src/typed_columns.rs.
 NativeColumn = tuple[int, bytes | None, bytes, bytes | None]
 
-def decode_dataset_columns(
+class DatasetWindow:
+    """One window's groups of a data set (native/src/dataset_columns.rs)."""
+
+    def __len__(self) -> int: ...
+    def columns(self) -> list[NativeColumn]:
+        """The key columns, then the state columns."""
+
+def decode_dataset_windows(
     data: bytes, names: list[str], kinds: list[int]
-) -> list[tuple[int, int, list[NativeColumn]]] | None:
-    """Per window of a data set, in order: (start, rows, key columns then state columns), or
-    None when declined (native/src/dataset_columns.rs). `kinds` per aggregate: 0 one column,
-    1 one column without NaN (MIN, MAX), 2 AVG's (sum, count)."""
+) -> list[tuple[int, DatasetWindow]] | None:
+    """Per window of a data set, in order: (start, its groups), or None when declined
+    (native/src/dataset_columns.rs). `kinds` per aggregate: 0 one column, 1 one column without
+    NaN (MIN, MAX), 2 AVG's (sum, count)."""
+
+class GroupTable:
+    """One open window's groups in a hash table (native/src/group_table.rs). `ops` per state
+    column: 0 ADD, 1 ADD_NULLABLE (SUM), 2 ADD_RELAXED (AVG's sum), 3 MIN, 4 MAX."""
+
+    def __init__(self, ops: list[int]) -> None: ...
+    def __len__(self) -> int: ...
+    def merge(self, window: DatasetWindow) -> bool:
+        """Merge a data set's window; False: declined, nothing merged."""
+    def columns(self, *, changed_only: bool = False) -> list[NativeColumn]:
+        """The key columns, then the state columns, of every group or of those changed."""
+    def changed_count(self) -> int: ...
+    def saved(self) -> None:
+        """Changes count from here."""
+    def memory_bytes(self) -> int: ...

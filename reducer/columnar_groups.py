@@ -1,4 +1,11 @@
-"""`ColumnarGroups`: the merged groups of one open window as Polars columns, not Python objects.
+"""`ColumnarGroups`: the merged groups of one open window in columns, not Python objects.
+
+A window's data sets, as the reducer decodes them natively (`merge_window`), are merged into a
+native hash table of its groups (`mars_native.GroupTable`, native/src/group_table.rs): one
+probe per row, the states merged in place, and a frame of its groups made when one is asked for
+(a checkpoint, a delta of the groups changed, the close). Where the table declines a data set
+(a column changing type, a sum that may leave int64...: the rules below) or the window spills,
+its groups leave the table as the merged frame and the window is held as frames from then on.
 
 A frame holds one row per group: the key values in `k0..` and each aggregate's state in
 fixed-width columns (`a<i>`; AVG as `a<i>s` and `a<i>n`). Data sets are appended as frames
@@ -40,6 +47,8 @@ import polars as pl
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
 from mars.engine.columnar_layout import frame_groups, key_columns, state_columns
 from mars.engine.dataset import GroupKey, Groups, merge_groups
+from mars.engine.dataset_frames import DatasetWindow, native_frame, window_frame
+from mars.native import mars_native
 from reducer.changed_keys import ChangedKeys, rows_of_changed_keys
 from reducer.spilled_frames import SpilledFrame, SpillFolder
 
@@ -82,6 +91,7 @@ class ColumnarGroups:
         "_pending_rows",
         "_spilled",
         "_spilled_pending",
+        "_table",
     )
 
     def __init__(
@@ -98,6 +108,7 @@ class ColumnarGroups:
         self._pending_rows = 0  # of the appended frames in memory and on disk
         self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
         self._fallback: Groups | None = None
+        self._table: Any = None  # mars_native.GroupTable: the groups, while it holds them
         # the keys of the groups merged since `saved` (None: not tracked)
         self._changes: ChangedKeys | None = ChangedKeys() if track_changes else None
 
@@ -112,6 +123,8 @@ class ColumnarGroups:
         return found
 
     def __len__(self) -> int:
+        if self._table is not None:
+            return len(self._table)
         if self._fallback is not None:
             return len(self._fallback)
         if self._spilled is not None and not self._has_pending():
@@ -119,10 +132,44 @@ class ColumnarGroups:
         frame = self.frame()
         return 0 if frame is None else frame.height
 
+    def merge_window(self, window: DatasetWindow, groups: Callable[[], Groups]) -> None:
+        """Merge a data set's groups of this window as decoded natively (`dataset_windows`):
+        into the group table while it takes them, else as their frame (`merge_frame`)."""
+        if len(window) == 0:
+            return
+        if self._table is None and self._untouched() and mars_native is not None:
+            self._table = mars_native.GroupTable(_table_ops(self._aggregates))
+        if self._table is not None:
+            if self._table.merge(window):
+                return
+            self._leave_table()
+        self.merge_frame(window_frame(self._aggregates, window), groups)
+
+    def _untouched(self) -> bool:
+        """Whether no group was merged as a frame or as Python groups (or spilled)."""
+        return self._dtypes is None and self._fallback is None and not self._on_disk()
+
+    def _leave_table(self) -> None:
+        """The groups leave the group table as the merged frame (its changed groups noted as
+        an appended frame's), for the frames to take from here."""
+        table, self._table = self._table, None
+        if table is None or not len(table):
+            return
+        self._frame = self._table_frame(table)
+        self._dtypes = list(self._frame.dtypes)
+        if self._changes is not None and table.changed_count():
+            self._changes.appended(self._table_frame(table, changed_only=True))
+
+    def _table_frame(self, table: Any, *, changed_only: bool = False) -> pl.DataFrame:
+        """The table's groups (or those changed since `saved`) as a frame of this layout."""
+        rows = table.changed_count() if changed_only else len(table)
+        return native_frame(self._aggregates, rows, table.columns(changed_only=changed_only))
+
     def merge(self, groups: Mapping[GroupKey, list[Any]]) -> None:
         """Merge a data set's groups of this window (states, not wire forms)."""
         if not groups:
             return
+        self._leave_table()
         if self._fallback is None:
             try:
                 frame = groups_frame(self._aggregates, groups)
@@ -140,6 +187,7 @@ class ColumnarGroups:
         only if the window holds Python groups (it fell back, or does now)."""
         if frame.height == 0:
             return
+        self._leave_table()
         if self._fallback is None and self._appended(frame):
             return
         assert self._fallback is not None
@@ -207,7 +255,8 @@ class ColumnarGroups:
         appended = {id(frame) for frame in self._pending}
         changes = self._changes.frames() if self._changes is not None else []
         frames = [self._frame, *self._pending, *(f for f in changes if id(f) not in appended)]
-        return sum(int(frame.estimated_size()) for frame in frames if frame is not None)
+        table = 0 if self._table is None else self._table.memory_bytes()
+        return table + sum(int(frame.estimated_size()) for frame in frames if frame is not None)
 
     def spilled(self) -> bool:
         return bool(self.spill_paths())
@@ -223,6 +272,7 @@ class ColumnarGroups:
         spill but `min_part_rows` rows at least, at most `MAX_PARTS`), and let them go; the
         bytes of memory freed (0: nothing to spill: nothing in memory, or the window fell
         back)."""
+        self._leave_table()
         merged = self._frame if self._frame is not None and self._frame.height else None
         frames = [frame for frame in [merged, *self._pending] if frame is not None]
         if not frames:
@@ -275,6 +325,7 @@ class ColumnarGroups:
 
     def discard(self) -> None:
         """The window is dropped (closed or rewound): its spill files go too."""
+        self._table = None
         for spilled in [self._spilled, *self._spilled_pending]:
             if spilled is not None:
                 spilled.drop()
@@ -298,6 +349,8 @@ class ColumnarGroups:
         """What a checkpoint holds of the window: its frame, or a spilled frame's IPC bytes
         as they are (merged on disk first, a partition at a time, if frames were appended
         since), or Python groups once it fell back; None: no group yet."""
+        if self._table is not None:
+            return self.frame()
         if self._fallback is None and self._on_disk() and self._has_pending():
             try:
                 self._compact()
@@ -311,6 +364,8 @@ class ColumnarGroups:
     def frame(self) -> pl.DataFrame | None:
         """The merged groups as one frame (None: no group yet, or the window fell back); a
         spilled frame is read back into memory."""
+        if self._table is not None:
+            return self._table_frame(self._table) if len(self._table) else None
         if self._fallback is not None:
             return None
         self._unspill()
@@ -330,6 +385,8 @@ class ColumnarGroups:
 
     def saved(self) -> None:
         """A checkpoint holds the groups as they are now: changes count from here."""
+        if self._table is not None:
+            self._table.saved()
         if self._changes is not None:
             self._changes = ChangedKeys()
 
@@ -347,6 +404,8 @@ class ColumnarGroups:
         a spilling owner's checkpoints about 3x slower. When most groups changed
         (`_mostly_changed`), the window in memory is compacted and given whole."""
         assert self._changes is not None, "changes are not tracked"
+        if self._table is not None:  # (a table of no group yet is not a window's layout)
+            return self._table_frame(self._table, changed_only=True) if len(self._table) else {}
         if self._fallback is not None:
             return self._fallback
         self._hash_changes()
@@ -487,6 +546,7 @@ class ColumnarGroups:
         return self._window_typed(_merged(self._aggregates, combined))
 
     def _fall_back(self) -> None:
+        self._leave_table()
         self._unspill()
         groups: Groups = {}
         for frame in [f for f in [self._frame, *self._pending] if f is not None]:
@@ -495,6 +555,26 @@ class ColumnarGroups:
         if self._changes is not None:
             self._changes.forget_appended()
         self._fallback = groups
+
+
+# How a group table merges each state column (native/src/group_table.rs).
+_ADD, _ADD_NULLABLE, _ADD_RELAXED, _MIN, _MAX = range(5)
+
+
+def _table_ops(aggregates: Sequence[Aggregate[Any]]) -> list[int]:
+    """The group table's merge of each state column, in `state_columns`' order (`_merged`'s
+    merges, the aggregates' `merge` in Python)."""
+    ops: list[int] = []
+    for agg in aggregates:
+        if isinstance(agg, Average):
+            ops += [_ADD_RELAXED, _ADD]
+        elif isinstance(agg, Sum):
+            ops.append(_ADD_NULLABLE)
+        elif isinstance(agg, Min | Max):
+            ops.append(_MIN if isinstance(agg, Min) else _MAX)
+        else:
+            ops.append(_ADD)
+    return ops
 
 
 def _partition(keys: list[str], parts: int) -> pl.Expr:

@@ -6,8 +6,9 @@ task's unit takes its top k from the closed frame): the bookkeeping (SEQ order, 
 watermark, late contributions) is `OpenWindowState`'s, through its storage hooks
 (`_merge_open`, `_open_starts`, `_pop_closed`);
 the groups are `ColumnarGroups` (a window turned into Python objects keeps exact results, see
-there), which take an encoded data set's windows as frames decoded natively (`merge_encoded`,
-the reducer's path; `merge` of a decoded data set is the reference and the fallback); a closed
+there), which take an encoded data set's windows as decoded natively (`merge_encoded`, the
+reducer's path: into a native group table, or as frames; `merge` of a decoded data set is the
+reference and the fallback); a closed
 window leaves as its frame, which its results are finalized from in columns
 (`mars.engine.finalize.finalize_frame`), or a spilled one as its spill file, finalized a hash
 partition at a time while its records are written; the checkpoint is Arrow IPC
@@ -34,7 +35,7 @@ from mars.aggregates import Aggregate, wire_name
 from mars.engine.columnar_checkpoint import ColumnarCheckpoint, encode_columnar
 from mars.engine.columnar_layout import frame_groups
 from mars.engine.dataset import DataSet, Groups, OpenWindows, decode_dataset
-from mars.engine.dataset_frames import dataset_frames
+from mars.engine.dataset_frames import DatasetWindow, dataset_windows
 from mars.windows import WindowAssigner
 from reducer.columnar_groups import ColumnarGroups
 from reducer.open_windows import (
@@ -113,13 +114,14 @@ class ColumnarWindowState(OpenWindowState):
         self, bucket: int, seq: int, data: bytes
     ) -> tuple[list[LateContribution], int] | None:
         """`merge(bucket, seq, decode_dataset(data))` with each window's groups decoded
-        straight into a frame (`dataset_frames`), and how many groups the data set holds; None
-        when that declines (nothing merged: decode, fit and `merge` it). Python groups are
-        decoded only for windows that need them: closed (late contributions), or fallen back."""
-        frames = dataset_frames(data, self.aggregates)
-        if frames is None:
+        natively (`dataset_windows`) and merged as they are (`ColumnarGroups.merge_window`),
+        and how many groups the data set holds; None when that declines (nothing merged:
+        decode, fit and `merge` it). Python groups are decoded only for windows that need
+        them: closed (late contributions), or fallen back."""
+        windows = dataset_windows(data, self.aggregates)
+        if windows is None:
             return None
-        check_next_seq(self.merged, bucket, seq)  # `dataset_frames` checked the aggregates
+        check_next_seq(self.merged, bucket, seq)  # `dataset_windows` checked the aggregates
         decoded: list[DataSet] = []
 
         def groups_of(start: int) -> Groups:
@@ -127,11 +129,11 @@ class ColumnarWindowState(OpenWindowState):
                 decoded.append(decode_dataset(data))
             return decoded[0].windows[start]
 
-        def merge_open(start: int, frame: pl.DataFrame) -> None:
-            self._open_window(start).merge_frame(frame, lambda: groups_of(start))
+        def merge_open(start: int, window: DatasetWindow) -> None:
+            self._open_window(start).merge_window(window, lambda: groups_of(start))
 
-        late = self._merge_windows(bucket, seq, frames, merge_open, groups_of)
-        return late, sum(frame.height for frame in frames.values())
+        late = self._merge_windows(bucket, seq, windows, merge_open, groups_of)
+        return late, sum(len(window) for window in windows.values())
 
     def _open_window(self, start: int) -> ColumnarGroups:
         """Open window `start`'s groups (new if none), about to take a data set's."""

@@ -1,5 +1,5 @@
 """A data set's windows as the reducer's columnar frames, decoded natively
-(`mars_native.decode_dataset_columns`, native/src/dataset_columns.rs).
+(`mars_native.decode_dataset_windows`, native/src/dataset_columns.rs).
 
 The reducer's columnar state (reducer/columnar_groups.py) holds each window's groups as a
 frame in `mars.engine.columnar_layout`'s layout; from Python groups it builds one with
@@ -7,6 +7,8 @@ frame in `mars.engine.columnar_layout`'s layout; from Python groups it builds on
 object per group or value: the same frame, or None when the native decoder declines (anything
 but the plain case, a column `groups_frame` would refuse among them; see there) and the
 caller decodes the data set (`decode_dataset`), which also gives malformed bytes their error.
+A window as decoded (`dataset_windows`) can also be merged as it is into a native group table
+(`reducer.columnar_groups`), its frame made only if it has to be (`window_frame`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,24 @@ from mars.engine.columnar_layout import key_columns, state_columns
 from mars.engine.native_json import column_series
 from mars.native import mars_native
 
-# How each aggregate's wire state reads (`decode_dataset_columns`'s kinds).
+# How each aggregate's wire state reads (`decode_dataset_windows`' kinds).
 _STATE, _ORDERED, _AVERAGE = range(3)
+
+
+DatasetWindow = Any  # mars_native.DatasetWindow: one window's groups of a data set, decoded
+
+
+def dataset_windows(
+    data: bytes, aggregates: Sequence[Aggregate[Any]]
+) -> dict[int, DatasetWindow] | None:
+    """Window start -> its groups as decoded, for a data set carrying exactly `aggregates`, all
+    columnar; None: declined, or no extension."""
+    kinds = _kinds(aggregates)
+    if mars_native is None or kinds is None:
+        return None
+    names = [wire_name(agg) for agg in aggregates]
+    windows = mars_native.decode_dataset_windows(data, names, kinds)
+    return None if windows is None else dict(windows)
 
 
 def dataset_frames(
@@ -30,24 +48,29 @@ def dataset_frames(
 ) -> dict[int, pl.DataFrame] | None:
     """Window start -> its groups as a frame (no column for a window without groups), for a
     data set carrying exactly `aggregates`, all columnar; None: declined, or no extension."""
-    kinds = _kinds(aggregates)
-    if mars_native is None or kinds is None:
-        return None
-    names = [wire_name(agg) for agg in aggregates]
-    windows = mars_native.decode_dataset_columns(data, names, kinds)
+    windows = dataset_windows(data, aggregates)
     if windows is None:
         return None
+    return {start: window_frame(aggregates, window) for start, window in windows.items()}
+
+
+def window_frame(aggregates: Sequence[Aggregate[Any]], window: DatasetWindow) -> pl.DataFrame:
+    """A decoded window's groups as a frame (no column when it has no group)."""
+    return native_frame(aggregates, len(window), window.columns())
+
+
+def native_frame(
+    aggregates: Sequence[Aggregate[Any]], rows: int, columns: list[Any]
+) -> pl.DataFrame:
+    """A frame of this layout from native columns (keys, then states): a data set's window's,
+    or a group table's (`mars_native.GroupTable.columns`)."""
+    if not columns:  # a data set's window without groups
+        return pl.DataFrame()
     states = state_columns(aggregates)
-    frames: dict[int, pl.DataFrame] = {}
-    for start, rows, columns in windows:
-        if rows == 0:
-            frames[start] = pl.DataFrame()
-            continue
-        labels = [*key_columns(len(columns) - len(states)), *states]
-        frames[start] = pl.DataFrame(
-            [column_series(label, rows, *c) for label, c in zip(labels, columns, strict=True)]
-        )
-    return frames
+    labels = [*key_columns(len(columns) - len(states)), *states]
+    return pl.DataFrame(
+        [column_series(label, rows, *c) for label, c in zip(labels, columns, strict=True)]
+    )
 
 
 def _kinds(aggregates: Sequence[Aggregate[Any]]) -> list[int] | None:

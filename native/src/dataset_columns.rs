@@ -1,6 +1,7 @@
-//! `mars_native.decode_dataset_columns`: a data set's bytes (`mars.engine.dataset`'s msgpack
-//! layout) read straight into each window's key and state columns, for the reducer's columnar
-//! state (`mars.engine.dataset_frames`), with no Python object per group or value.
+//! `mars_native.decode_dataset_windows`: a data set's bytes (`mars.engine.dataset`'s msgpack
+//! layout) read straight into each window's key and state columns (`DatasetWindow`), for the
+//! reducer's columnar state (`mars.engine.dataset_frames`; `GroupTable`, group_table.rs, merges
+//! them), with no Python object per group or value.
 //!
 //! It takes only the plain case and *declines* (None) anything else, for the Python path
 //! (`decode_dataset`, the reference) to decode or to reject with its message: malformed bytes,
@@ -17,30 +18,28 @@
 
 use pyo3::prelude::*;
 
-use crate::typed_columns::{column_out, Column, ColumnOut, FLOAT, INT, NULL, STRING};
+use crate::typed_columns::{column_kind, column_out, Column, ColumnOut, FLOAT, INT, NULL, STRING};
 
 /// The data set is not the plain case: the Python path decodes it.
-struct Decline;
+pub(crate) struct Decline;
 
-type Read<T> = Result<T, Decline>;
+pub(crate) type Read<T> = Result<T, Decline>;
 
-/// How an aggregate's wire state becomes columns (`kinds` of `decode_dataset_columns`).
+/// How an aggregate's wire state becomes columns (`kinds` of `decode_dataset_windows`).
 const STATE: u8 = 0; // one column, NaN allowed (COUNT, SUM)
 const ORDERED: u8 = 1; // one column, no NaN (MIN, MAX: Python's comparisons need an order)
 const AVERAGE: u8 = 2; // (sum, count): two columns, ints and floats in the sum make floats
 
-/// A window as handed to Python: (start, rows, key columns then state columns).
-type WindowOut<'py> = (i64, usize, Vec<ColumnOut<'py>>);
-
-/// Each window of `data` in order, or None: declined. `names` are the task's aggregates'
-/// wire names (the data set must carry exactly these), `kinds` how each one's state reads.
+/// Each window of `data` in order as (start, its rows), or None: declined. `names` are the
+/// task's aggregates' wire names (the data set must carry exactly these), `kinds` how each
+/// one's state reads.
 #[pyfunction]
-pub fn decode_dataset_columns<'py>(
-    py: Python<'py>,
+pub fn decode_dataset_windows(
+    py: Python<'_>,
     data: &[u8],
     names: Vec<String>,
     kinds: Vec<u8>,
-) -> Option<Vec<WindowOut<'py>>> {
+) -> Option<Vec<(i64, DatasetWindow)>> {
     if names.len() != kinds.len()
         || kinds
             .iter()
@@ -49,32 +48,72 @@ pub fn decode_dataset_columns<'py>(
         return None;
     }
     let windows = py.detach(|| read_dataset(data, &names, &kinds)).ok()?;
-    windows
-        .into_iter()
-        .map(|window| {
-            let columns = window
-                .columns
-                .into_iter()
-                .map(|(column, relaxed)| strict_column_out(py, column, relaxed))
-                .collect::<Option<Vec<_>>>()?;
-            Some((window.start, window.rows, columns))
-        })
-        .collect()
+    let typed = windows.iter().all(|window| {
+        window
+            .rows
+            .columns
+            .iter()
+            .all(|(column, relaxed)| strict_kind(column, *relaxed).is_some())
+    });
+    typed.then(|| {
+        windows
+            .into_iter()
+            .map(|window| (window.start, window.rows))
+            .collect()
+    })
 }
 
-/// `column_out` (which declines strings or booleans mixed with any other kind), declining
+/// `column_kind` (which declines strings or booleans mixed with any other kind), declining
 /// ints mixed with floats too unless `relaxed`.
-fn strict_column_out(py: Python<'_>, column: Column, relaxed: bool) -> Option<ColumnOut<'_>> {
+fn strict_kind(column: &Column, relaxed: bool) -> Option<u8> {
     if !relaxed && column.seen[INT as usize] && column.seen[FLOAT as usize] {
         return None;
     }
-    column_out(py, column)
+    column_kind(column.seen)
 }
 
 struct Window {
     start: i64,
-    rows: usize,
-    columns: Vec<(Column, bool)>, // (column, ints and floats make floats)
+    rows: DatasetWindow,
+}
+
+/// One window's groups of a data set, as read: each row's key and state values in columns
+/// (`columns`: for a frame, `mars.engine.dataset_frames`), and each row's key as its bytes
+/// (for `GroupTable.merge`: a key's bytes are one group's, see the module's docstring).
+#[pyclass(frozen, module = "mars_native")]
+pub struct DatasetWindow {
+    pub(crate) rows: usize,
+    pub(crate) key_width: usize,
+    pub(crate) columns: Vec<(Column, bool)>, // (column, ints and floats make floats)
+    keys: Vec<u8>,
+    key_ends: Vec<usize>,
+}
+
+#[pymethods]
+impl DatasetWindow {
+    fn __len__(&self) -> usize {
+        self.rows
+    }
+
+    /// The key columns, then the state columns (each typed at the decode).
+    fn columns<'py>(&self, py: Python<'py>) -> Vec<ColumnOut<'py>> {
+        self.columns
+            .iter()
+            .map(|(column, _)| column_out(py, column).expect("typed at the decode"))
+            .collect()
+    }
+}
+
+impl DatasetWindow {
+    /// Row `row`'s key: the msgpack array of its values.
+    pub(crate) fn key(&self, row: usize) -> &[u8] {
+        let start = if row == 0 { 0 } else { self.key_ends[row - 1] };
+        &self.keys[start..self.key_ends[row]]
+    }
+
+    pub(crate) fn keys_len(&self) -> usize {
+        self.keys.len()
+    }
 }
 
 fn read_dataset(data: &[u8], names: &[String], kinds: &[u8]) -> Read<Vec<Window>> {
@@ -114,13 +153,18 @@ fn read_dataset(data: &[u8], names: &[String], kinds: &[u8]) -> Read<Vec<Window>
 fn read_window(r: &mut Reader, start: i64, kinds: &[u8]) -> Read<Window> {
     let rows = r.array()?;
     r.room_for(rows)?;
-    let mut window = Window {
-        start,
+    let mut window = DatasetWindow {
         rows,
+        key_width: 0,
         columns: Vec::new(),
+        keys: Vec::new(),
+        key_ends: Vec::with_capacity(rows),
     };
     if rows == 0 {
-        return Ok(window);
+        return Ok(Window {
+            start,
+            rows: window,
+        });
     }
     let mut width = None;
     let mut last_key: &[u8] = &[];
@@ -136,6 +180,7 @@ fn read_window(r: &mut Reader, start: i64, kinds: &[u8]) -> Read<Window> {
         }
         if width.is_none() {
             width = Some(key_width);
+            window.key_width = key_width;
             window.columns = (0..key_width)
                 .map(|_| (Column::new(rows), false))
                 .chain(kinds.iter().flat_map(|&kind| {
@@ -170,6 +215,8 @@ fn read_window(r: &mut Reader, start: i64, kinds: &[u8]) -> Read<Window> {
             return Err(Decline);
         }
         last_key = key;
+        window.keys.extend_from_slice(key);
+        window.key_ends.push(window.keys.len());
         if r.array()? != kinds.len() {
             return Err(Decline);
         }
@@ -197,10 +244,13 @@ fn read_window(r: &mut Reader, start: i64, kinds: &[u8]) -> Read<Window> {
             column.offsets.push(column.text.len() as i64);
         }
     }
-    Ok(window)
+    Ok(Window {
+        start,
+        rows: window,
+    })
 }
 
-fn put(column: &mut Column, row: usize, value: Scalar) {
+pub(crate) fn put(column: &mut Column, row: usize, value: Scalar) {
     match value {
         Scalar::Nil => column.set(row, NULL),
         Scalar::Bool(b) => column.boolean(row, b),
@@ -262,7 +312,7 @@ fn canonical_scalar(value: &Scalar, bytes: &[u8]) -> bool {
     }
 }
 
-enum Scalar<'a> {
+pub(crate) enum Scalar<'a> {
     Nil,
     Bool(bool),
     Int(i64),
@@ -270,9 +320,9 @@ enum Scalar<'a> {
     Str(&'a [u8]), // valid UTF-8
 }
 
-struct Reader<'a> {
-    data: &'a [u8],
-    at: usize,
+pub(crate) struct Reader<'a> {
+    pub(crate) data: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -300,7 +350,7 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn array(&mut self) -> Read<usize> {
+    pub(crate) fn array(&mut self) -> Read<usize> {
         match self.byte()? {
             b @ 0x90..=0x9f => Ok(usize::from(b & 0x0f)),
             0xdc => Ok(usize::from(u16::from_be_bytes(self.be()?))),
@@ -323,7 +373,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn scalar(&mut self) -> Read<Scalar<'a>> {
+    pub(crate) fn scalar(&mut self) -> Read<Scalar<'a>> {
         let b = self.byte()?;
         Ok(match b {
             0x00..=0x7f => Scalar::Int(i64::from(b)),

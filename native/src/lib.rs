@@ -4,8 +4,9 @@
 //! columns a task reads), `AvroColumnsDecoder` (avro_columns.rs: the same for Avro payloads),
 //! `ProtobufColumnsDecoder` (protobuf_columns.rs: the same for Protobuf payloads; the
 //! three build typed_columns.rs's columns) and `GroupEntries` (group_entries.rs: a batch's
-//! groups encoded and cut into data-set cells); `decode_dataset_columns` (dataset_columns.rs:
-//! a data set read into the reducer's columns).
+//! groups encoded and cut into data-set cells); `decode_dataset_windows` (dataset_columns.rs:
+//! a data set read into the reducer's columns) and `GroupTable` (group_table.rs: an open
+//! window's groups, which those merge into).
 //!
 //! `BatchConsumer` is a Kafka consumer (librdkafka, through the `rdkafka` crate) whose
 //! `consume` hands Python one batch cut by partition, with no Python object per message.
@@ -28,6 +29,7 @@ mod avro_columns;
 mod batch;
 mod dataset_columns;
 mod group_entries;
+mod group_table;
 mod json_columns;
 mod line_shape;
 mod partition_queues;
@@ -421,9 +423,11 @@ fn mars_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<protobuf_columns::ProtobufColumnsDecoder>()?;
     m.add_function(wrap_pyfunction!(line_shape::line_shape, m)?)?;
     m.add_function(wrap_pyfunction!(
-        dataset_columns::decode_dataset_columns,
+        dataset_columns::decode_dataset_windows,
         m
     )?)?;
+    m.add_class::<dataset_columns::DatasetWindow>()?;
+    m.add_class::<group_table::GroupTable>()?;
     m.add("NativeKafkaError", m.py().get_type::<NativeKafkaError>())?;
     Ok(())
 }

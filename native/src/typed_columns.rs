@@ -3,6 +3,8 @@
 //! (validity bitmap, values, string offsets) that become a Polars column without a Python
 //! object per value.
 
+use std::borrow::Cow;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -79,24 +81,16 @@ pub(crate) type ColumnOut<'py> = (
 
 /// The column for Python, or None when it mixes kinds (strings or booleans with anything
 /// else): the decoders then decline the batch, and the Python path types it.
-pub(crate) fn column_out<'py>(py: Python<'py>, column: Column) -> Option<ColumnOut<'py>> {
-    let [_, bools, ints, floats, strings] = column.seen;
-    let kind = match (bools, ints, floats, strings) {
-        (false, false, false, false) => NULL,
-        (true, false, false, false) => BOOL,
-        (false, true, false, false) => INT,
-        (false, _, true, false) => FLOAT,
-        (false, false, false, true) => STRING,
-        _ => return None,
-    };
+pub(crate) fn column_out<'py>(py: Python<'py>, column: &Column) -> Option<ColumnOut<'py>> {
+    let kind = column_kind(column.seen)?;
     let rows = column.tags.len();
     let validity = column
         .tags
         .contains(&NULL)
         .then(|| PyBytes::new(py, &bitmap(column.tags.iter().map(|&tag| tag != NULL))));
-    let values = match kind {
-        NULL => Vec::new(),
-        BOOL => bitmap(column.ints.iter().map(|&value| value != 0)),
+    let values: Cow<'_, [u8]> = match kind {
+        NULL => Cow::Borrowed(&[]),
+        BOOL => Cow::Owned(bitmap(column.ints.iter().map(|&value| value != 0))),
         INT => column.ints.iter().flat_map(|v| v.to_ne_bytes()).collect(),
         FLOAT => (0..rows)
             .flat_map(|row| {
@@ -108,7 +102,7 @@ pub(crate) fn column_out<'py>(py: Python<'py>, column: Column) -> Option<ColumnO
                 value.to_ne_bytes()
             })
             .collect(),
-        _ => column.text,
+        _ => Cow::Borrowed(&column.text),
     };
     let offsets = (kind == STRING).then(|| {
         PyBytes::new(
@@ -121,6 +115,20 @@ pub(crate) fn column_out<'py>(py: Python<'py>, column: Column) -> Option<ColumnO
         )
     });
     Some((kind, validity, PyBytes::new(py, &values), offsets))
+}
+
+/// The kind a column of values of the `seen` kinds is handed to Python as (ints with floats
+/// make floats), or None when it mixes strings or booleans with any other kind.
+pub(crate) fn column_kind(seen: [bool; 5]) -> Option<u8> {
+    let [_, bools, ints, floats, strings] = seen;
+    match (bools, ints, floats, strings) {
+        (false, false, false, false) => Some(NULL),
+        (true, false, false, false) => Some(BOOL),
+        (false, true, false, false) => Some(INT),
+        (false, _, true, false) => Some(FLOAT),
+        (false, false, false, true) => Some(STRING),
+        _ => None,
+    }
 }
 
 /// Arrow's bitmap (least significant bit first) of `bits`.
@@ -163,7 +171,7 @@ pub(crate) fn columns_out<'py>(
     columns: Vec<Column>,
 ) -> Option<Vec<ColumnOut<'py>>> {
     columns
-        .into_iter()
+        .iter()
         .map(|column| column_out(py, column))
         .collect()
 }
