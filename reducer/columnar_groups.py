@@ -40,17 +40,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
 from mars.engine.columnar_layout import frame_groups, key_columns, state_columns
 from mars.engine.dataset import GroupKey, Groups, merge_groups
-from mars.engine.dataset_frames import DatasetWindow, native_frame, window_frame
+from mars.engine.dataset_frames import native_frame, window_frame
 from mars.native import mars_native
 from reducer.changed_keys import ChangedKeys, rows_of_changed_keys
 from reducer.spilled_frames import SpilledFrame, SpillFolder
+
+if TYPE_CHECKING:
+    from mars_native import DatasetWindow, GroupTable
 
 INT_LIMIT = float(1 << 62)  # sums of absolute values below this cannot leave int64
 COMPACT_ROWS = 65_536  # appended rows that make a merge worth its group_by at the least
@@ -108,7 +111,7 @@ class ColumnarGroups:
         self._pending_rows = 0  # of the appended frames in memory and on disk
         self._dtypes: list[pl.DataType] | None = None  # the window's column types so far
         self._fallback: Groups | None = None
-        self._table: Any = None  # mars_native.GroupTable: the groups, while it holds them
+        self._table: GroupTable | None = None  # the groups, while it holds them
         # the keys of the groups merged since `saved` (None: not tracked)
         self._changes: ChangedKeys | None = ChangedKeys() if track_changes else None
 
@@ -160,7 +163,7 @@ class ColumnarGroups:
         if self._changes is not None and table.changed_count():
             self._changes.appended(self._table_frame(table, changed_only=True))
 
-    def _table_frame(self, table: Any, *, changed_only: bool = False) -> pl.DataFrame:
+    def _table_frame(self, table: GroupTable, *, changed_only: bool = False) -> pl.DataFrame:
         """The table's groups (or those changed since `saved`) as a frame of this layout."""
         rows = table.changed_count() if changed_only else len(table)
         return native_frame(self._aggregates, rows, table.columns(changed_only=changed_only))

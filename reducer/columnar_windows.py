@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -35,7 +35,7 @@ from mars.aggregates import Aggregate, wire_name
 from mars.engine.columnar_checkpoint import ColumnarCheckpoint, encode_columnar
 from mars.engine.columnar_layout import frame_groups
 from mars.engine.dataset import DataSet, Groups, OpenWindows, decode_dataset
-from mars.engine.dataset_frames import DatasetWindow, dataset_windows
+from mars.engine.dataset_frames import dataset_windows
 from mars.windows import WindowAssigner
 from reducer.columnar_groups import ColumnarGroups
 from reducer.open_windows import (
@@ -46,6 +46,9 @@ from reducer.open_windows import (
     check_next_seq,
 )
 from reducer.spilled_frames import SpillFolder
+
+if TYPE_CHECKING:
+    from mars_native import DatasetWindow
 
 PARTS_PER_BUDGET = 4  # a spilled window's partitions are about a quarter of the budget each
 

@@ -14,7 +14,7 @@ A window as decoded (`dataset_windows`) can also be merged as it is into a nativ
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -23,11 +23,11 @@ from mars.engine.columnar_layout import key_columns, state_columns
 from mars.engine.native_json import column_series
 from mars.native import mars_native
 
+if TYPE_CHECKING:
+    from mars_native import DatasetWindow, NativeColumn
+
 # How each aggregate's wire state reads (`decode_dataset_windows`' kinds).
 _STATE, _ORDERED, _AVERAGE = range(3)
-
-
-DatasetWindow = Any  # mars_native.DatasetWindow: one window's groups of a data set, decoded
 
 
 def dataset_windows(
@@ -60,7 +60,7 @@ def window_frame(aggregates: Sequence[Aggregate[Any]], window: DatasetWindow) ->
 
 
 def native_frame(
-    aggregates: Sequence[Aggregate[Any]], rows: int, columns: list[Any]
+    aggregates: Sequence[Aggregate[Any]], rows: int, columns: list[NativeColumn]
 ) -> pl.DataFrame:
     """A frame of this layout from native columns (keys, then states): a data set's window's,
     or a group table's (`mars_native.GroupTable.columns`)."""
