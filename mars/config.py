@@ -202,9 +202,10 @@ class ReducerSettings(_Section):
     columnar_state: bool = Field(
         default=True,
         description="hold the open windows of tasks whose aggregates are all COUNT, SUM, MIN, "
-        "MAX or AVG (tumbling or hopping windows, no EMIT CHANGES) in Polars columns "
-        'rather than Python objects (docs/reducer.md, "Columnar open windows"; false: Python '
-        "objects for every task, the reference the columnar state is tested against)",
+        "MAX or AVG (tumbling or hopping windows, no EMIT CHANGES) in a native group table "
+        'or Polars columns rather than Python objects (docs/reducer.md, "Columnar open '
+        'windows"; false: Python objects for every task, the reference the columnar state is '
+        "tested against)",
     )
     freed_pages_decay_ms: int = Field(
         default=0,
@@ -217,8 +218,9 @@ class ReducerSettings(_Section):
     state_budget_bytes: int | None = Field(
         default=None,
         ge=0,
-        description="with `columnar_state`: the bytes of open-window frames an owner holds in "
-        "memory; past them it spills merged frames to `spill_dir`, the latest windows first, "
+        description="with `columnar_state`: the bytes of open-window state (group tables and "
+        "frames) an owner holds in memory; past them it spills merged frames to `spill_dir`, "
+        "the latest windows first, "
         "in hash partitions of about a quarter of it, merged and closed a partition at a time "
         '(docs/reducer.md, "State beyond memory"; unset: no spilling)',
     )

@@ -17,7 +17,8 @@ touched window's rows merged since the last checkpoint (the groups keep hashes o
 they merged since; `delta_data`). `windows` stays empty: the groups are in `columns`.
 
 With a `budget_bytes` and a `spill_folder`, `keep_within_budget` spills merged frames to disk,
-the latest windows first (they close last), while the frames held in memory pass the budget;
+the latest windows first (they close last), while the state held in memory (group tables and
+frames) passes the budget;
 a spilled window is written in hash partitions of its keys of about a quarter of the budget
 each (`min_part_rows` rows at least), and merged and closed a partition at a time
 (docs/reducer.md, "State beyond memory").
@@ -151,8 +152,8 @@ class ColumnarWindowState(OpenWindowState):
         return self.columns.keys()
 
     def keep_within_budget(self) -> int:
-        """Spill merged frames, the latest windows first, while the frames held in memory
-        pass `budget_bytes`; how many windows were spilled now."""
+        """Spill merged frames, the latest windows first, while the state held in memory
+        (group tables and frames) passes `budget_bytes`; how many windows were spilled now."""
         if self.budget_bytes is None or self.spill_folder is None:
             return 0
         held = sum(window.memory_bytes() for window in self.columns.values())
