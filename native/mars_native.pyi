@@ -97,6 +97,10 @@ class DatasetWindow:
     def __len__(self) -> int: ...
     def columns(self) -> list[NativeColumn]:
         """The key columns, then the state columns."""
+    @staticmethod
+    def of_columns(rows: int, key_width: int, columns: list[NativeColumn]) -> DatasetWindow | None:
+        """A window from a frame's columns (keys, then states), its keys encoded as a mapper's;
+        None when a column does not read or a key is NaN or -0.0."""
 
 def decode_dataset_windows(
     data: bytes, names: list[str], kinds: list[int]

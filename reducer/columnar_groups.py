@@ -3,9 +3,10 @@
 A window's data sets, as the reducer decodes them natively (`merge_window`), are merged into a
 native hash table of its groups (`mars_native.GroupTable`, native/src/group_table.rs): one
 probe per row, the states merged in place, and a frame of its groups made when one is asked for
-(a checkpoint, a delta of the groups changed, the close). Where the table declines a data set
-(a column changing type, a sum that may leave int64...: the rules below) or the window spills,
-its groups leave the table as the merged frame and the window is held as frames from then on.
+(a checkpoint, a delta of the groups changed, the close); a checkpoint's frame loads back into
+one (`of_frame`). Where the table declines a data set (a column changing type, a sum that may
+leave int64...: the rules below) or the window spills, its groups leave the table as the
+merged frame and the window is held as frames from then on.
 
 A frame holds one row per group: the key values in `k0..` and each aggregate's state in
 fixed-width columns (`a<i>`; AVG as `a<i>s` and `a<i>n`). Data sets are appended as frames
@@ -47,7 +48,7 @@ import polars as pl
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
 from mars.engine.columnar_layout import frame_groups, key_columns, state_columns
 from mars.engine.dataset import GroupKey, Groups, merge_groups
-from mars.engine.dataset_frames import native_frame, window_frame
+from mars.engine.dataset_frames import frame_window, native_frame, window_frame
 from mars.native import mars_native
 from reducer.changed_keys import ChangedKeys, rows_of_changed_keys
 from reducer.spilled_frames import SpilledFrame, SpillFolder
@@ -119,8 +120,16 @@ class ColumnarGroups:
     def of_frame(
         cls, aggregates: tuple[Aggregate[Any], ...], frame: pl.DataFrame, *, track_changes: bool
     ) -> ColumnarGroups:
-        """The groups of a frame in this layout (a checkpoint's), merged already."""
+        """The groups of a frame in this layout (a checkpoint's), merged already: in a group
+        table if it takes them (none counts as changed), else as the merged frame."""
         found = cls(aggregates, track_changes=track_changes)
+        window = frame_window(aggregates, frame) if frame.height else None
+        if window is not None and mars_native is not None:
+            table = mars_native.GroupTable(_table_ops(aggregates))
+            if table.merge(window):
+                table.saved()
+                found._table = table
+                return found
         found._frame = frame
         found._dtypes = list(frame.dtypes)
         return found

@@ -20,7 +20,7 @@ import polars as pl
 
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum, wire_name
 from mars.engine.columnar_layout import key_columns, state_columns
-from mars.engine.native_json import column_series
+from mars.engine.native_json import column_series, series_column
 from mars.native import mars_native
 
 if TYPE_CHECKING:
@@ -57,6 +57,22 @@ def dataset_frames(
 def window_frame(aggregates: Sequence[Aggregate[Any]], window: DatasetWindow) -> pl.DataFrame:
     """A decoded window's groups as a frame (no column when it has no group)."""
     return native_frame(aggregates, len(window), window.columns())
+
+
+def frame_window(aggregates: Sequence[Aggregate[Any]], frame: pl.DataFrame) -> DatasetWindow | None:
+    """A frame of this layout as a decoded window, its keys encoded as a mapper encodes them
+    (`mars_native.DatasetWindow.of_columns`): for a group table to take a checkpoint's groups;
+    None when a column's type is not one of the native kinds, or no extension."""
+    if mars_native is None:
+        return None
+    columns: list[NativeColumn] = []
+    for series in frame.get_columns():
+        column = series_column(series)
+        if column is None:
+            return None
+        columns.append(column)
+    width = frame.width - len(state_columns(aggregates))
+    return mars_native.DatasetWindow.of_columns(frame.height, width, columns)
 
 
 def native_frame(

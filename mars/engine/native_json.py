@@ -96,3 +96,33 @@ def column_series(
         buffers = [mask, pa.py_buffer(offsets), pa.py_buffer(values)]
     array = pa.Array.from_buffers(_ARROW_TYPES[kind], rows, buffers)
     return pl.Series(name, array)
+
+
+def series_column(series: pl.Series) -> NativeColumn | None:
+    """A Polars series as a native column (`column_series`' inverse), or None when its type
+    is not one of the kinds."""
+    kind = _KINDS.get(series.dtype)
+    if kind is None:
+        return None
+    if kind == _NULL:
+        return (_NULL, None, b"", None)
+    array = series.to_arrow()
+    if array.offset:  # (a slice's buffers start before its first value)
+        array = pa.concat_arrays([array])
+    if kind == _STRING and array.type != pa.large_string():
+        array = array.cast(pa.large_string())
+    validity, *buffers = array.buffers()
+    bits = None if validity is None or array.null_count == 0 else validity.to_pybytes()
+    if kind == _STRING:
+        offsets, data = buffers
+        return (kind, bits, b"" if data is None else data.to_pybytes(), offsets.to_pybytes())
+    return (kind, bits, buffers[0].to_pybytes(), None)
+
+
+_KINDS: dict[pl.DataType, int] = {
+    pl.Null(): _NULL,
+    pl.Boolean(): _BOOL,
+    pl.Int64(): _INT,
+    pl.Float64(): _FLOAT,
+    pl.String(): _STRING,
+}

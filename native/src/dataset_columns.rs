@@ -17,8 +17,11 @@
 //! otherwise, so a row here is a group there.
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
-use crate::typed_columns::{column_kind, column_out, Column, ColumnOut, FLOAT, INT, NULL, STRING};
+use crate::typed_columns::{
+    column_kind, column_out, Column, ColumnOut, BOOL, FLOAT, INT, NULL, STRING,
+};
 
 /// The data set is not the plain case: the Python path decodes it.
 pub(crate) struct Decline;
@@ -72,6 +75,15 @@ fn strict_kind(column: &Column, relaxed: bool) -> Option<u8> {
     column_kind(column.seen)
 }
 
+/// A column as `columns` hands it out and Python hands it back (`NativeColumn`): (kind,
+/// validity bitmap or None, values, string offsets or None).
+type ColumnIn<'py> = (
+    u8,
+    Option<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
+    Option<Bound<'py, PyBytes>>,
+);
+
 struct Window {
     start: i64,
     rows: DatasetWindow,
@@ -95,12 +107,181 @@ impl DatasetWindow {
         self.rows
     }
 
-    /// The key columns, then the state columns (each typed at the decode).
+    /// The key columns, then the state columns (each of one kind: checked at the decode, or
+    /// the frame's).
     fn columns<'py>(&self, py: Python<'py>) -> Vec<ColumnOut<'py>> {
         self.columns
             .iter()
             .map(|(column, _)| column_out(py, column).expect("typed at the decode"))
             .collect()
+    }
+
+    /// A window of `rows` groups from a frame's columns (`key_width` key columns, then the
+    /// states), each row's key encoded as a mapper's msgspec encodes it (so a key merged from
+    /// a data set later is the same bytes); None when a column does not read (another kind,
+    /// buffers too short) or a key could not come from a data set (NaN, -0.0).
+    #[staticmethod]
+    fn of_columns(rows: usize, key_width: usize, columns: Vec<ColumnIn<'_>>) -> Option<Self> {
+        if key_width > columns.len() {
+            return None;
+        }
+        let columns = columns
+            .into_iter()
+            .map(|column| column_in(rows, column).map(|column| (column, false)))
+            .collect::<Option<Vec<_>>>()?;
+        let mut keys = Vec::new();
+        let mut key_ends = Vec::with_capacity(rows);
+        for row in 0..rows {
+            put_array_header(&mut keys, key_width);
+            for (column, _) in &columns[..key_width] {
+                put_key_value(&mut keys, column, row)?;
+            }
+            key_ends.push(keys.len());
+        }
+        Some(Self {
+            rows,
+            key_width,
+            columns,
+            keys,
+            key_ends,
+        })
+    }
+}
+
+/// A column of `rows` values from its Arrow buffers (`typed_columns::column_out`'s layout).
+fn column_in(rows: usize, (kind, validity, values, offsets): ColumnIn<'_>) -> Option<Column> {
+    let validity = validity.as_ref().map(|bits| bits.as_bytes());
+    let values = values.as_bytes();
+    let offsets = offsets.as_ref().map(|offsets| offsets.as_bytes());
+    let bit = |bits: &[u8], row: usize| bits[row / 8] >> (row % 8) & 1 == 1;
+    let bitmap_bytes = rows.div_ceil(8);
+    if validity.is_some_and(|bits| bits.len() < bitmap_bytes) {
+        return None;
+    }
+    let valid = |row: usize| validity.is_none_or(|bits| bit(bits, row));
+    let word = |row: usize| -> [u8; 8] { values[8 * row..8 * row + 8].try_into().expect("8") };
+    let mut column = Column::new(rows);
+    match kind {
+        NULL => {}
+        BOOL if values.len() >= bitmap_bytes => {
+            for row in (0..rows).filter(|&row| valid(row)) {
+                column.boolean(row, bit(values, row));
+            }
+        }
+        INT if values.len() >= 8 * rows => {
+            for row in (0..rows).filter(|&row| valid(row)) {
+                column.int(row, i64::from_ne_bytes(word(row)));
+            }
+        }
+        FLOAT if values.len() >= 8 * rows => {
+            for row in (0..rows).filter(|&row| valid(row)) {
+                column.float(row, f64::from_ne_bytes(word(row)));
+            }
+        }
+        STRING => {
+            let offsets = offsets.filter(|offsets| offsets.len() >= 8 * (rows + 1))?;
+            let offset = |row: usize| {
+                let bytes = offsets[8 * row..8 * row + 8].try_into().expect("8");
+                usize::try_from(i64::from_ne_bytes(bytes)).ok()
+            };
+            for row in 0..rows {
+                if valid(row) {
+                    let text = values.get(offset(row)?..offset(row + 1)?)?;
+                    std::str::from_utf8(text).ok()?;
+                    column.text.extend_from_slice(text);
+                    column.set(row, STRING);
+                }
+                column.offsets.push(column.text.len() as i64);
+            }
+            return Some(column);
+        }
+        _ => return None,
+    }
+    column.offsets.resize(rows + 1, 0);
+    Some(column)
+}
+
+/// msgspec's (the shortest) header of an array of `len` items: what `canonical_array` takes.
+fn put_array_header(out: &mut Vec<u8>, len: usize) {
+    match len {
+        0..=15 => out.push(0x90 | len as u8),
+        16..=0xffff => {
+            out.push(0xdc);
+            out.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        _ => {
+            out.push(0xdd);
+            out.extend_from_slice(&(len as u32).to_be_bytes());
+        }
+    }
+}
+
+/// Row `row`'s value of a key column as msgspec encodes it (what `canonical_scalar` takes);
+/// None for a float no data set's key holds (NaN, -0.0: the decoder declines them).
+fn put_key_value(out: &mut Vec<u8>, column: &Column, row: usize) -> Option<()> {
+    match column.tags[row] {
+        NULL => out.push(0xc0),
+        BOOL => out.push(if column.ints[row] != 0 { 0xc3 } else { 0xc2 }),
+        INT => put_int(out, column.ints[row]),
+        FLOAT => {
+            let value = column.floats[row];
+            if value.is_nan() || (value == 0.0 && value.is_sign_negative()) {
+                return None;
+            }
+            out.push(0xcb);
+            out.extend_from_slice(&value.to_be_bytes());
+        }
+        _ => {
+            let start = column.offsets[row] as usize;
+            let text = &column.text[start..column.offsets[row + 1] as usize];
+            match text.len() {
+                0..=31 => out.push(0xa0 | text.len() as u8),
+                32..=0xff => out.extend_from_slice(&[0xd9, text.len() as u8]),
+                0x100..=0xffff => {
+                    out.push(0xda);
+                    out.extend_from_slice(&(text.len() as u16).to_be_bytes());
+                }
+                _ => {
+                    out.push(0xdb);
+                    out.extend_from_slice(&(text.len() as u32).to_be_bytes());
+                }
+            }
+            out.extend_from_slice(text);
+        }
+    }
+    Some(())
+}
+
+/// An int as msgspec encodes it: the shortest form, the unsigned ones for non-negative ints.
+fn put_int(out: &mut Vec<u8>, value: i64) {
+    match value {
+        -32..=0x7f => out.push(value as u8), // positive and negative fixints
+        0x80..=0xff => out.extend_from_slice(&[0xcc, value as u8]),
+        0x100..=0xffff => {
+            out.push(0xcd);
+            out.extend_from_slice(&(value as u16).to_be_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(0xce);
+            out.extend_from_slice(&(value as u32).to_be_bytes());
+        }
+        0x1_0000_0000.. => {
+            out.push(0xcf);
+            out.extend_from_slice(&(value as u64).to_be_bytes());
+        }
+        -128..=-33 => out.extend_from_slice(&[0xd0, value as u8]),
+        -32768..=-129 => {
+            out.push(0xd1);
+            out.extend_from_slice(&(value as i16).to_be_bytes());
+        }
+        -2_147_483_648..=-32769 => {
+            out.push(0xd2);
+            out.extend_from_slice(&(value as i32).to_be_bytes());
+        }
+        _ => {
+            out.push(0xd3);
+            out.extend_from_slice(&value.to_be_bytes());
+        }
     }
 }
 

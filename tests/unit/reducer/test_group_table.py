@@ -4,7 +4,8 @@ data sets of random aggregates and keys, merged in the same order, give the same
 the table holds a window its states are the reference's exactly (floats to the bit: it merges in
 the same order, where a frame's sums may differ in the last bits), and the groups changed since
 a checkpoint are those merged since; a data set it declines (a type change, a sum that may
-leave int64) merges nothing into it, and the window goes on as frames, or as Python groups."""
+leave int64) merges nothing into it, and the window goes on as frames, or as Python groups. A
+checkpoint's frame loads back into a table with each key as a mapper encodes it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import math
 import struct
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum
@@ -31,7 +32,21 @@ def test_the_extension_is_built() -> None:
 KINDS = (CountAll, CountNonNull, Sum, Min, Max, Average)
 small_ints = st.integers(min_value=-1000, max_value=1000)
 floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
-key_kinds = [small_ints, st.text(max_size=3), st.booleans(), floats.filter(lambda f: f != 0.0)]
+key_kinds = [
+    small_ints,
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.sampled_from(  # each msgpack int width's bounds
+        [
+            *(0, 127, 128, 255, 256, 2**16 - 1, 2**16, 2**32 - 1, 2**32, 2**63 - 1),
+            *(-1, -32, -33, -128, -129, -(2**15), -(2**15) - 1, -(2**31), -(2**31) - 1),
+            -(2**63),
+        ]
+    ),
+    st.text(max_size=3),
+    st.text(min_size=30, max_size=34),  # fixstr and str8
+    st.booleans(),
+    floats.filter(lambda f: f != 0.0),  # (-0.0 and 0.0 are one key in Python, two as bytes)
+]
 
 
 @st.composite
@@ -49,15 +64,17 @@ def states_of(draw: st.DrawFn, agg: Aggregate[Any], numbers: st.SearchStrategy[A
 
 @st.composite
 def scenario(draw: st.DrawFn) -> tuple[tuple[Aggregate[Any], ...], list[Groups | None]]:
-    """Aggregates, and data sets of one window (None: a checkpoint between them). Keys and
-    states mostly keep their types; now and then a data set changes one, or brings ints
-    large enough that their sums may leave int64."""
+    """Aggregates, and data sets of one window (None: a checkpoint between them). Keys come
+    mostly from a pool of the scenario's, so that groups meet again across data sets and
+    checkpoints. Keys and states mostly keep their types; now and then a data set changes
+    one, or brings ints large enough that their sums may leave int64."""
     aggregates = tuple(
         kind() for kind in draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3))
     )
     width = draw(st.integers(min_value=0, max_value=2))
     key_bases = [draw(st.sampled_from(key_kinds)) for _ in range(width)]
     numbers = draw(st.sampled_from([small_ints, floats]))
+    pool = draw(st.lists(st.tuples(*key_bases), min_size=1, max_size=8))
     steps: list[Groups | None] = []
     for _ in range(draw(st.integers(min_value=1, max_value=8))):
         if draw(st.integers(min_value=0, max_value=4)) == 0:
@@ -68,7 +85,8 @@ def scenario(draw: st.DrawFn) -> tuple[tuple[Aggregate[Any], ...], list[Groups |
         keys = [st.one_of(base, st.none()) if odd else base for base in key_bases]
         groups: Groups = {}
         for _ in range(draw(st.integers(min_value=1, max_value=12))):
-            key = tuple(draw(k) for k in keys)
+            fresh = odd or draw(st.integers(min_value=0, max_value=4)) == 0
+            key = tuple(draw(k) for k in keys) if fresh else draw(st.sampled_from(pool))
             groups[key] = [draw(states_of(agg, values)) for agg in aggregates]
         steps.append(groups)
     return aggregates, steps
@@ -202,3 +220,35 @@ def test_a_window_without_keys_is_one_group() -> None:
     assert window.groups() == {(): [3, (3.5, 3)]}
     window.saved()
     assert window.changed().height == 0
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario())
+@example(((CountAll(),), [{(200,): [1]}, None, {(200,): [1], (-200,): [1]}, None, {(-200,): [1]}]))
+def test_a_checkpoint_s_groups_load_into_the_table_as_a_mapper_s_keys(case: Any) -> None:
+    """At each checkpoint the window is restarted from its frame (`of_frame`, as an owner
+    recovering from a checkpoint): its groups load into a group table, none of them changed,
+    with each key encoded as a mapper encodes it, so the data sets merged after it find their
+    groups (a key of other bytes would be a second group: a key missing from the reference's,
+    or states not its)."""
+    aggregates, steps = case
+    window = ColumnarGroups(aggregates, track_changes=True)
+    reference: Groups = {}
+    for groups in steps:
+        if groups is not None:
+            merge_window(window, aggregates, groups)
+            merged = decode_dataset(encode_dataset(aggregates, {0: groups})).windows[0]
+            merge_groups(aggregates, reference, merged)
+            continue
+        frame = window.frame()
+        if frame is None or window._table is None:
+            continue
+        window = ColumnarGroups.of_frame(aggregates, frame, track_changes=True)
+        event("loaded into a table" if window._table is not None else "loaded as a frame")
+        assert window._table is not None, "a frame the table made is one it takes back"
+        assert window.changed().height == 0
+    found = window.groups()
+    assert len(window) == len(found) == len(reference)  # (a key of other bytes: a second row)
+    if window._table is not None:
+        expected = as_in_columns(aggregates, reference)
+        assert all(exactly(found[key], expected[key]) for key in expected)
