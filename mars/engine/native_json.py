@@ -100,15 +100,15 @@ def column_series(
 
 def series_column(series: pl.Series) -> NativeColumn | None:
     """A Polars series as a native column (`column_series`' inverse), or None when its type
-    is not one of the kinds."""
+    is not one of the kinds (or its Arrow buffers start before its first value)."""
     kind = _KINDS.get(series.dtype)
     if kind is None:
         return None
     if kind == _NULL:
         return (_NULL, None, b"", None)
     array = series.to_arrow()
-    if array.offset:  # (a slice's buffers start before its first value)
-        array = pa.concat_arrays([array])
+    if array.offset:
+        return None
     if kind == _STRING and array.type != pa.large_string():
         array = array.cast(pa.large_string())
     validity, *buffers = array.buffers()
