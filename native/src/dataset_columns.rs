@@ -19,6 +19,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::group_entries::array_header;
 use crate::typed_columns::{
     column_kind, column_out, Column, ColumnOut, BOOL, FLOAT, INT, NULL, STRING,
 };
@@ -131,8 +132,9 @@ impl DatasetWindow {
             .collect::<Option<Vec<_>>>()?;
         let mut keys = Vec::new();
         let mut key_ends = Vec::with_capacity(rows);
+        let header = array_header(key_width);
         for row in 0..rows {
-            put_array_header(&mut keys, key_width);
+            keys.extend_from_slice(&header);
             for (column, _) in &columns[..key_width] {
                 put_key_value(&mut keys, column, row)?;
             }
@@ -199,21 +201,6 @@ fn column_in(rows: usize, (kind, validity, values, offsets): ColumnIn<'_>) -> Op
     }
     column.offsets.resize(rows + 1, 0);
     Some(column)
-}
-
-/// msgspec's (the shortest) header of an array of `len` items: what `canonical_array` takes.
-fn put_array_header(out: &mut Vec<u8>, len: usize) {
-    match len {
-        0..=15 => out.push(0x90 | len as u8),
-        16..=0xffff => {
-            out.push(0xdc);
-            out.extend_from_slice(&(len as u16).to_be_bytes());
-        }
-        _ => {
-            out.push(0xdd);
-            out.extend_from_slice(&(len as u32).to_be_bytes());
-        }
-    }
 }
 
 /// Row `row`'s value of a key column as msgspec encodes it (what `canonical_scalar` takes);

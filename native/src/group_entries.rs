@@ -144,8 +144,9 @@ fn prefix(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(word)
 }
 
-/// The msgpack array header msgspec writes for `length` items (smallest form).
-fn array_header(length: usize) -> Vec<u8> {
+/// The msgpack array header msgspec writes for `length` items (smallest form): also a
+/// checkpoint's keys' (dataset_columns.rs, `DatasetWindow.of_columns`).
+pub(crate) fn array_header(length: usize) -> Vec<u8> {
     if length < 16 {
         vec![0x90 | length as u8]
     } else if length < 1 << 16 {
