@@ -98,9 +98,12 @@ class DatasetWindow:
     def columns(self) -> list[NativeColumn]:
         """The key columns, then the state columns."""
     @staticmethod
-    def of_columns(rows: int, key_width: int, columns: list[NativeColumn]) -> DatasetWindow | None:
-        """A window from a frame's columns (keys, then states), its keys encoded as a mapper's;
-        None when a column does not read or a key is NaN or -0.0."""
+    def of_columns(
+        rows: int, key_columns: list[bytes], states: list[NativeColumn]
+    ) -> DatasetWindow | None:
+        """A window from a frame: each key column as one msgpack array of its values (msgspec's
+        encoding, a mapper's), then the state columns; None when a column does not read or a
+        key is one no data set holds (NaN, -0.0, not msgspec's form)."""
 
 def decode_dataset_windows(
     data: bytes, names: list[str], kinds: list[int]

@@ -18,7 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from mars.aggregates import Aggregate, Average, CountAll, CountNonNull, Max, Min, Sum, wire_name
+from mars.aggregates import (
+    Aggregate,
+    Average,
+    CountAll,
+    CountNonNull,
+    Max,
+    Min,
+    Sum,
+    msgpack_wire,
+    wire_name,
+)
 from mars.engine.columnar_layout import key_columns, state_columns
 from mars.engine.native_json import column_series, series_column
 from mars.native import mars_native
@@ -43,17 +53,6 @@ def dataset_windows(
     return None if windows is None else dict(windows)
 
 
-def dataset_frames(
-    data: bytes, aggregates: Sequence[Aggregate[Any]]
-) -> dict[int, pl.DataFrame] | None:
-    """Window start -> its groups as a frame (no column for a window without groups), for a
-    data set carrying exactly `aggregates`, all columnar; None: declined, or no extension."""
-    windows = dataset_windows(data, aggregates)
-    if windows is None:
-        return None
-    return {start: window_frame(aggregates, window) for start, window in windows.items()}
-
-
 def window_frame(aggregates: Sequence[Aggregate[Any]], window: DatasetWindow) -> pl.DataFrame:
     """A decoded window's groups as a frame (no column when it has no group)."""
     return native_frame(aggregates, len(window), window.columns())
@@ -61,18 +60,21 @@ def window_frame(aggregates: Sequence[Aggregate[Any]], window: DatasetWindow) ->
 
 def frame_window(aggregates: Sequence[Aggregate[Any]], frame: pl.DataFrame) -> DatasetWindow | None:
     """A frame of this layout as a decoded window, its keys encoded as a mapper encodes them
-    (`mars_native.DatasetWindow.of_columns`): for a group table to take a checkpoint's groups;
-    None when a column's type is not one of the native kinds, or no extension."""
+    (a key column's values in one `msgpack_wire` call, read back by
+    `mars_native.DatasetWindow.of_columns` as a data set's keys are): for a group table to
+    take a checkpoint's groups; None when a state column's type is not one of the native
+    kinds, a key is one no data set holds (NaN, -0.0), or no extension."""
     if mars_native is None:
         return None
-    columns: list[NativeColumn] = []
-    for series in frame.get_columns():
+    width = frame.width - len(state_columns(aggregates))
+    keys = [msgpack_wire.encode(series.to_list()) for series in frame.get_columns()[:width]]
+    states: list[NativeColumn] = []
+    for series in frame.get_columns()[width:]:
         column = series_column(series)
         if column is None:
             return None
-        columns.append(column)
-    width = frame.width - len(state_columns(aggregates))
-    return mars_native.DatasetWindow.of_columns(frame.height, width, columns)
+        states.append(column)
+    return mars_native.DatasetWindow.of_columns(frame.height, keys, states)
 
 
 def native_frame(

@@ -117,32 +117,52 @@ impl DatasetWindow {
             .collect()
     }
 
-    /// A window of `rows` groups from a frame's columns (`key_width` key columns, then the
-    /// states), each row's key encoded as a mapper's msgspec encodes it (so a key merged from
-    /// a data set later is the same bytes); None when a column does not read (another kind,
-    /// buffers too short) or a key could not come from a data set (NaN, -0.0).
+    /// A window of `rows` groups from a frame: `key_columns` each a msgpack array of the
+    /// rows' values as msgspec encodes them (the mappers' encoding of a key column: the keys
+    /// read as a data set's do, so a key merged from a data set later is the same bytes), then
+    /// the `states` columns; None when a column does not read (another kind, buffers too
+    /// short) or a key could not come from a data set (NaN, -0.0, not msgspec's form).
     #[staticmethod]
-    fn of_columns(rows: usize, key_width: usize, columns: Vec<ColumnIn<'_>>) -> Option<Self> {
-        if key_width > columns.len() {
-            return None;
-        }
-        let columns = columns
-            .into_iter()
-            .map(|column| column_in(rows, column).map(|column| (column, false)))
+    fn of_columns(
+        rows: usize,
+        key_columns: Vec<Bound<'_, PyBytes>>,
+        states: Vec<ColumnIn<'_>>,
+    ) -> Option<Self> {
+        let mut readers = key_columns
+            .iter()
+            .map(|column| {
+                let mut reader = Reader {
+                    data: column.as_bytes(),
+                    at: 0,
+                };
+                (reader.array().ok() == Some(rows)).then_some(reader)
+            })
             .collect::<Option<Vec<_>>>()?;
+        let mut columns: Vec<(Column, bool)> = (0..readers.len())
+            .map(|_| (Column::new(rows), false))
+            .collect();
         let mut keys = Vec::new();
         let mut key_ends = Vec::with_capacity(rows);
-        let header = array_header(key_width);
+        let header = array_header(readers.len());
         for row in 0..rows {
             keys.extend_from_slice(&header);
-            for (column, _) in &columns[..key_width] {
-                put_key_value(&mut keys, column, row)?;
+            for (reader, (column, _)) in readers.iter_mut().zip(&mut columns) {
+                let at = reader.at;
+                put(column, row, key_value(reader).ok()?);
+                keys.extend_from_slice(&reader.data[at..reader.at]);
+                column.offsets.push(column.text.len() as i64);
             }
             key_ends.push(keys.len());
         }
+        if readers.iter().any(|reader| reader.at != reader.data.len()) {
+            return None;
+        }
+        for state in states {
+            columns.push((column_in(rows, state)?, false));
+        }
         Some(Self {
             rows,
-            key_width,
+            key_width: readers.len(),
             columns,
             keys,
             key_ends,
@@ -201,75 +221,6 @@ fn column_in(rows: usize, (kind, validity, values, offsets): ColumnIn<'_>) -> Op
     }
     column.offsets.resize(rows + 1, 0);
     Some(column)
-}
-
-/// Row `row`'s value of a key column as msgspec encodes it (what `canonical_scalar` takes);
-/// None for a float no data set's key holds (NaN, -0.0: the decoder declines them).
-fn put_key_value(out: &mut Vec<u8>, column: &Column, row: usize) -> Option<()> {
-    match column.tags[row] {
-        NULL => out.push(0xc0),
-        BOOL => out.push(if column.ints[row] != 0 { 0xc3 } else { 0xc2 }),
-        INT => put_int(out, column.ints[row]),
-        FLOAT => {
-            let value = column.floats[row];
-            if value.is_nan() || (value == 0.0 && value.is_sign_negative()) {
-                return None;
-            }
-            out.push(0xcb);
-            out.extend_from_slice(&value.to_be_bytes());
-        }
-        _ => {
-            let start = column.offsets[row] as usize;
-            let text = &column.text[start..column.offsets[row + 1] as usize];
-            match text.len() {
-                0..=31 => out.push(0xa0 | text.len() as u8),
-                32..=0xff => out.extend_from_slice(&[0xd9, text.len() as u8]),
-                0x100..=0xffff => {
-                    out.push(0xda);
-                    out.extend_from_slice(&(text.len() as u16).to_be_bytes());
-                }
-                _ => {
-                    out.push(0xdb);
-                    out.extend_from_slice(&(text.len() as u32).to_be_bytes());
-                }
-            }
-            out.extend_from_slice(text);
-        }
-    }
-    Some(())
-}
-
-/// An int as msgspec encodes it: the shortest form, the unsigned ones for non-negative ints.
-fn put_int(out: &mut Vec<u8>, value: i64) {
-    match value {
-        -32..=0x7f => out.push(value as u8), // positive and negative fixints
-        0x80..=0xff => out.extend_from_slice(&[0xcc, value as u8]),
-        0x100..=0xffff => {
-            out.push(0xcd);
-            out.extend_from_slice(&(value as u16).to_be_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(0xce);
-            out.extend_from_slice(&(value as u32).to_be_bytes());
-        }
-        0x1_0000_0000.. => {
-            out.push(0xcf);
-            out.extend_from_slice(&(value as u64).to_be_bytes());
-        }
-        -128..=-33 => out.extend_from_slice(&[0xd0, value as u8]),
-        -32768..=-129 => {
-            out.push(0xd1);
-            out.extend_from_slice(&(value as i16).to_be_bytes());
-        }
-        -2_147_483_648..=-32769 => {
-            out.push(0xd2);
-            out.extend_from_slice(&(value as i32).to_be_bytes());
-        }
-        _ => {
-            out.push(0xd3);
-            out.extend_from_slice(&value.to_be_bytes());
-        }
-    }
 }
 
 impl DatasetWindow {
@@ -366,17 +317,7 @@ fn read_window(r: &mut Reader, start: i64, kinds: &[u8]) -> Read<Window> {
         }
         let (keys, states) = window.columns.split_at_mut(key_width);
         for (column, _) in keys.iter_mut() {
-            let at = r.at;
-            let value = r.scalar()?;
-            if !canonical_scalar(&value, &r.data[at..r.at]) {
-                return Err(Decline);
-            }
-            if let Scalar::Float(f) = value {
-                if f.is_nan() || (f == 0.0 && f.is_sign_negative()) {
-                    return Err(Decline);
-                }
-            }
-            put(column, row, value);
+            put(column, row, key_value(r)?);
         }
         let key = &r.data[key_at..r.at];
         if row > 0 && key <= last_key {
@@ -416,6 +357,22 @@ fn read_window(r: &mut Reader, start: i64, kinds: &[u8]) -> Read<Window> {
         start,
         rows: window,
     })
+}
+
+/// A key's next value: only msgspec's (shortest) form, and no float a data set's key may not
+/// hold (NaN, which equals nothing; -0.0, which equals 0.0 with other bytes).
+fn key_value<'a>(r: &mut Reader<'a>) -> Read<Scalar<'a>> {
+    let at = r.at;
+    let value = r.scalar()?;
+    if !canonical_scalar(&value, &r.data[at..r.at]) {
+        return Err(Decline);
+    }
+    if let Scalar::Float(f) = value {
+        if f.is_nan() || (f == 0.0 && f.is_sign_negative()) {
+            return Err(Decline);
+        }
+    }
+    Ok(value)
 }
 
 pub(crate) fn put(column: &mut Column, row: usize, value: Scalar) {

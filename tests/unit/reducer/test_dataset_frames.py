@@ -29,9 +29,20 @@ from mars.aggregates import (
     wire_name,
 )
 from mars.engine.dataset import OpenWindows, decode_dataset, encode_dataset
-from mars.engine.dataset_frames import dataset_frames
+from mars.engine.dataset_frames import dataset_windows, window_frame
 from mars.native import native_available
 from reducer.columnar_groups import DoesNotFit, groups_frame
+
+
+def dataset_frames(
+    data: bytes, aggregates: tuple[Aggregate[Any], ...]
+) -> dict[int, pl.DataFrame] | None:
+    """Window start -> its groups as the native path's frame; None: declined."""
+    windows = dataset_windows(data, aggregates)
+    if windows is None:
+        return None
+    return {start: window_frame(aggregates, window) for start, window in windows.items()}
+
 
 KINDS = (CountAll, CountNonNull, Sum, Min, Max, Average)
 INT64 = 2**63
