@@ -29,7 +29,7 @@ from mars.aggregates import (
     msgpack_wire,
     wire_name,
 )
-from mars.engine.columnar_layout import key_columns, state_columns
+from mars.engine.columnar_layout import key_columns, key_width, state_columns
 from mars.engine.native_json import column_series, series_column
 from mars.native import mars_native
 
@@ -66,7 +66,7 @@ def frame_window(aggregates: Sequence[Aggregate[Any]], frame: pl.DataFrame) -> D
     kinds, a key is one no data set holds (NaN, -0.0), or no extension."""
     if mars_native is None:
         return None
-    width = frame.width - len(state_columns(aggregates))
+    width = key_width(aggregates, frame)
     keys = [msgpack_wire.encode(series.to_list()) for series in frame.get_columns()[:width]]
     states: list[NativeColumn] = []
     for series in frame.get_columns()[width:]:
