@@ -11,16 +11,17 @@ from typing import Any
 
 from mars.clients import check_access
 from mars.config import Settings, load_settings
-from mars.heap import return_arrow_pages, return_polars_pages
+from mars.heap import return_arrow_pages, return_freed_heap, return_polars_pages
 
 
 def set_allocators(settings: Settings) -> None:
     """Before Polars and PyArrow are imported (they read these once, as they load): Polars's
     jemalloc returns freed pages `reducer.freed_pages_decay_ms` after they are freed (its RSS is
-    then about its open windows' size), and PyArrow, which writes the spill files, allocates
-    from the C library's malloc, which returns them (`mars.heap`)."""
+    then about its open windows' size), PyArrow, which writes the spill files, allocates from
+    the C library's malloc, and that malloc returns large freed buffers (`mars.heap`)."""
     return_polars_pages(settings.reducer.freed_pages_decay_ms)
     return_arrow_pages()
+    return_freed_heap()
 
 
 def register(subparsers: Any) -> None:

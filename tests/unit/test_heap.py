@@ -1,7 +1,7 @@
 """`mars.heap`: glibc accepts the mapper's heap settings (this machine's and CI's libc is glibc),
 and `mars reducer` gets Polars's allocator to return freed pages as
-`reducer.freed_pages_decay_ms` says (at once by default) and PyArrow to allocate from the C
-library's malloc, other commands not."""
+`reducer.freed_pages_decay_ms` says (at once by default), PyArrow to allocate from the C
+library's malloc, and glibc to return large freed buffers, other commands not."""
 
 from __future__ import annotations
 
@@ -90,3 +90,39 @@ def test_only_the_reducer_gives_pyarrow_the_system_pool(command: str, system: bo
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
     assert (done.stdout.split() == ["system"]) is system  # else PyArrow's own (mimalloc)
+
+
+# Frees 64 MiB of 4 MiB buffers that glibc's risen threshold put in its heap, below a buffer
+# still held, and prints how many KiB of RSS that returned to the kernel.
+FREED_HEAP_PROBE = """
+import ctypes
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+def rss_kib():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+def touched(size):
+    block = libc.malloc(size)
+    libc.memset(block, 1, size)
+    return block
+libc.free(touched(8 << 20))  # its own mapping: glibc's thresholds rise past 8 MiB
+blocks = [touched(4 << 20) for _ in range(16)]
+held = touched(4 << 20)
+before = rss_kib()
+for block in blocks:
+    libc.free(block)
+print(before - rss_kib())
+"""
+
+
+@pytest.mark.parametrize(("command", "returned"), [("reducer", True), ("mapper", False)])
+def test_only_the_reducer_returns_large_freed_buffers(command: str, returned: bool) -> None:
+    script = command_script(command, "exec(" + repr(FREED_HEAP_PROBE) + ", {})")
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    returned_mib = int(done.stdout.split()[-1]) / 1024
+    assert returned_mib > 56 if returned else returned_mib < 8
