@@ -78,9 +78,9 @@ def keep_freed_heap() -> bool:
 def return_freed_heap() -> bool:
     """The reducer's glibc malloc: a buffer from `RETURNED_MMAP_THRESHOLD_BYTES` up is its own
     mapping, unmapped when freed, and a heap's free top is trimmed past
-    `RETURNED_TRIM_THRESHOLD_BYTES`; False where there is none. Set, they stay: glibc's own
-    thresholds rise as large buffers are freed (up to 32 MiB, and twice that to trim), after
-    which its heaps kept the freed group tables, decoded data sets and checkpoints of a
+    `RETURNED_TRIM_THRESHOLD_BYTES`; False where there is none. Set explicitly, they no longer
+    move: glibc's own rise as large buffers are freed (up to 32 MiB, and twice that to trim),
+    after which its heaps kept the freed group tables, decoded data sets and checkpoints of a
     reducer's owner threads (RSS measured in docs/reducer.md, "Memory of the process")."""
     return _set_malloc(
         {
