@@ -93,17 +93,14 @@ def test_only_the_reducer_gives_pyarrow_the_system_pool(command: str, system: bo
 
 
 # Frees 64 MiB of 4 MiB buffers that glibc's risen threshold put in its heap, below a buffer
-# still held, and prints how many KiB of RSS that returned to the kernel.
+# still held, and prints how many MiB of RSS that returned to the kernel.
 FREED_HEAP_PROBE = """
-import ctypes
+import ctypes, os
+from benchmarks.procstat import rss_mb
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
 libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-def rss_kib():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
 def touched(size):
     block = libc.malloc(size)
     libc.memset(block, 1, size)
@@ -111,10 +108,10 @@ def touched(size):
 libc.free(touched(8 << 20))  # its own mapping: glibc's thresholds rise past 8 MiB
 blocks = [touched(4 << 20) for _ in range(16)]
 held = touched(4 << 20)
-before = rss_kib()
+before = rss_mb(os.getpid())
 for block in blocks:
     libc.free(block)
-print(before - rss_kib())
+print(before - rss_mb(os.getpid()))
 """
 
 
@@ -124,5 +121,5 @@ def test_only_the_reducer_returns_large_freed_buffers(command: str, returned: bo
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
-    returned_mib = int(done.stdout.split()[-1]) / 1024
+    returned_mib = float(done.stdout.split()[-1])
     assert returned_mib > 56 if returned else returned_mib < 8
