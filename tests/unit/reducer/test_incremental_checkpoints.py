@@ -3,9 +3,9 @@ rewinds and checkpoints of an `OpenWindowState` and of a `ColumnarWindowState`, 
 a delta when the budget allows (as `UnitOwner._write_checkpoint` decides); after every
 checkpoint an owner recovering from the chain, the progress of that moment and the data sets
 from its rseq holds exactly the live state's open windows. A columnar state merging encoded
-data sets (`merge_encoded`, frames decoded natively) writes the same checkpoints and deltas as
-one merging their decoded groups. Then the chain format itself: its order, a reader that knows
-no deltas, and columnar chains."""
+data sets (`merge_encoded`, frames decoded natively) writes the checkpoints of one merging
+their decoded groups, its deltas no larger. Then the chain format itself: its order, a reader
+that knows no deltas, and columnar chains."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from unittest.mock import patch
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mars.aggregates import CountAll, Max, Sum
@@ -110,9 +110,14 @@ class Owner:
         else:
             state.merge(bucket, seq, dataset)
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, as_delta: bool | None = None) -> None:
+        """Write a checkpoint: a delta if the budget allows, or if `as_delta` says so (another
+        owner's decision, to compare two chains checkpoint by checkpoint)."""
         delta = self.state.delta_data()
-        if self.chain and delta is not None and self.budget.allows(delta[1]):
+        if as_delta is None:
+            as_delta = bool(self.chain) and delta is not None and self.budget.allows(delta[1])
+        if as_delta:
+            assert delta is not None
             self.chain.append(encode_delta(delta[0]))
             self.budget.wrote_delta(delta[1])
             self.deltas_written += 1
@@ -142,7 +147,8 @@ class Owner:
         return state
 
 
-def apply(owner: Owner, action: str, arg: Any) -> None:
+def apply(owner: Owner, action: str, arg: Any, *, as_delta: bool | None = None) -> None:
+    """One step; `as_delta`: a checkpoint's decision taken (`Owner.checkpoint`)."""
     if action == "merge":
         owner.merge(*arg)
     elif action == "close":
@@ -150,9 +156,9 @@ def apply(owner: Owner, action: str, arg: Any) -> None:
         owner.budget.closed(sum(window.size for window in closed))
     elif action == "rewind":
         owner.state.rewind(owner.state.rewind_generation + 1, arg)
-        owner.checkpoint()  # a rewind's commit always carries a checkpoint
+        owner.checkpoint(as_delta)  # a rewind's commit always carries a checkpoint
     else:
-        owner.checkpoint()
+        owner.checkpoint(as_delta)
 
 
 # The appended rows that trigger a compaction and a deduplication of the changed keys
@@ -227,18 +233,34 @@ def recoveries_hold_the_live_windows(
 
 @settings(max_examples=100, deadline=None)
 @given(steps=steps, max_deltas=st.integers(min_value=1, max_value=4))
+@example(  # a CI case of 2026-12-07: the groups' delta held an unchanged group, the table's not
+    steps=[
+        ("close", 0),
+        ("merge", (0, {10: {(0,): [1, 0, 0]}, 50: {(0,): [1, 0, 0], (1,): [1, 0, 0]}})),
+        ("checkpoint", None),
+        ("merge", (0, {0: {(0,): [1, 0, 0]}})),
+        ("merge", (0, {50: {(0,): [1, 0, 0], (2,): [1, 0, 0]}, 10: {(0,): [1, 0, 0]}})),
+        ("checkpoint", None),
+    ],
+    max_deltas=1,
+)
 def test_merging_encoded_data_sets_writes_the_checkpoints_merging_groups_writes(
     steps: list[tuple[str, Any]], max_deltas: int
 ) -> None:
+    """Checkpoint by checkpoint, the owner merging encoded data sets (into native group tables,
+    which know their changed groups exactly) writes what the one merging decoded groups writes
+    when it takes the same delta-or-full decision, in deltas of no more groups: a window of
+    frames gives a delta of its whole frame once half its groups changed (`ColumnarGroups
+    .changed`), so the two budgets, counting the groups written, may decide differently."""
     by_groups = Owner(max_deltas, columnar=True)
     by_frames = Owner(max_deltas, frames=True)
     for action, arg in steps:
+        deltas = by_groups.deltas_written
         apply(by_groups, action, arg)
-        apply(by_frames, action, arg)
+        apply(by_frames, action, arg, as_delta=by_groups.deltas_written > deltas)
         assert by_frames.open_groups() == by_groups.open_groups()
         if action in ("checkpoint", "rewind"):
-            assert by_frames.deltas_written == by_groups.deltas_written
-            assert len(by_frames.chain) == len(by_groups.chain)
+            assert by_frames.budget.stale_groups <= by_groups.budget.stale_groups
             for end in range(1, len(by_groups.chain) + 1):  # the full one, then each delta
                 found = chain_dataset(by_frames.chain[:end], AGGREGATES).windows
                 assert found == chain_dataset(by_groups.chain[:end], AGGREGATES).windows
