@@ -85,7 +85,6 @@ class Owner:
         self.chain: list[bytes] = []
         self.datasets: dict[int, list[DataSet]] = {b: [] for b in BUCKETS}
         self.progress: dict[str, Any] = {}
-        self.deltas_written = 0
 
     def _starting(self, **progress: Any) -> OpenWindowState:
         kind = ColumnarWindowState.starting_columnar if self.columnar else OpenWindowState.starting
@@ -110,9 +109,9 @@ class Owner:
         else:
             state.merge(bucket, seq, dataset)
 
-    def checkpoint(self, as_delta: bool | None = None) -> None:
+    def checkpoint(self, as_delta: bool | None = None) -> bool:
         """Write a checkpoint: a delta if the budget allows, or if `as_delta` says so (another
-        owner's decision, to compare two chains checkpoint by checkpoint)."""
+        owner's decision, to compare two chains checkpoint by checkpoint); whether a delta."""
         delta = self.state.delta_data()
         if as_delta is None:
             as_delta = bool(self.chain) and delta is not None and self.budget.allows(delta[1])
@@ -120,7 +119,6 @@ class Owner:
             assert delta is not None
             self.chain.append(encode_delta(delta[0]))
             self.budget.wrote_delta(delta[1])
-            self.deltas_written += 1
         else:
             state = self.state
             if isinstance(state, ColumnarWindowState):
@@ -135,6 +133,7 @@ class Owner:
             "closed_watermark": self.state.closed_watermark,
             "rewinds": self.state.rewinds,
         }
+        return as_delta
 
     def recovered(self) -> OpenWindowState:
         """A new owner: the committed chain and progress, then the data sets from rseq."""
@@ -147,8 +146,9 @@ class Owner:
         return state
 
 
-def apply(owner: Owner, action: str, arg: Any, *, as_delta: bool | None = None) -> None:
-    """One step; `as_delta`: a checkpoint's decision taken (`Owner.checkpoint`)."""
+def apply(owner: Owner, action: str, arg: Any, *, as_delta: bool | None = None) -> bool:
+    """One step; `as_delta`: a checkpoint's decision taken (`Owner.checkpoint`). Whether it
+    wrote a delta."""
     if action == "merge":
         owner.merge(*arg)
     elif action == "close":
@@ -156,9 +156,10 @@ def apply(owner: Owner, action: str, arg: Any, *, as_delta: bool | None = None) 
         owner.budget.closed(sum(window.size for window in closed))
     elif action == "rewind":
         owner.state.rewind(owner.state.rewind_generation + 1, arg)
-        owner.checkpoint(as_delta)  # a rewind's commit always carries a checkpoint
+        return owner.checkpoint(as_delta)  # a rewind's commit always carries a checkpoint
     else:
-        owner.checkpoint(as_delta)
+        return owner.checkpoint(as_delta)
+    return False
 
 
 # The appended rows that trigger a compaction and a deduplication of the changed keys
@@ -255,9 +256,8 @@ def test_merging_encoded_data_sets_writes_the_checkpoints_merging_groups_writes(
     by_groups = Owner(max_deltas, columnar=True)
     by_frames = Owner(max_deltas, frames=True)
     for action, arg in steps:
-        deltas = by_groups.deltas_written
-        apply(by_groups, action, arg)
-        apply(by_frames, action, arg, as_delta=by_groups.deltas_written > deltas)
+        wrote_delta = apply(by_groups, action, arg)
+        apply(by_frames, action, arg, as_delta=wrote_delta)
         assert by_frames.open_groups() == by_groups.open_groups()
         if action in ("checkpoint", "rewind"):
             assert by_frames.budget.stale_groups <= by_groups.budget.stale_groups
