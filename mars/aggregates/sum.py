@@ -55,9 +55,10 @@ class Sum(Aggregate[Number | None]):
         return [argument.sum().alias(f"{prefix}sum"), argument.count().alias(f"{prefix}n")]
 
     def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Number | None]:
-        sums = summed_values(frame.get_column(f"{prefix}sum"))
-        counts = frame.get_column(f"{prefix}n").to_list()
-        return [s if n else None for s, n in zip(sums, counts, strict=True)]
+        # NULL where no value was summed, in Polars (a Python loop over the rows was a
+        # third of a mapper's encoding of a batch of 50,000 groups)
+        summed = frame.select(pl.when(pl.col(f"{prefix}n") > 0).then(pl.col(f"{prefix}sum")))
+        return summed_values(summed.to_series())
 
     def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
         return self.states_from_frame(frame, prefix)  # the state is its own wire form

@@ -72,11 +72,15 @@ def encode_bucketed_datasets(
         if mars_native is not None
         else _PythonEntries(key_lists, wires, height)
     )
-    window_starts = grouped.get_column(window_column).to_numpy()
+    windows = grouped.get_column(window_column)
+    window_starts = windows.to_numpy()
     bucket = layout.bucket_numbers(entries.key_crc32(), window_starts)
-    starts, window = np.unique(window_starts, return_inverse=True)
+    # A batch spans few windows: their hash `unique` and a binary search per row, not
+    # `np.unique`'s sort of every row (a tenth of the time at 50,000 groups).
+    starts = np.sort(windows.unique().to_numpy())
+    window = np.searchsorted(starts, window_starts)
     # Cells ordered by (bucket, window start).
-    cell = bucket * len(starts) + window.reshape(-1)
+    cell = bucket * len(starts) + window
     names = [wire_name(agg) for agg in aggregates]
     bodies: dict[int, list[list[Any]]] = {}
     for code, groups in entries.cells(cell):

@@ -103,10 +103,11 @@ impl GroupEntries {
             .map(|b| i64::from_ne_bytes(b.try_into().expect("8 bytes")))
             .collect();
         let entry = |row: usize| &self.buffer[self.starts[row]..self.starts[row + 1]];
-        // Sorted by (cell, the entry's first 8 bytes after the part all entries share, the
-        // whole entry): most comparisons end at the prefix, a machine word.
+        // Sorted by (cell, the entry's first 16 bytes after the part all entries share, the
+        // whole entry): most comparisons end at the prefix, two machine words (8 bytes often
+        // tie: the string header and `10.1.2.` of an address).
         let shared = 1 + array_header(self.key_columns).len();
-        let mut order: Vec<(i64, u64, usize)> = (0..rows)
+        let mut order: Vec<(i64, u128, usize)> = (0..rows)
             .map(|row| (cell_of[row], prefix(&entry(row)[shared..]), row))
             .collect();
         order.sort_unstable_by(|a, b| {
@@ -135,13 +136,13 @@ impl GroupEntries {
     }
 }
 
-/// The first 8 bytes of `bytes` as a big-endian word, zero-padded: words compare as the bytes
-/// do, up to a tie (a tie needs the whole comparison).
-fn prefix(bytes: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    let length = bytes.len().min(8);
+/// The first 16 bytes of `bytes` as a big-endian number, zero-padded: numbers compare as the
+/// bytes do, up to a tie (a tie needs the whole comparison).
+fn prefix(bytes: &[u8]) -> u128 {
+    let mut word = [0u8; 16];
+    let length = bytes.len().min(16);
     word[..length].copy_from_slice(&bytes[..length]);
-    u64::from_be_bytes(word)
+    u128::from_be_bytes(word)
 }
 
 /// The msgpack array header msgspec writes for `length` items (smallest form): also a
