@@ -126,3 +126,10 @@ class GroupTable:
     def saved(self) -> None:
         """Changes count from here."""
     def memory_bytes(self) -> int: ...
+
+def json_records(
+    rows: int, columns: list[NativeColumn], key: list[str | int], value: list[str | int]
+) -> tuple[list[bytes], list[bytes]]:
+    """The keys and values of `rows` result records as JSON (native/src/json_records.rs):
+    `key` and `value` are each record's templates, literal text or the index of the column
+    whose value goes there."""

@@ -29,8 +29,8 @@ from mars.tasks.spec import TaskSpec
 from mars.windows import window_end
 from reducer.open_windows import LateContribution, WindowGroups
 from reducer.output import OutRecord, RecordRun, ToWrite, flat_records
+from reducer.results_in_columns import FrameRecords
 from reducer.results_in_columns import json_bytes as _dumps
-from reducer.results_in_columns import records_in_columns
 from reducer.spilled_frames import SpilledFrame
 
 LATE_REASON = "window already closed by the reducer (its partition was idle)"
@@ -119,7 +119,7 @@ class ResultRecords:
     """The result records of one commit's closed windows, in order: rows already made
     (`result_records`), then windows finalized in columns, whose records are made
     `ROWS_PER_SLICE` rows at a time while the transaction is written (their JSON built in
-    columns, `records_in_columns`; as Python rows only for types it leaves to msgspec). So a
+    columns, `FrameRecords`; as Python rows only for types it leaves to msgspec). So a
     window of millions of groups never exists as millions of Python rows and records at once
     (it did: about 1 KB a group of reducer memory at its close). Iterate once per
     transaction; the values of its newest `latest` records are kept meanwhile, for the REST
@@ -149,8 +149,7 @@ class ResultRecords:
         newest = _NewestValues(self._latest)
         for window in self._finalized:
             for frame in window.output_frames():
-                for part in frame.iter_slices(ROWS_PER_SLICE):
-                    made = self._slice(window, part)
+                for made in self._records(window, frame):
                     newest.add(made)
                     yield from made
         self._written = newest
@@ -169,14 +168,15 @@ class ResultRecords:
                 missing = count - len(values)
                 if missing <= 0 or isinstance(window.outputs, SpilledOutputs):
                     break
-                tail = self._slice(window, window.outputs.tail(missing))
-                values[:0] = [record.value for record in flat_records(tail)]
+                tail = self._records(window, window.outputs.tail(missing))
+                values[:0] = [record.value for made in tail for record in flat_records(made)]
         missing = count - len(values)
         if missing > 0:
             values[:0] = [record.value for record in self._made[-missing:]]
         return [value for value in values if value is not None]
 
-    def _slice(self, window: FinalizedWindow, part: pl.DataFrame) -> Sequence[ToWrite]:
+    def _records(self, window: FinalizedWindow, frame: pl.DataFrame) -> Iterator[Sequence[ToWrite]]:
+        """The records of `frame`'s rows, `ROWS_PER_SLICE` rows at a time."""
         spec = self._spec
         first: dict[str, Any] = {
             "task": spec.id,
@@ -185,15 +185,18 @@ class ResultRecords:
             "window_start_iso": iso_utc(window.start),
             "window_end_iso": iso_utc(window.end),
         }
-        encoded = records_in_columns(spec, first, part, window.revision)
-        if encoded is not None:
-            keys, values = encoded
-            return [RecordRun(spec.output_topic, keys, values)]
-        rows = [{**first, **row} for row in part.to_dicts()]
-        if window.revision:
-            for row in rows:
-                row["revision"] = window.revision
-        return result_records(spec, rows)
+        in_columns = FrameRecords.of(spec, first, frame, window.revision)
+        for start in range(0, frame.height, ROWS_PER_SLICE):
+            stop = min(start + ROWS_PER_SLICE, frame.height)
+            if in_columns is not None:
+                keys, values = in_columns.rows(start, stop)
+                yield [RecordRun(spec.output_topic, keys, values)]
+                continue
+            rows = [{**first, **row} for row in frame.slice(start, stop - start).to_dicts()]
+            if window.revision:
+                for row in rows:
+                    row["revision"] = window.revision
+            yield result_records(spec, rows)
 
 
 class _NewestValues:

@@ -21,7 +21,7 @@ use pyo3::types::PyBytes;
 
 use crate::group_entries::array_header;
 use crate::typed_columns::{
-    column_kind, column_out, Column, ColumnOut, BOOL, FLOAT, INT, NULL, STRING,
+    column_in, column_kind, column_out, Column, ColumnIn, ColumnOut, FLOAT, INT, NULL, STRING,
 };
 
 /// The data set is not the plain case: the Python path decodes it.
@@ -75,15 +75,6 @@ fn strict_kind(column: &Column, relaxed: bool) -> Option<u8> {
     }
     column_kind(column.seen)
 }
-
-/// A column as `columns` hands it out and Python hands it back (`NativeColumn`): (kind,
-/// validity bitmap or None, values, string offsets or None).
-type ColumnIn<'py> = (
-    u8,
-    Option<Bound<'py, PyBytes>>,
-    Bound<'py, PyBytes>,
-    Option<Bound<'py, PyBytes>>,
-);
 
 struct Window {
     start: i64,
@@ -168,59 +159,6 @@ impl DatasetWindow {
             key_ends,
         })
     }
-}
-
-/// A column of `rows` values from its Arrow buffers (`typed_columns::column_out`'s layout).
-fn column_in(rows: usize, (kind, validity, values, offsets): ColumnIn<'_>) -> Option<Column> {
-    let validity = validity.as_ref().map(|bits| bits.as_bytes());
-    let values = values.as_bytes();
-    let offsets = offsets.as_ref().map(|offsets| offsets.as_bytes());
-    let bit = |bits: &[u8], row: usize| bits[row / 8] >> (row % 8) & 1 == 1;
-    let bitmap_bytes = rows.div_ceil(8);
-    if validity.is_some_and(|bits| bits.len() < bitmap_bytes) {
-        return None;
-    }
-    let valid = |row: usize| validity.is_none_or(|bits| bit(bits, row));
-    let word = |row: usize| -> [u8; 8] { values[8 * row..8 * row + 8].try_into().expect("8") };
-    let mut column = Column::new(rows);
-    match kind {
-        NULL => {}
-        BOOL if values.len() >= bitmap_bytes => {
-            for row in (0..rows).filter(|&row| valid(row)) {
-                column.boolean(row, bit(values, row));
-            }
-        }
-        INT if values.len() >= 8 * rows => {
-            for row in (0..rows).filter(|&row| valid(row)) {
-                column.int(row, i64::from_ne_bytes(word(row)));
-            }
-        }
-        FLOAT if values.len() >= 8 * rows => {
-            for row in (0..rows).filter(|&row| valid(row)) {
-                column.float(row, f64::from_ne_bytes(word(row)));
-            }
-        }
-        STRING => {
-            let offsets = offsets.filter(|offsets| offsets.len() >= 8 * (rows + 1))?;
-            let offset = |row: usize| {
-                let bytes = offsets[8 * row..8 * row + 8].try_into().expect("8");
-                usize::try_from(i64::from_ne_bytes(bytes)).ok()
-            };
-            for row in 0..rows {
-                if valid(row) {
-                    let text = values.get(offset(row)?..offset(row + 1)?)?;
-                    std::str::from_utf8(text).ok()?;
-                    column.text.extend_from_slice(text);
-                    column.set(row, STRING);
-                }
-                column.offsets.push(column.text.len() as i64);
-            }
-            return Some(column);
-        }
-        _ => return None,
-    }
-    column.offsets.resize(rows + 1, 0);
-    Some(column)
 }
 
 impl DatasetWindow {

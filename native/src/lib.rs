@@ -31,6 +31,7 @@ mod dataset_columns;
 mod group_entries;
 mod group_table;
 mod json_columns;
+mod json_records;
 mod line_shape;
 mod partition_queues;
 mod protobuf_columns;
@@ -428,6 +429,7 @@ fn mars_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     m.add_class::<dataset_columns::DatasetWindow>()?;
     m.add_class::<group_table::GroupTable>()?;
+    m.add_function(wrap_pyfunction!(json_records::json_records, m)?)?;
     m.add("NativeKafkaError", m.py().get_type::<NativeKafkaError>())?;
     Ok(())
 }

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import reducer.results
+import reducer.results_in_columns
 from mars.aggregates import Average, CountAll, CountNonNull, Sum, state_aggregates
 from mars.engine.columnar_layout import frame_groups
 from mars.engine.finalize import result_spec
@@ -132,10 +133,21 @@ def commit(
     )
 
 
+def written_by(way: str) -> Any:
+    """The JSON of records in columns written the native way (the extension must be built: no
+    skip) or by Polars (the extension switched off)."""
+    native = reducer.results_in_columns.mars_native
+    assert native is not None, "mars_native is not built: make setup"
+    return patch.object(
+        reducer.results_in_columns, "mars_native", native if way == "native" else None
+    )
+
+
+@pytest.mark.parametrize("way", ["native", "polars"])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), start=st.sampled_from([START, START + 60_000]), slice_rows=st.integers(1, 5))
 def test_a_window_finalized_in_columns_gives_the_python_rows_records(
-    data: st.DataObject, start: int, slice_rows: int
+    way: str, data: st.DataObject, start: int, slice_rows: int
 ) -> None:
     spec = data.draw(tasks())
     groups = data.draw(windows(spec))
@@ -152,7 +164,7 @@ def test_a_window_finalized_in_columns_gives_the_python_rows_records(
     in_rows = commit(
         spec, ClosedWindow(start=start, groups=frame_groups(aggregates, frame)), revision
     )
-    with patch.object(reducer.results, "ROWS_PER_SLICE", slice_rows):
+    with patch.object(reducer.results, "ROWS_PER_SLICE", slice_rows), written_by(way):
         got = [(r.topic, r.key, r.value) for r in in_columns.records()]
     assert got == [(r.topic, r.key, r.value) for r in in_rows.records()]
     assert in_columns.rows == in_rows.rows
@@ -163,7 +175,7 @@ def test_a_window_finalized_in_columns_gives_the_python_rows_records(
     made_again = commit(spec, closed, revision).results
     for count in range(1, kept + 1):
         expected = made_again.latest_values(count)
-        with patch.object(reducer.results, "records_in_columns") as encode:
+        with patch.object(reducer.results.FrameRecords, "rows") as encode:
             assert in_columns.results.latest_values(count) == expected
         encode.assert_not_called()
 
@@ -243,6 +255,7 @@ COLUMNS: dict[str, tuple[pl.DataType, st.SearchStrategy[Any]]] = {
 }
 
 
+@pytest.mark.parametrize("way", ["native", "polars"])
 @settings(max_examples=300, deadline=None)
 @given(
     kinds=st.lists(st.sampled_from(sorted(COLUMNS)), min_size=1, max_size=4),
@@ -258,6 +271,7 @@ COLUMNS: dict[str, tuple[pl.DataType, st.SearchStrategy[Any]]] = {
     data=st.data(),
 )
 def test_records_in_columns_are_the_bytes_msgspec_writes(
+    way: str,
     kinds: list[str],
     names: list[str],
     rows: int,
@@ -293,7 +307,9 @@ def test_records_in_columns_are_the_bytes_msgspec_writes(
         for row in dicts:
             row["revision"] = revision
     expected = result_records(spec, dicts)
-    assert records_in_columns(spec, first, part, revision) == (
+    with written_by(way):
+        made = records_in_columns(spec, first, part, revision)
+    assert made == (
         [record.key for record in expected],
         [record.value for record in expected],
     )
