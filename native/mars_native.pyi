@@ -133,3 +133,7 @@ def json_records(
     """The keys and values of `rows` result records as JSON (native/src/json_records.rs):
     `key` and `value` are each record's templates, literal text or the index of the column
     whose value goes there."""
+
+def msgpack_array(rows: int, column: NativeColumn) -> bytes:
+    """The msgpack array msgspec writes for the column's values as Python objects
+    (native/src/group_entries.rs)."""

@@ -87,8 +87,18 @@ class Aggregate(ABC, Generic[S]):
         """Turn the columns made by `partial_exprs` into one state per row of `frame`."""
 
     def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
-        """`to_wire` of each state of `states_from_frame` (overridden where it can skip work)."""
+        """`to_wire` of each state of `states_from_frame` (`wire_column`'s values if it has
+        them)."""
+        column = self.wire_column(frame, prefix)
+        if column is not None:
+            return column.to_list()
         return [self.to_wire(state) for state in self.states_from_frame(frame, prefix)]
+
+    def wire_column(self, frame: pl.DataFrame, prefix: str) -> pl.Series | None:
+        """The wire forms as one column, whose values (`to_list`) are `wires_from_frame`'s,
+        where the state is a scalar of the frame (a data set's msgpack is then written from
+        the column, with no Python object per group); None otherwise."""
+        return None
 
     def to_wire(self, state: S) -> Any:
         """A msgpack-encodable form of `state` (identity for scalar states)."""

@@ -25,9 +25,8 @@ class _Count(Aggregate[int]):
     def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[int]:
         return [int(n) for n in frame.get_column(f"{prefix}n").to_list()]
 
-    def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
-        # The column is Int64 without nulls: `to_list` already gives the wire ints.
-        return frame.get_column(f"{prefix}n").cast(pl.Int64).to_list()
+    def wire_column(self, frame: pl.DataFrame, prefix: str) -> pl.Series:
+        return frame.get_column(f"{prefix}n").cast(pl.Int64)  # no nulls: the wire ints
 
 
 class CountAll(_Count):

@@ -51,8 +51,8 @@ class _Extremum(Aggregate[Any]):
     def states_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
         return frame.get_column(f"{prefix}v").to_list()
 
-    def wires_from_frame(self, frame: pl.DataFrame, prefix: str) -> list[Any]:
-        return self.states_from_frame(frame, prefix)  # the state is its own wire form
+    def wire_column(self, frame: pl.DataFrame, prefix: str) -> pl.Series:
+        return frame.get_column(f"{prefix}v")  # the state is its own wire form
 
 
 class Min(_Extremum):

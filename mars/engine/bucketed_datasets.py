@@ -10,9 +10,11 @@ key: msgpack values are prefix-free, two distinct keys differ before either ends
 sorted entries are joined as one raw msgpack array.
 
 Two ways to the entries, the same bytes: with `mars_native` (native/src/group_entries.rs),
-msgspec encodes each column once as one array and Rust cuts the columns into entries, hashes
-the keys and sorts and joins the cells; without it, msgspec encodes each group's key and states
-(C loops over `zip`) and Python sorts each cell's list.
+each key column and each aggregate's `wire_column` is written as one msgpack array from its
+Arrow buffers (msgspec encodes a column of another kind, or wire forms that are not a column,
+as one list), and Rust cuts the columns into entries, hashes the keys and sorts and joins the
+cells; without it, msgspec encodes each group's key and states (C loops over `zip`) and Python
+sorts each cell's list.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import polars as pl
 
 from mars.aggregates import Aggregate, msgpack_wire, wire_name
 from mars.engine.dataset import VERSION
+from mars.engine.native_json import series_column
 from mars.native import mars_native
 from mars.tasks.bucket_layout import BucketLayout
 
@@ -62,15 +65,11 @@ def encode_bucketed_datasets(
     height = grouped.height
     if height == 0:
         return {}
-    key_lists = [grouped.get_column(name).to_list() for name in key_columns]
-    wires = [
-        agg.wires_from_frame(grouped, prefix)
-        for agg, prefix in zip(aggregates, state_prefixes, strict=True)
-    ]
+    prefixed = list(zip(aggregates, state_prefixes, strict=True))  # with their columns' prefix
     entries: _Entries = (
-        _NativeEntries(key_lists, wires, height)
+        _NativeEntries(grouped, key_columns, prefixed)
         if mars_native is not None
-        else _PythonEntries(key_lists, wires, height)
+        else _PythonEntries(grouped, key_columns, prefixed)
     )
     windows = grouped.get_column(window_column)
     window_starts = windows.to_numpy()
@@ -102,11 +101,25 @@ class _Entries(Protocol):
 
 
 class _NativeEntries:
-    def __init__(self, keys: list[list[Any]], wires: list[list[Any]], height: int) -> None:
-        encode = msgpack_wire.encode  # (a sum may be an int beyond 64 bits)
-        self._native = mars_native.GroupEntries(
-            list(map(encode, keys)), list(map(encode, wires)), height
-        )
+    def __init__(
+        self,
+        grouped: pl.DataFrame,
+        keys: Sequence[str],
+        prefixed: list[tuple[Aggregate[Any], str]],
+    ) -> None:
+        key_arrays = []
+        for name in keys:
+            column = grouped.get_column(name)
+            array = _native_array(column)
+            key_arrays.append(msgpack_wire.encode(column.to_list()) if array is None else array)
+        state_arrays = []
+        for agg, prefix in prefixed:
+            wires = agg.wire_column(grouped, prefix)
+            array = None if wires is None else _native_array(wires)
+            if array is None:  # (a sum may be an int beyond 64 bits)
+                array = msgpack_wire.encode(agg.wires_from_frame(grouped, prefix))
+            state_arrays.append(array)
+        self._native = mars_native.GroupEntries(key_arrays, state_arrays, grouped.height)
 
     def key_crc32(self) -> npt.NDArray[np.int64]:
         return np.frombuffer(self._native.key_crc32(), dtype=np.uint32).astype(np.int64)
@@ -116,8 +129,16 @@ class _NativeEntries:
 
 
 class _PythonEntries:
-    def __init__(self, keys: list[list[Any]], wires: list[list[Any]], height: int) -> None:
-        self._keys = list(map(_encoder.encode, _rows(keys, height)))
+    def __init__(
+        self,
+        grouped: pl.DataFrame,
+        keys: Sequence[str],
+        prefixed: list[tuple[Aggregate[Any], str]],
+    ) -> None:
+        height = grouped.height
+        key_lists = [grouped.get_column(name).to_list() for name in keys]
+        wires = [agg.wires_from_frame(grouped, prefix) for agg, prefix in prefixed]
+        self._keys = list(map(_encoder.encode, _rows(key_lists, height)))
         # 0x92 (an array of two), then the key's bytes, then the states' (joined, not encoded
         # again: the key is encoded once).
         states = map(msgpack_wire.encode, _rows(wires, height))
@@ -139,6 +160,14 @@ class _PythonEntries:
             picked.sort()
             joined.append((code, array_header(len(picked)) + b"".join(picked)))
         return joined
+
+
+def _native_array(column: pl.Series) -> bytes | None:
+    """The msgpack array msgspec writes for the column's values (`to_list`), written from its
+    Arrow buffers with no Python object per value; None when it is not of a native kind
+    (`series_column`)."""
+    native = series_column(column)
+    return None if native is None else mars_native.msgpack_array(len(column), native)
 
 
 def _rows(columns: Sequence[Sequence[Any]], height: int) -> list[tuple[Any, ...]]:

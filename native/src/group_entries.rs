@@ -13,6 +13,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::typed_columns::{column_in, Column, ColumnIn, BOOL, FLOAT, INT, NULL};
+
 #[pyclass(frozen, module = "mars_native")]
 pub struct GroupEntries {
     buffer: Vec<u8>,
@@ -133,6 +135,84 @@ impl GroupEntries {
             cells.push((cell_of[run[0]], groups));
         }
         Ok(cells)
+    }
+}
+
+/// The msgpack array msgspec writes for a column's values as Python objects (`to_list`): NULL
+/// nil, booleans, ints in their shortest form (non-negative ones unsigned), floats as float64,
+/// text as str; a key or state column for `GroupEntries` without a Python object per value.
+#[pyfunction]
+pub fn msgpack_array<'py>(
+    py: Python<'py>,
+    rows: usize,
+    column: ColumnIn<'py>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let column =
+        column_in(rows, column).ok_or_else(|| PyValueError::new_err("the column does not read"))?;
+    let mut out = array_header(rows);
+    for row in 0..rows {
+        write_msgpack(&mut out, &column, row);
+    }
+    Ok(PyBytes::new(py, &out))
+}
+
+fn write_msgpack(out: &mut Vec<u8>, column: &Column, row: usize) {
+    match column.tags[row] {
+        NULL => out.push(0xc0),
+        BOOL => out.push(if column.ints[row] != 0 { 0xc3 } else { 0xc2 }),
+        INT => write_int(out, column.ints[row]),
+        FLOAT => {
+            out.push(0xcb);
+            out.extend_from_slice(&column.floats[row].to_be_bytes());
+        }
+        _ => {
+            let text = &column.text[column.offsets[row] as usize..column.offsets[row + 1] as usize];
+            match text.len() {
+                length @ 0..=31 => out.push(0xa0 | length as u8),
+                length @ 32..=0xff => out.extend_from_slice(&[0xd9, length as u8]),
+                length @ 0x100..=0xffff => {
+                    out.push(0xda);
+                    out.extend_from_slice(&(length as u16).to_be_bytes());
+                }
+                length => {
+                    out.push(0xdb);
+                    out.extend_from_slice(&(length as u32).to_be_bytes());
+                }
+            }
+            out.extend_from_slice(text);
+        }
+    }
+}
+
+fn write_int(out: &mut Vec<u8>, value: i64) {
+    match value {
+        0..=0x7f | -32..=-1 => out.push(value as u8),
+        0x80..=0xff => out.extend_from_slice(&[0xcc, value as u8]),
+        0x100..=0xffff => {
+            out.push(0xcd);
+            out.extend_from_slice(&(value as u16).to_be_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(0xce);
+            out.extend_from_slice(&(value as u32).to_be_bytes());
+        }
+        0x1_0000_0000.. => {
+            out.push(0xcf);
+            out.extend_from_slice(&(value as u64).to_be_bytes());
+        }
+        -128..=-33 => out.extend_from_slice(&[0xd0, value as u8]),
+        -32768..=-129 => {
+            out.push(0xd1);
+            out.extend_from_slice(&(value as i16).to_be_bytes());
+        }
+        -2_147_483_648..=-32769 => {
+            out.push(0xd2);
+            out.extend_from_slice(&(value as i32).to_be_bytes());
+        }
+        _ => {
+            out.push(0xd3);
+            out.extend_from_slice(&value.to_be_bytes());
+        }
     }
 }
 

@@ -419,6 +419,7 @@ impl Drop for BatchConsumer {
 fn mars_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchConsumer>()?;
     m.add_class::<group_entries::GroupEntries>()?;
+    m.add_function(wrap_pyfunction!(group_entries::msgpack_array, m)?)?;
     m.add_class::<json_columns::JsonColumnsDecoder>()?;
     m.add_class::<avro_columns::AvroColumnsDecoder>()?;
     m.add_class::<protobuf_columns::ProtobufColumnsDecoder>()?;
