@@ -99,15 +99,6 @@ class FrameRecords:
         )
 
 
-def records_in_columns(
-    spec: TaskSpec, first: Mapping[str, Any], part: pl.DataFrame, revision: int
-) -> Made | None:
-    """The records of every row of `part` (`FrameRecords`), or None when a column's type is
-    not written here."""
-    records = FrameRecords.of(spec, first, part, revision)
-    return None if records is None else records.rows(0, part.height)
-
-
 def _written(dtype: pl.DataType) -> bool:
     return dtype == pl.Float64 or isinstance(dtype, _WRITTEN_AS_IS)
 

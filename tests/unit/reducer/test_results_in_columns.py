@@ -29,7 +29,7 @@ from reducer.commit_records import CommitRecords, CommitTarget, commit_records
 from reducer.open_windows import ClosedWindow
 from reducer.progress_record import ProgressRecord
 from reducer.results import result_records
-from reducer.results_in_columns import records_in_columns
+from reducer.results_in_columns import FrameRecords
 from reducer.spilled_frames import SpillFolder
 
 CALLS = {
@@ -308,7 +308,9 @@ def test_records_in_columns_are_the_bytes_msgspec_writes(
             row["revision"] = revision
     expected = result_records(spec, dicts)
     with written_by(way):
-        made = records_in_columns(spec, first, part, revision)
+        records = FrameRecords.of(spec, first, part, revision)
+        assert records is not None
+        made = records.rows(0, part.height)
     assert made == (
         [record.key for record in expected],
         [record.value for record in expected],
@@ -326,4 +328,4 @@ def test_records_in_columns_are_the_bytes_msgspec_writes(
 def test_records_in_columns_decline_types_msgspec_writes_its_own_way(column: pl.Series) -> None:
     spec = parse_task("SELECT k0, count(*) AS n FROM S GROUP BY k0 WINDOWING 60 s", task_id="t")
     part = pl.DataFrame([pl.Series("k0", ["a"]), column])
-    assert records_in_columns(spec, {"task": "t", "window_start": 0}, part, 0) is None
+    assert FrameRecords.of(spec, {"task": "t", "window_start": 0}, part, 0) is None
