@@ -107,11 +107,7 @@ class _NativeEntries:
         keys: Sequence[str],
         prefixed: list[tuple[Aggregate[Any], str]],
     ) -> None:
-        key_arrays = []
-        for name in keys:
-            column = grouped.get_column(name)
-            array = _native_array(column)
-            key_arrays.append(msgpack_wire.encode(column.to_list()) if array is None else array)
+        key_arrays = [key_column_msgpack(grouped.get_column(name)) for name in keys]
         state_arrays = []
         for agg, prefix in prefixed:
             wires = agg.wire_column(grouped, prefix)
@@ -160,6 +156,13 @@ class _PythonEntries:
             picked.sort()
             joined.append((code, array_header(len(picked)) + b"".join(picked)))
         return joined
+
+
+def key_column_msgpack(column: pl.Series) -> bytes:
+    """The msgpack array of a key column's values, as a mapper writes a data set's keys: from
+    its Arrow buffers where it is of a native kind, else by msgspec over its `to_list`."""
+    array = _native_array(column)
+    return msgpack_wire.encode(column.to_list()) if array is None else array
 
 
 def _native_array(column: pl.Series) -> bytes | None:

@@ -26,9 +26,9 @@ from mars.aggregates import (
     Max,
     Min,
     Sum,
-    msgpack_wire,
     wire_name,
 )
+from mars.engine.bucketed_datasets import key_column_msgpack
 from mars.engine.columnar_layout import key_columns, key_width, state_columns
 from mars.engine.native_json import column_series, series_column
 from mars.native import mars_native
@@ -60,14 +60,14 @@ def window_frame(aggregates: Sequence[Aggregate[Any]], window: DatasetWindow) ->
 
 def frame_window(aggregates: Sequence[Aggregate[Any]], frame: pl.DataFrame) -> DatasetWindow | None:
     """A frame of this layout as a decoded window, its keys encoded as a mapper encodes them
-    (a key column's values in one `msgpack_wire` call, read back by
-    `mars_native.DatasetWindow.of_columns` as a data set's keys are): for a group table to
-    take a checkpoint's groups; None when a state column's type is not one of the native
-    kinds, a key is one no data set holds (NaN, -0.0), or no extension."""
+    (`key_column_msgpack`, read back by `mars_native.DatasetWindow.of_columns` as a data
+    set's keys are): for a group table to take a checkpoint's groups; None when a state
+    column's type is not one of the native kinds, a key is one no data set holds (NaN, -0.0),
+    or no extension."""
     if mars_native is None:
         return None
     width = key_width(aggregates, frame)
-    keys = [msgpack_wire.encode(series.to_list()) for series in frame.get_columns()[:width]]
+    keys = [key_column_msgpack(series) for series in frame.get_columns()[:width]]
     states: list[NativeColumn] = []
     for series in frame.get_columns()[width:]:
         column = series_column(series)
